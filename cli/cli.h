@@ -1,0 +1,120 @@
+/* cli/cli.h — the `grove` command line: subcommand table and option parser.
+ *
+ * Each subcommand declares one table of options (name, argument, default,
+ * help, destination); the parser (getopt_long underneath) fills the
+ * destinations, and the same table generates `--help`. The shared options
+ * of every grove command (--seed, --device, --threads, --out, --force,
+ * --quiet) live in struct cli_common; a command says which of them it takes
+ * with a CLI_COMMON_* mask.
+ *
+ * Errors: a bad flag or value prints one line on stderr naming the flag and
+ * a pointer to --help, and the command returns CLI_EXIT_USAGE (2). Results
+ * go to stdout, everything else to stderr.
+ *
+ *   static int run_foo(int argc, char **argv) {
+ *       int n = 10; struct cli_common common;
+ *       const struct cli_option opts[] = {
+ *           CLI_INT("episodes", "N", "10", "episodes to run", &n),
+ *           CLI_END,
+ *       };
+ *       int first = 0;
+ *       int rc = cli_parse(&cmd_foo, opts, CLI_COMMON_SEED, argc, argv,
+ *                          &common, &first);
+ *       if (rc != CLI_CONTINUE) return rc;
+ *       ...
+ *   }
+ */
+#ifndef GROVE_CLI_CLI_H
+#define GROVE_CLI_CLI_H
+
+#include <stdint.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1  /* the work failed (bad file, failed check) */
+#define CLI_EXIT_USAGE 2 /* the command line was wrong */
+#define CLI_CONTINUE (-1) /* cli_parse: options fine, go on */
+
+enum cli_arg_type {
+    CLI_ARG_FLAG,   /* no argument; int destination set to 1 */
+    CLI_ARG_INT,    /* int */
+    CLI_ARG_U64,    /* uint64_t */
+    CLI_ARG_DOUBLE, /* double */
+    CLI_ARG_STRING, /* const char * (points into argv) */
+};
+
+struct cli_option {
+    const char *name;     /* long name without dashes, NULL ends a table */
+    enum cli_arg_type type;
+    const char *arg_name; /* "N", "FILE", ... (NULL for flags) */
+    const char *default_text; /* shown in --help and parsed as the default */
+    const char *help;
+    void *dest;
+};
+
+#define CLI_FLAG(n, h, d) {n, CLI_ARG_FLAG, NULL, NULL, h, d}
+#define CLI_INT(n, a, def, h, d) {n, CLI_ARG_INT, a, def, h, d}
+#define CLI_U64(n, a, def, h, d) {n, CLI_ARG_U64, a, def, h, d}
+#define CLI_DOUBLE(n, a, def, h, d) {n, CLI_ARG_DOUBLE, a, def, h, d}
+#define CLI_STRING(n, a, def, h, d) {n, CLI_ARG_STRING, a, def, h, d}
+#define CLI_END {NULL, CLI_ARG_FLAG, NULL, NULL, NULL, NULL}
+
+/* Shared options; which ones a command accepts is its mask. */
+enum {
+    CLI_COMMON_SEED = 1 << 0,
+    CLI_COMMON_DEVICE = 1 << 1,
+    CLI_COMMON_THREADS = 1 << 2,
+    CLI_COMMON_OUT = 1 << 3,
+    CLI_COMMON_FORCE = 1 << 4,
+    CLI_COMMON_QUIET = 1 << 5,
+    CLI_COMMON_ALL = (1 << 6) - 1,
+};
+
+enum cli_device { CLI_DEVICE_AUTO, CLI_DEVICE_CPU, CLI_DEVICE_CUDA };
+
+struct cli_common {
+    uint64_t seed;          /* --seed S (default 1) */
+    enum cli_device device; /* --device cpu|cuda|auto (default auto) */
+    int threads;            /* --threads N (0 = all cores) */
+    const char *out;        /* --out PATH (NULL when not given) */
+    int force;              /* --force: overwrite outputs */
+    int quiet;              /* --quiet: no progress output */
+};
+
+struct cli_command {
+    const char *name;     /* words as typed: "replay info" */
+    const char *summary;  /* one line for `grove --help` */
+    const char *usage;    /* positional part: "FILE", "" if none */
+    const char *details;  /* paragraph after the options, or NULL */
+    int (*run)(const struct cli_command *cmd, int argc, char **argv);
+};
+
+/* Parses argv (argv[0] is the command's last word) against `opts` and the
+ * common options in `common_mask`. Fills destinations (defaults first),
+ * `*common` and the index of the first positional argument in *first_pos.
+ * Checks the positional count is within [min_pos, max_pos] (max_pos < 0:
+ * unbounded). Returns CLI_CONTINUE, CLI_EXIT_OK (after --help) or
+ * CLI_EXIT_USAGE (after printing one line). */
+int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
+              unsigned common_mask, int min_pos, int max_pos, int argc,
+              char **argv, struct cli_common *common, int *first_pos);
+
+/* Prints a command's help (usage, options with defaults) to stdout. */
+void cli_print_help(const struct cli_command *cmd,
+                    const struct cli_option *opts, unsigned common_mask);
+
+/* One-line usage error: "grove CMD: MESSAGE (see 'grove CMD --help')" on
+ * stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints "grove CMD: <gr_last_error()>" on stderr; returns CLI_EXIT_FAIL. */
+int cli_fail(const struct cli_command *cmd);
+
+/* Splits a comma-separated list in place into at most `cap` items;
+ * returns the count, or -1 when there are more than `cap` or an empty item. */
+int cli_split_list(char *text, char **items, int cap);
+
+/* The program's command table, NULL-terminated (cli/commands.c). */
+extern const struct cli_command *const cli_commands[];
+
+#endif

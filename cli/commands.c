@@ -1,0 +1,9 @@
+/* The command table: `grove --help` lists these in this order. */
+#include "cli/commands.h"
+
+#include <stddef.h>
+
+const struct cli_command *const cli_commands[] = {
+    &cmd_version,
+    NULL,
+};
