@@ -9,7 +9,7 @@
  * walled in (or absent) is reported as unreachable, never looped on.
  * Targets: X for "get X", the workshop W for "make at W".
  *
- * Memory: no allocation; the search uses ~6 KB of stack. Threads: reentrant,
+ * Memory: no allocation; the search uses ~12 KB of stack. Threads: reentrant,
  * no state. Errors: statuses below; GR_EINVAL only for a too-small buffer.
  *
  *   int action, subtask;
