@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
-void replay_scan_init(struct replay_scanner *s, uint64_t start, uint64_t limit)
+void replay_scan_init(struct replay_scanner *s, uint64_t start, uint64_t limit,
+                      uint64_t max_object)
 {
     memset(s, 0, sizeof *s);
     s->pos = start;
     s->limit = limit;
     s->obj_start = start;
+    s->max_object = max_object;
 }
 
 int replay_scan_at_boundary(const struct replay_scanner *s)
@@ -45,6 +47,7 @@ static void item_done(struct replay_scanner *s)
     }
     s->objects++;
     s->obj_start = s->pos;
+    s->ended = 1;
 }
 
 /* Bytes of header that follow a type byte (lengths, counts, fixed-size
@@ -85,6 +88,14 @@ static enum replay_scan_status open_container(struct replay_scanner *s,
                                               int is_map)
 {
     uint64_t remain = s->limit - s->pos;
+    uint64_t budget = s->obj_start + s->max_object - s->pos;
+    if (items > budget && items <= remain) {
+        return fail(s, REPLAY_SCAN_TOO_BIG, head,
+                    "a container of %llu items makes the object longer than "
+                    "the %llu bytes a replay object may have",
+                    (unsigned long long)items,
+                    (unsigned long long)s->max_object);
+    }
     if (items > remain) {
         return fail(s, REPLAY_SCAN_OVERRUN, head,
                     is_map ? "a map of %llu entries needs at least twice as "
@@ -112,6 +123,17 @@ static enum replay_scan_status payload(struct replay_scanner *s, uint64_t head,
                                        uint64_t len, const char *what)
 {
     uint64_t remain = s->limit - s->pos;
+    uint64_t budget = s->obj_start + s->max_object - s->pos;
+    if (len > budget && len <= remain) {
+        s->status = REPLAY_SCAN_TOO_BIG;
+        s->err_pos = head;
+        snprintf(s->err, sizeof s->err,
+                 "a %s of %llu bytes makes the object longer than the %llu "
+                 "bytes a replay object may have",
+                 what, (unsigned long long)len,
+                 (unsigned long long)s->max_object);
+        return s->status;
+    }
     if (len > remain) {
         s->status = REPLAY_SCAN_OVERRUN;
         s->err_pos = head;
@@ -161,13 +183,22 @@ static enum replay_scan_status header_done(struct replay_scanner *s)
 }
 
 enum replay_scan_status replay_scan(struct replay_scanner *s, const uint8_t *p,
-                                    size_t n)
+                                    size_t n, size_t *used)
 {
     size_t i = 0;
+    *used = 0;
     if (s->status != REPLAY_SCAN_OK) {
         return s->status;
     }
-    while (i < n) {
+    s->ended = 0;
+    while (i < n && !s->ended) {
+        if (s->pos - s->obj_start >= s->max_object) {
+            *used = i;
+            return fail(s, REPLAY_SCAN_TOO_BIG, s->obj_start,
+                        "the object is longer than the %llu bytes a replay "
+                        "object may have%.0llu",
+                        (unsigned long long)s->max_object, 0ull);
+        }
         if (s->skip > 0) {
             uint64_t take = s->skip < (uint64_t)(n - i) ? s->skip
                                                          : (uint64_t)(n - i);
@@ -185,6 +216,7 @@ enum replay_scan_status replay_scan(struct replay_scanner *s, const uint8_t *p,
             s->hdr[s->hdr_have++] = b;
             if (s->hdr_have == s->hdr_need &&
                 header_done(s) != REPLAY_SCAN_OK) {
+                *used = i;
                 return s->status;
             }
             continue;
@@ -209,8 +241,14 @@ enum replay_scan_status replay_scan(struct replay_scanner *s, const uint8_t *p,
             s->hdr_have = 0;
         }
         if (st != REPLAY_SCAN_OK) {
+            *used = i;
             return st;
         }
+    }
+    *used = i;
+    if (s->ended) {
+        s->ended = 0;
+        return REPLAY_SCAN_OBJECT;
     }
     return REPLAY_SCAN_OK;
 }
