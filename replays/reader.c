@@ -867,7 +867,11 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
 {
     struct ctx c = {r, "footer"};
     const msgpack_object *m = o;
-    const msgpack_object *v = map_get(o, "footer");
+    const msgpack_object *v;
+    int rc = need(&c, o, "footer", &v);
+    if (rc < 0) {
+        return rc;
+    }
     /* "footer": true with the fields beside it (what grove writes), or
      * "footer": {fields} (the other reading of the spec's sentence). */
     if (v->type == MSGPACK_OBJECT_MAP) {
@@ -875,7 +879,6 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
     } else if (v->type != MSGPACK_OBJECT_BOOLEAN || !v->via.boolean) {
         return wrong_type(&c, "footer", v, "true (or a map of the fields)");
     }
-    int rc;
     uint64_t crc;
     if ((rc = get_u64(&c, m, "episodes", UINT64_MAX, &f->episodes)) < 0 ||
         (rc = get_u64(&c, m, "steps", UINT64_MAX, &f->steps)) < 0 ||
@@ -923,25 +926,39 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
     return 0;
 }
 
-/* Which record a map is, by the key that names it. */
+/* Which record a map is, by the key that names it, else by any key only
+ * that record has (so that a record missing its naming key is reported as
+ * that record with a missing key). */
 static int classify(const msgpack_object *o, enum replay_record_type *type)
 {
-    if (map_get(o, "magic") != NULL) {
-        *type = REPLAY_RECORD_HEADER;
-    } else if (map_get(o, "footer") != NULL) {
-        *type = REPLAY_RECORD_FOOTER;
-    } else if (map_get(o, "end") != NULL) {
-        *type = REPLAY_RECORD_EPISODE_END;
-    } else if (map_get(o, "state") != NULL) {
-        *type = REPLAY_RECORD_KEYFRAME;
-    } else if (map_get(o, "a") != NULL) {
-        *type = REPLAY_RECORD_STEP;
-    } else if (map_get(o, "episode") != NULL) {
-        *type = REPLAY_RECORD_EPISODE_START;
-    } else {
-        return -1;
+    static const struct {
+        const char *key;
+        enum replay_record_type type;
+    } keys[] = {
+        {"magic", REPLAY_RECORD_HEADER},
+        {"footer", REPLAY_RECORD_FOOTER},
+        {"end", REPLAY_RECORD_EPISODE_END},
+        {"state", REPLAY_RECORD_KEYFRAME},
+        {"a", REPLAY_RECORD_STEP},
+        {"episode", REPLAY_RECORD_EPISODE_START},
+        /* secondary keys */
+        {"crc32", REPLAY_RECORD_FOOTER},
+        {"index", REPLAY_RECORD_FOOTER},
+        {"return", REPLAY_RECORD_EPISODE_END},
+        {"success", REPLAY_RECORD_EPISODE_END},
+        {"hash", REPLAY_RECORD_KEYFRAME},
+        {"seed", REPLAY_RECORD_EPISODE_START},
+        {"task", REPLAY_RECORD_EPISODE_START},
+        {"t", REPLAY_RECORD_STEP},
+        {"tr", REPLAY_RECORD_STEP},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (map_get(o, keys[i].key) != NULL) {
+            *type = keys[i].type;
+            return 0;
+        }
     }
-    return 0;
+    return -1;
 }
 
 /* ---- order, numbering, re-simulation ---------------------------------------- */
