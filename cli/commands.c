@@ -5,5 +5,9 @@
 
 const struct cli_command *const cli_commands[] = {
     &cmd_version,
+    &cmd_craft_demos,
+    &cmd_replay_info,
+    &cmd_replay_verify,
+    &cmd_replay_dump,
     NULL,
 };

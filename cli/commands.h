@@ -5,5 +5,9 @@
 #include "cli/cli.h"
 
 extern const struct cli_command cmd_version;
+extern const struct cli_command cmd_craft_demos;
+extern const struct cli_command cmd_replay_info;
+extern const struct cli_command cmd_replay_verify;
+extern const struct cli_command cmd_replay_dump;
 
 #endif
