@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -171,10 +172,11 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
         }
     }
     gr_progress_finish(&progress);
-    uint64_t bytes = replay_writer_offset(w);
     if (replay_writer_close(w) < 0) {
         return cli_fail(cmd);
     }
+    struct stat fst;
+    uint64_t bytes = stat(common.out, &fst) == 0 ? (uint64_t)fst.st_size : 0;
     printf("%-12s %9s %8s %12s %11s %10s %8s %8s\n", "task", "episodes",
            "steps", "mean_length", "max_length", "mean_ret", "success",
            "skipped");
@@ -205,7 +207,7 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
            100.0 * (double)all.successes / e, all.skipped);
     printf("wrote %s (%" PRIu64 " bytes, agent expert, seed %" PRIu64
            ", keyframe every %d steps)\n",
-           common.out, bytes + REPLAY_TRAILER_SIZE, common.seed, every);
+           common.out, bytes, common.seed, every);
     return CLI_EXIT_OK;
 }
 
