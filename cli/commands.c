@@ -5,6 +5,8 @@
 
 const struct cli_command *const cli_commands[] = {
     &cmd_version,
+    &cmd_craft_run,
+    &cmd_bench_craft,
     &cmd_craft_demos,
     &cmd_replay_info,
     &cmd_replay_verify,

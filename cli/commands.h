@@ -5,6 +5,8 @@
 #include "cli/cli.h"
 
 extern const struct cli_command cmd_version;
+extern const struct cli_command cmd_craft_run;
+extern const struct cli_command cmd_bench_craft;
 extern const struct cli_command cmd_craft_demos;
 extern const struct cli_command cmd_replay_info;
 extern const struct cli_command cmd_replay_verify;
