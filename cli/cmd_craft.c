@@ -24,6 +24,7 @@
 #include "core/random.h"
 #include "envs/craft.h"
 #include "envs/expert.h"
+#include "replays/replay.h"
 
 #define MAX_TASKS 64
 
@@ -44,6 +45,8 @@ struct run_plan {
     uint64_t seed;
     int print;
     atomic_uint_fast64_t done; /* episodes finished, all threads */
+    struct replay_writer *rec; /* --record: every episode (one thread) */
+    int rec_failed;            /* a write failed: stop, report */
 };
 
 struct worker {
@@ -84,6 +87,23 @@ static int run_episode(const struct run_plan *plan, int ti, uint64_t n,
     if (plan->print) {
         print_state(&w, n, -1, &st);
     }
+    if (plan->rec != NULL) {
+        /* --record: a map the expert cannot finish is skipped before its
+         * episode starts in the replay (same counts as below) */
+        static uint8_t acts[CRAFT_MAX_STEPS_LIMIT];
+        int len = 0;
+        if (plan->agent == AGENT_EXPERT &&
+            craft_expert_rollout(&w, acts, (int)sizeof acts, &len) !=
+                CRAFT_EXPERT_OK) {
+            ts->skipped++;
+            ts->steps += (uint64_t)len;
+            return 0;
+        }
+        if (replay_writer_episode_start(plan->rec, &w) < 0) {
+            ((struct run_plan *)plan)->rec_failed = 1;
+            return 0;
+        }
+    }
     craft_world_observe(&w, obs);
     while (!craft_world_done(&w)) {
         int a;
@@ -100,7 +120,12 @@ static int run_episode(const struct run_plan *plan, int ti, uint64_t n,
             }
             return 0;
         }
-        craft_world_step(&w, a, &st);
+        if (plan->rec == NULL) {
+            craft_world_step(&w, a, &st);
+        } else if (replay_record_step(plan->rec, &w, a, NULL, &st) < 0) {
+            ((struct run_plan *)plan)->rec_failed = 1;
+            return 0;
+        }
         craft_world_observe(&w, obs); /* what the agent would read next */
         if (plan->print) {
             print_state(&w, n, a, &st);
@@ -120,7 +145,7 @@ static void *worker_main(void *p)
     struct run_plan *plan = wk->plan;
     float obs[CRAFT_OBS_SIZE];
     uint64_t unreported = 0;
-    for (uint64_t i = wk->begin; i < wk->end; i++) {
+    for (uint64_t i = wk->begin; i < wk->end && !plan->rec_failed; i++) {
         int ti = (int)(i / plan->episodes);
         uint64_t n = i % plan->episodes;
         run_episode(plan, ti, n, obs, &wk->stats[ti]);
@@ -141,6 +166,7 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
     int sparse = 0, print = 0;
+    const char *record = NULL;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -158,10 +184,15 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
         CLI_FLAG("print", "draw the grid as text after every step (one "
                           "thread)",
                  &print),
+        CLI_STRING("record", "FILE", NULL,
+                   "record every episode as a replay (one thread; refused "
+                   "when FILE exists, unless --force)",
+                   &record),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
-                       CLI_COMMON_SEED | CLI_COMMON_THREADS | CLI_COMMON_QUIET,
+                       CLI_COMMON_SEED | CLI_COMMON_THREADS |
+                           CLI_COMMON_QUIET | CLI_COMMON_FORCE,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
@@ -211,10 +242,29 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     plan.print = print;
     atomic_init(&plan.done, 0);
 
+    if (record != NULL) {
+        for (int i = 1; i < n_tasks; i++) {
+            if (memcmp(&plan.configs[i], &plan.configs[0],
+                       sizeof plan.configs[0]) != 0) {
+                return cli_usage_error(cmd, "--record: '%s' needs another "
+                                       "Craft config than '%s' (a replay has "
+                                       "one); record them separately",
+                                       plan.tasks[i].name, plan.tasks[0].name);
+            }
+        }
+        struct replay_header h;
+        replay_header_init(&h, &plan.configs[0], agent);
+        snprintf(h.grove, sizeof h.grove, "%s (%s)", GROVE_VERSION,
+                 GROVE_GIT_DESCRIBE);
+        if (replay_writer_open(&plan.rec, record, common.force, &h) < 0) {
+            return cli_fail(cmd);
+        }
+    }
+
     uint64_t total = episodes * (uint64_t)n_tasks;
     long threads = common.threads > 0 ? common.threads
                                       : sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1 || print) {
+    if (threads < 1 || print || record != NULL) {
         threads = 1;
     }
     if ((uint64_t)threads > total) {
@@ -260,6 +310,19 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     }
     double secs = gr_now_seconds() - t0;
     gr_progress_finish(&progress);
+    if (plan.rec != NULL) {
+        if (plan.rec_failed) {
+            replay_writer_abort(plan.rec);
+            free(workers);
+            free(tids);
+            return cli_fail(cmd);
+        }
+        if (replay_writer_close(plan.rec) < 0) {
+            free(workers);
+            free(tids);
+            return cli_fail(cmd);
+        }
+    }
 
     printf("%-12s %9s %8s %12s %8s %12s\n", "task", "episodes", "skipped",
            "mean_return", "success", "mean_length");
@@ -277,11 +340,16 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
             s.steps += w->steps;
             s.return_sum += w->return_sum;
         }
-        double e = s.episodes > 0 ? (double)s.episodes : 1.0;
-        printf("%-12s %9llu %8llu %12.4f %7.2f%% %12.2f\n",
-               plan.tasks[ti].name, (unsigned long long)s.episodes,
-               (unsigned long long)s.skipped, s.return_sum / e,
-               100.0 * (double)s.successes / e, (double)s.length_sum / e);
+        double e = (double)s.episodes;
+        if (s.episodes > 0) {
+            printf("%-12s %9llu %8llu %12.4f %7.2f%% %12.2f\n",
+                   plan.tasks[ti].name, (unsigned long long)s.episodes,
+                   (unsigned long long)s.skipped, s.return_sum / e,
+                   100.0 * (double)s.successes / e, (double)s.length_sum / e);
+        } else {
+            printf("%-12s %9llu %8llu %12s %8s %12s\n", plan.tasks[ti].name,
+                   0ull, (unsigned long long)s.skipped, "-", "-", "-");
+        }
         all.episodes += s.episodes;
         all.skipped += s.skipped;
         all.steps += s.steps;
@@ -294,6 +362,10 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
            all.skipped ? ", maps skipped by the expert are not counted in "
                          "the means"
                        : "");
+    if (record != NULL) {
+        printf("recorded %s (agent %s; check it with grove replay "
+               "verify)\n", record, agent);
+    }
     free(workers);
     free(tids);
     return CLI_EXIT_OK;
