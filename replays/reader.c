@@ -910,7 +910,7 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
                            "\"index\" entry %zu is %s, expected "
                            "[episode, t, byte_offset]", i, type_name(e));
         }
-        uint64_t x[3];
+        uint64_t x[3] = {0, 0, 0};
         for (int j = 0; j < 3; j++) {
             if ((rc = as_u64(&c, "index", &e->via.array.ptr[j],
                              j < 2 ? UINT32_MAX : UINT64_MAX, &x[j])) < 0) {
@@ -1419,7 +1419,7 @@ int replay_reader_open(struct replay_reader **out, const char *path,
                        unsigned flags)
 {
     *out = NULL;
-    struct replay_reader *r;
+    struct replay_reader *r = NULL;
     int rc = reader_new(&r, path, flags);
     if (rc < 0) {
         return rc;
@@ -1449,7 +1449,7 @@ int replay_reader_open_memory(struct replay_reader **out, const void *data,
                               size_t size, const char *name, unsigned flags)
 {
     *out = NULL;
-    struct replay_reader *r;
+    struct replay_reader *r = NULL;
     int rc = reader_new(&r, name, flags);
     if (rc < 0) {
         return rc;
@@ -1475,7 +1475,7 @@ int replay_reader_open_memory(struct replay_reader **out, const void *data,
  * whether the file is truncated and where its last complete episode ends. */
 static int recover_scan(struct replay_reader *r)
 {
-    struct replay_reader *p;
+    struct replay_reader *p = NULL;
     int rc = reader_new(&p, r->name, 0);
     if (rc < 0) {
         return rc;
@@ -1589,7 +1589,7 @@ int replay_reader_footer(struct replay_reader *r, struct replay_footer *footer)
                         n);
     }
     /* a private reader over the footer's bytes, so the stream is kept */
-    struct replay_reader *p;
+    struct replay_reader *p = NULL;
     int rc = reader_new(&p, r->name, 0);
     if (rc < 0) {
         return rc;
@@ -1716,7 +1716,7 @@ void replay_reader_close(struct replay_reader *r)
 
 int replay_verify_file(const char *path, struct replay_verify_result *res)
 {
-    struct replay_reader *r;
+    struct replay_reader *r = NULL;
     int rc = replay_reader_open(&r, path, REPLAY_READ_VERIFY);
     if (rc < 0) {
         return rc;
