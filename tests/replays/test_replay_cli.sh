@@ -99,6 +99,14 @@ run 1 replay verify "$tmp/bad.replay"
 one_line_err "verify of a damaged file"
 grep -q 'byte [0-9]' "$tmp/err" || fail "damaged: $(cat "$tmp/err")"
 
+# craft run --record: a random agent's episodes re-simulate too
+run 0 craft run --agent random --tasks AC,CD --episodes 10 --record "$tmp/r.replay" --quiet
+grep -q '^recorded ' "$tmp/out" || fail "craft run --record: no 'recorded' line"
+run 0 replay verify "$tmp/r.replay"
+grep -q 'ok: 20 episodes' "$tmp/out" || fail "craft run --record: $(cat "$tmp/out")"
+run 1 craft run --agent random --tasks AC --episodes 1 --record "$tmp/r.replay" --quiet
+one_line_err "craft run --record without --force"
+
 run 1 replay verify "$tmp/nosuch.replay"
 one_line_err "verify of a missing file"
 
