@@ -405,7 +405,8 @@ struct craft_log {
 };
 
 /* Per-step outputs of craft_batch_step; every pointer is caller-owned and
- * indexed by world j in [0, n); any may be NULL to skip it. */
+ * indexed by world j in [0, n); any may be NULL to skip it. A finished
+ * episode's success is terminated[j] (task done; truncated = time limit). */
 struct craft_batch_out {
     float *obs;              /* [n, CRAFT_OBS_SIZE]: observation after the
                                 step (of the new episode after a reset) */

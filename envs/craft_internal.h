@@ -201,20 +201,25 @@ static inline uint64_t craft_core_nonzero_bytes(uint64_t v)
 static inline void craft_core_observe_coarse(const uint8_t *grid, int W,
                                              int H, int x, int y, float *out)
 {
-    int xa[5], xb[5], ya[5], yb[5], nxi[5], nyi[5];
-    for (int b = 0; b < 5; b++) {
+    /* bands b of a block: cells lo = p-12+5b .. lo+4 along one axis; only
+     * the bands that meet the grid, [b0, b1], are visited. For each: does
+     * it touch the border (the wall), how many interior cells it has. */
+    int bx0 = x >= 8 ? 0 : (12 - x) / 5, bx1 = (W + 11 - x) / 5;
+    int by0 = y >= 8 ? 0 : (12 - y) / 5, by1 = (H + 11 - y) / 5;
+    bx1 = bx1 > 4 ? 4 : bx1;
+    by1 = by1 > 4 ? 4 : by1;
+    int edge_x[5], edge_y[5], nx[5], ny[5];
+    for (int b = bx0; b <= bx1; b++) {
         int lo = x - 12 + 5 * b, hi = lo + 4;
-        xa[b] = lo < 0 ? 0 : lo;
-        xb[b] = hi > W - 1 ? W - 1 : hi;
         int ilo = lo < 1 ? 1 : lo, ihi = hi > W - 2 ? W - 2 : hi;
-        nxi[b] = ihi >= ilo ? ihi - ilo + 1 : 0;
-        lo = y - 12 + 5 * b;
-        hi = lo + 4;
-        ya[b] = lo < 0 ? 0 : lo;
-        yb[b] = hi > H - 1 ? H - 1 : hi;
-        ilo = lo < 1 ? 1 : lo;
-        ihi = hi > H - 2 ? H - 2 : hi;
-        nyi[b] = ihi >= ilo ? ihi - ilo + 1 : 0;
+        edge_x[b] = lo <= 0 || hi >= W - 1;
+        nx[b] = ihi >= ilo ? ihi - ilo + 1 : 0;
+    }
+    for (int b = by0; b <= by1; b++) {
+        int lo = y - 12 + 5 * b, hi = lo + 4;
+        int ilo = lo < 1 ? 1 : lo, ihi = hi > H - 2 ? H - 2 : hi;
+        edge_y[b] = lo <= 0 || hi >= H - 1;
+        ny[b] = ihi >= ilo ? ihi - ilo + 1 : 0;
     }
     /* objects: non-empty interior cells inside the window */
     uint8_t objects[25] = {0};
@@ -245,20 +250,13 @@ static inline void craft_core_observe_coarse(const uint8_t *grid, int W,
             }
         }
     }
-    for (int I = 0; I < 5; I++) {
-        if (xa[I] > xb[I]) {
-            continue;
-        }
-        int edge_x = xa[I] == 0 || xb[I] == W - 1;
-        for (int J = 0; J < 5; J++) {
-            if (ya[J] > yb[J]) {
-                continue;
-            }
+    for (int I = bx0; I <= bx1; I++) {
+        for (int J = by0; J <= by1; J++) {
             float *o = out + (I * 5 + J) * CRAFT_N_KINDS;
-            if (edge_x || ya[J] == 0 || yb[J] == H - 1) {
+            if (edge_x[I] | edge_y[J]) {
                 o[CRAFT_KIND_BOUNDARY] = 1.0f;
             }
-            if (nxi[I] * nyi[J] > objects[I * 5 + J]) {
+            if (nx[I] * ny[J] > objects[I * 5 + J]) {
                 o[CRAFT_KIND_EMPTY] = 1.0f;
             }
         }
@@ -286,9 +284,15 @@ static inline void craft_core_observe(const uint8_t *grid, int W, int H,
     if (coarse) {
         craft_core_observe_coarse(grid, W, H, x, y, obs + CRAFT_OBS_COARSE);
     }
-    for (int kind = 0; kind < CRAFT_N_KINDS; kind++) {
-        if (inv[kind] != 0) {
-            obs[CRAFT_OBS_INVENTORY + kind] = (float)inv[kind];
+    /* inventory: mostly zeros, so test four counts at a time */
+    for (int k4 = 0; k4 < CRAFT_N_KINDS; k4 += 4) {
+        int n = CRAFT_N_KINDS - k4 < 4 ? CRAFT_N_KINDS - k4 : 4;
+        uint64_t v = 0;
+        memcpy(&v, inv + k4, sizeof(uint16_t) * (size_t)n);
+        if (v != 0) {
+            for (int kind = k4; kind < k4 + n; kind++) {
+                obs[CRAFT_OBS_INVENTORY + kind] = (float)inv[kind];
+            }
         }
     }
     obs[CRAFT_OBS_DIR + dir] = 1.0f;
