@@ -84,7 +84,8 @@ static int literal_first_action(const struct craft_world *w, int target)
 
 /* Independent shortest-path length to any state facing the target: the
  * distance of every state by level sweeps over the whole state set (no
- * queue, no early exit). -1 when none can be reached. */
+ * queue), stopping at the first level that holds a state facing the
+ * target. -1 when none can be reached. */
 static int sweep_distance(const struct craft_world *w, int target)
 {
     static int dist[MAXS];
@@ -92,9 +93,13 @@ static int sweep_distance(const struct craft_world *w, int target)
     for (int i = 0; i < n; i++) {
         dist[i] = -1;
     }
-    dist[(w->x * H + w->y) * 4 + w->dir] = 0;
+    int s0 = (w->x * H + w->y) * 4 + w->dir;
+    dist[s0] = 0;
+    if (faces(w, s0, target)) {
+        return 0;
+    }
     for (int level = 0;; level++) {
-        int grew = 0;
+        int grew = 0, found = 0;
         for (int s = 0; s < n; s++) {
             if (dist[s] != level) {
                 continue;
@@ -105,21 +110,17 @@ static int sweep_distance(const struct craft_world *w, int target)
                 if (dist[ns] < 0) {
                     dist[ns] = level + 1;
                     grew = 1;
+                    found |= faces(w, ns, target);
                 }
             }
         }
+        if (found) {
+            return level + 1;
+        }
         if (!grew) {
-            break;
+            return -1;
         }
     }
-    int best = -1;
-    for (int s = 0; s < n; s++) {
-        if (dist[s] >= 0 && faces(w, s, target) &&
-            (best < 0 || dist[s] < best)) {
-            best = dist[s];
-        }
-    }
-    return best;
 }
 
 /* Whether USE at a workshop would craft something, from craft.md §2's
@@ -201,12 +202,12 @@ struct tally {
 /* Runs the expert on one map, checking it against the references. */
 static void run_episode(const struct craft_config *c,
                         const struct craft_task *t, uint64_t seed,
-                        struct tally *ta)
+                        int check_optimum, struct tally *ta)
 {
     struct craft_world w;
     CHECK(craft_world_reset(&w, c, seed, t) == 0);
     ta->episodes++;
-    int all_get = c->n_each == 1;
+    int all_get = c->n_each == 1 && check_optimum;
     for (int i = 0; i < t->n; i++) {
         all_get &= t->sub[i].op == CRAFT_OP_GET;
     }
@@ -295,7 +296,8 @@ static void check_task(const char *name, int seeds)
     struct tally ta;
     memset(&ta, 0, sizeof ta);
     for (int n = 0; n < seeds; n++) {
-        run_episode(&c, &t, craft_demo_seed(1, t.name, (uint64_t)n), &ta);
+        run_episode(&c, &t, craft_demo_seed(1, t.name, (uint64_t)n), n < 500,
+                    &ta);
     }
     CHECK_MSG(ta.wrong_action == 0, "%s: %d actions differ from §8's search",
               name, ta.wrong_action);
