@@ -362,6 +362,20 @@ static void test_forged_lengths(void)
     CHECK(read_after_header(ext32, sizeof ext32) == GR_EFORMAT);
     CHECK_STR_CONTAINS(gr_last_error(), "extension");
 
+    /* an object longer than REPLAY_MAX_OBJECT_BYTES, its bytes present */
+    size_t big = REPLAY_MAX_OBJECT_BYTES + 100;
+    uint8_t *huge = calloc(1, big + 16);
+    CHECK(huge != NULL);
+    if (huge != NULL) {
+        uint8_t head[] = {0x81, 0xa1, 'a', 0xc6, (uint8_t)(big >> 24),
+                          (uint8_t)(big >> 16), (uint8_t)(big >> 8),
+                          (uint8_t)big};
+        memcpy(huge, head, sizeof head);
+        CHECK(read_after_header(huge, big + 16) == GR_EFORMAT);
+        CHECK_STR_CONTAINS(gr_last_error(), "bytes a replay object may have");
+        free(huge);
+    }
+
     /* nesting: 200 one-element arrays */
     uint8_t deep[201];
     memset(deep, 0x91, 200);
