@@ -444,6 +444,9 @@ void render_window_close(struct render_window *w)
         SDL_DestroyRenderer(w->renderer);
         SDL_DestroyWindow(w->window);
         SDL_QuitSubSystem(SDL_INIT_VIDEO);
+        if (SDL_WasInit(SDL_INIT_EVERYTHING) == 0) {
+            SDL_Quit(); /* unloads the drivers SDL loaded */
+        }
     }
     render_image_free(&w->last);
     free(w);
