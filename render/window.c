@@ -233,6 +233,19 @@ int render_window_is_headless(const struct render_window *w)
     return w->headless;
 }
 
+int render_window_resize(struct render_window *w, int width, int height)
+{
+    if (width < 1 || height < 1) {
+        return gr_error(GR_EINVAL, "window size %dx%d is invalid", width,
+                        height);
+    }
+    if (!w->headless) {
+        SDL_SetWindowSize(w->window, width, height);
+        layout(w);
+    }
+    return 0;
+}
+
 int render_window_scale(const struct render_window *w)
 {
     return w->scale;
