@@ -5,5 +5,6 @@
 
 const struct cli_command *const cli_commands[] = {
     &cmd_version,
+    &cmd_bench_kernels,
     NULL,
 };

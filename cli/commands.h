@@ -5,5 +5,6 @@
 #include "cli/cli.h"
 
 extern const struct cli_command cmd_version;
+extern const struct cli_command cmd_bench_kernels;
 
 #endif
