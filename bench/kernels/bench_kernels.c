@@ -212,7 +212,11 @@ static void run_torch(struct bcase *cs, int nc, const char *device,
         snprintf(info, info_cap, "not run: cannot read %s", o->script);
         return;
     }
-    char cmd[8192] = "";
+    /* The BLAS under torch (OpenBLAS here) does not obey
+     * torch.set_num_threads: pin every pool through the environment. */
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d "
+             "MKL_NUM_THREADS=%d ", threads, threads, threads);
     shell_quote(cmd, sizeof cmd, o->python);
     strcat(cmd, " ");
     shell_quote(cmd, sizeof cmd, o->script);
