@@ -15,5 +15,6 @@ extern const struct cli_command cmd_craft_demos;
 extern const struct cli_command cmd_replay_info;
 extern const struct cli_command cmd_replay_verify;
 extern const struct cli_command cmd_replay_dump;
+extern const struct cli_command cmd_bench_kernels;
 
 #endif
