@@ -16,5 +16,9 @@ extern const struct cli_command cmd_replay_info;
 extern const struct cli_command cmd_replay_verify;
 extern const struct cli_command cmd_replay_dump;
 extern const struct cli_command cmd_bench_kernels;
+extern const struct cli_command cmd_nlp_tasks;
+extern const struct cli_command cmd_nlp_corpus;
+extern const struct cli_command cmd_nlp_parse;
+extern const struct cli_command cmd_nlp_syneval;
 
 #endif
