@@ -5,5 +5,15 @@
 
 const struct cli_command *const cli_commands[] = {
     &cmd_version,
+    &cmd_craft_run,
+    &cmd_bench_craft,
+    &cmd_craft_play,
+    &cmd_craft_demos,
+    &cmd_replay_info,
+    &cmd_replay_verify,
+    &cmd_replay_dump,
+    &cmd_replay_play,
+    &cmd_replay_export,
+    &cmd_plot,
     NULL,
 };

@@ -324,7 +324,12 @@ int craft_world_reset(struct craft_world *w, const struct craft_config *config,
 
 /* A blank world for hand-built maps: the wall, an empty interior, the agent
  * at (1, 1) facing DOWN, empty inventory, k = t = 0, seed 0. Place objects
- * with craft_world_set and move the agent by writing x, y, dir. */
+ * with craft_world_set and move the agent by writing x, y, dir.
+ * Invariants every state keeps (the rules never break them; a caller who
+ * edits a world by hand must keep them too, as craft_state_from_bytes
+ * checks them): the border cells hold exactly the wall, the agent stands
+ * on an empty interior cell, 0 <= k <= task.n. The observation and the
+ * expert rely on them. */
 int craft_world_blank(struct craft_world *w, const struct craft_config *config,
                       const struct craft_task *task);
 
@@ -400,7 +405,8 @@ struct craft_log {
 };
 
 /* Per-step outputs of craft_batch_step; every pointer is caller-owned and
- * indexed by world j in [0, n); any may be NULL to skip it. */
+ * indexed by world j in [0, n); any may be NULL to skip it. A finished
+ * episode's success is terminated[j] (task done; truncated = time limit). */
 struct craft_batch_out {
     float *obs;              /* [n, CRAFT_OBS_SIZE]: observation after the
                                 step (of the new episode after a reset) */

@@ -183,6 +183,86 @@ static inline void craft_core_reset(uint8_t *grid, uint16_t *inv,
     memset(inv, 0, sizeof(uint16_t) * CRAFT_N_KINDS);
 }
 
+/* High bit of each non-zero byte of v. */
+static inline uint64_t craft_core_nonzero_bytes(uint64_t v)
+{
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7full;
+    return (v | ((v & low7) + low7)) & ~low7;
+}
+
+/* Coarse view of craft.md §7 into out[525] (already zero). Block (I, J)
+ * covers cells x-12+5I .. x-8+5I, y-12+5J .. y-8+5J; channel `kind` is 1 if
+ * any inside cell holds it. Instead of visiting every cell (a store per
+ * cell), it uses what every state guarantees: the wall is exactly the
+ * border (craft.md §4; USE never changes it). So a block holds boundary iff
+ * its clipped rectangle touches the border, holds empty iff it has more
+ * interior cells than non-empty ones, and the few non-empty interior cells
+ * (objects) are found by scanning the interior 8 bytes at a time. */
+static inline void craft_core_observe_coarse(const uint8_t *grid, int W,
+                                             int H, int x, int y, float *out)
+{
+    /* bands b of a block: cells lo = p-12+5b .. lo+4 along one axis; only
+     * the bands that meet the grid, [b0, b1], are visited. For each: does
+     * it touch the border (the wall), how many interior cells it has. */
+    int bx0 = x >= 8 ? 0 : (12 - x) / 5, bx1 = (W + 11 - x) / 5;
+    int by0 = y >= 8 ? 0 : (12 - y) / 5, by1 = (H + 11 - y) / 5;
+    bx1 = bx1 > 4 ? 4 : bx1;
+    by1 = by1 > 4 ? 4 : by1;
+    int edge_x[5], edge_y[5], nx[5], ny[5];
+    for (int b = bx0; b <= bx1; b++) {
+        int lo = x - 12 + 5 * b, hi = lo + 4;
+        int ilo = lo < 1 ? 1 : lo, ihi = hi > W - 2 ? W - 2 : hi;
+        edge_x[b] = lo <= 0 || hi >= W - 1;
+        nx[b] = ihi >= ilo ? ihi - ilo + 1 : 0;
+    }
+    for (int b = by0; b <= by1; b++) {
+        int lo = y - 12 + 5 * b, hi = lo + 4;
+        int ilo = lo < 1 ? 1 : lo, ihi = hi > H - 2 ? H - 2 : hi;
+        edge_y[b] = lo <= 0 || hi >= H - 1;
+        ny[b] = ihi >= ilo ? ihi - ilo + 1 : 0;
+    }
+    /* objects: non-empty interior cells inside the window */
+    uint8_t objects[25] = {0};
+    int cx0 = x - 12 > 1 ? x - 12 : 1, cx1 = x + 12 < W - 2 ? x + 12 : W - 2;
+    int cy0 = y - 12 > 1 ? y - 12 : 1, cy1 = y + 12 < H - 2 ? y + 12 : H - 2;
+    for (int cx = cx0; cx <= cx1; cx++) {
+        const uint8_t *col = grid + cx * H;
+        int I = (cx - x + 12) / 5;
+        float *o = out + I * CRAFT_VIEW * CRAFT_N_KINDS;
+        int cy = cy0;
+        for (; cy + 8 <= cy1 + 1; cy += 8) {
+            uint64_t v;
+            memcpy(&v, col + cy, 8);
+            uint64_t m = craft_core_nonzero_bytes(v);
+            while (m != 0) {
+                int oy = cy + (__builtin_ctzll(m) >> 3);
+                int J = (oy - y + 12) / 5;
+                o[J * CRAFT_N_KINDS + col[oy]] = 1.0f;
+                objects[I * 5 + J]++;
+                m &= m - 1;
+            }
+        }
+        for (; cy <= cy1; cy++) {
+            if (col[cy] != CRAFT_KIND_EMPTY) {
+                int J = (cy - y + 12) / 5;
+                o[J * CRAFT_N_KINDS + col[cy]] = 1.0f;
+                objects[I * 5 + J]++;
+            }
+        }
+    }
+    for (int I = bx0; I <= bx1; I++) {
+        for (int J = by0; J <= by1; J++) {
+            float *o = out + (I * 5 + J) * CRAFT_N_KINDS;
+            if (edge_x[I] | edge_y[J]) {
+                o[CRAFT_KIND_BOUNDARY] = 1.0f;
+            }
+            if (nx[I] * ny[J] > objects[I * 5 + J]) {
+                o[CRAFT_KIND_EMPTY] = 1.0f;
+            }
+        }
+    }
+}
+
 /* The observation of craft.md §7 into obs[CRAFT_OBS_SIZE]: clear, then set
  * only the non-zeros. */
 static inline void craft_core_observe(const uint8_t *grid, int W, int H,
@@ -202,27 +282,17 @@ static inline void craft_core_observe(const uint8_t *grid, int W, int H,
         }
     }
     if (coarse) {
-        /* coarse view: offsets -12..+12 in 5x5 blocks of 5x5 cells; a cell
-         * at offset (dx, dy) lands in block ((dx+12)/5, (dy+12)/5). */
-        int cx0 = x - 12 > 0 ? x - 12 : 0, cx1 = x + 12 < W ? x + 12 : W - 1;
-        int cy0 = y - 12 > 0 ? y - 12 : 0, cy1 = y + 12 < H ? y + 12 : H - 1;
-        int rowoff[25];
-        for (int cy = cy0; cy <= cy1; cy++) {
-            rowoff[cy - cy0] = ((cy - y + 12) / 5) * CRAFT_N_KINDS;
-        }
-        float *base = obs + CRAFT_OBS_COARSE;
-        for (int cx = cx0; cx <= cx1; cx++) {
-            float *o = base + ((cx - x + 12) / 5) * CRAFT_VIEW * CRAFT_N_KINDS;
-            const uint8_t *col = grid + cx * H + cy0;
-            int n = cy1 - cy0 + 1;
-            for (int j = 0; j < n; j++) {
-                o[rowoff[j] + col[j]] = 1.0f;
-            }
-        }
+        craft_core_observe_coarse(grid, W, H, x, y, obs + CRAFT_OBS_COARSE);
     }
-    for (int kind = 0; kind < CRAFT_N_KINDS; kind++) {
-        if (inv[kind] != 0) {
-            obs[CRAFT_OBS_INVENTORY + kind] = (float)inv[kind];
+    /* inventory: mostly zeros, so test four counts at a time */
+    for (int k4 = 0; k4 < CRAFT_N_KINDS; k4 += 4) {
+        int n = CRAFT_N_KINDS - k4 < 4 ? CRAFT_N_KINDS - k4 : 4;
+        uint64_t v = 0;
+        memcpy(&v, inv + k4, sizeof(uint16_t) * (size_t)n);
+        if (v != 0) {
+            for (int kind = k4; kind < k4 + n; kind++) {
+                obs[CRAFT_OBS_INVENTORY + kind] = (float)inv[kind];
+            }
         }
     }
     obs[CRAFT_OBS_DIR + dir] = 1.0f;

@@ -456,8 +456,8 @@ void render_frame_size(const struct craft_config *config, int timeline,
               HINT_H;
 }
 
-static void draw_grid(struct render_image *img, const struct craft_world *w,
-                      int gx, int gy)
+void render_grid_draw(struct render_image *img, int gx, int gy,
+                      const struct craft_world *w)
 {
     int W = w->config.width, H = w->config.height;
     for (int x = 0; x < W; x++) {
@@ -735,7 +735,7 @@ int render_frame_draw(struct render_image *img, const struct render_frame *f)
     }
     render_fill(img, C_BG);
     int gx = MARGIN, gy = MARGIN;
-    draw_grid(img, w, gx, gy);
+    render_grid_draw(img, gx, gy, w);
     int px0 = MARGIN + w->config.width * RENDER_TILE + PANEL_GAP;
     draw_panel(img, f, px0, MARGIN, MARGIN + body_h(&w->config));
     int y = MARGIN + body_h(&w->config);

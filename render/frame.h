@@ -71,6 +71,11 @@ void render_frame_size(const struct craft_config *config, int timeline,
 /* Draws the frame; `img` must have render_frame_size's size. */
 int render_frame_draw(struct render_image *img, const struct render_frame *f);
 
+/* Draws only the grid of `w` (tiles, agent, faced-cell outline) with its
+ * top-left corner at (x, y): W·RENDER_TILE × H·RENDER_TILE pixels. */
+void render_grid_draw(struct render_image *img, int x, int y,
+                      const struct craft_world *w);
+
 /* Draws the tile of `kind` (0..CRAFT_N_KINDS-1) as a size×size square with
  * its top-left corner at (x, y); size ≥ 8. Every kind looks different
  * (tested); the art is drawn by code at any size. */

@@ -297,7 +297,7 @@ static int decimals_for(double step)
 {
     for (int d = 0; d <= 12; d++) {
         double s = step * pow(10.0, d);
-        if (fabs(s - nearbyint(s)) <= 1e-6 * fmax(1.0, s)) {
+        if (s >= 0.999 && fabs(s - nearbyint(s)) <= 1e-6 * s) {
             return d;
         }
     }
@@ -544,8 +544,8 @@ int render_plot(struct render_image *img,
     }
     free(mask);
 
-    /* Legend in the plot corner that hides the fewest data pixels
-     * (top-right, top-left, bottom-right, bottom-left; ties: first). */
+    /* Legend where it hides the fewest data pixels: the four corners
+     * first, then a scan of the plot area (ties keep the earlier place). */
     int name_w = 0;
     for (int s = 0; s < n_series; s++) {
         int w = render_text_width(series[s].name ? series[s].name : "", 1);
@@ -553,29 +553,35 @@ int render_plot(struct render_image *img,
     }
     int lw = 8 + 18 + 6 + name_w + 8;
     int lh = 6 + n_series * RENDER_FONT_LINE + 3;
-    int corners[4][2] = {{f.left + f.pw - lw - 8, f.top + 8},
-                         {f.left + 8, f.top + 8},
-                         {f.left + f.pw - lw - 8, f.top + f.ph - lh - 8},
-                         {f.left + 8, f.top + f.ph - lh - 8}};
-    int best = 0;
+    int xs[2] = {f.pw - lw - 8, 8}, ys[2] = {8, f.ph - lh - 8};
+    int best_x = xs[0], best_y = ys[0];
     long best_count = -1;
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 4 + 81; c++) {
+        int cx, cy;
+        if (c < 4) {
+            cx = xs[c % 2];
+            cy = ys[c / 2];
+        } else {
+            cx = 8 + (f.pw - lw - 16) * ((c - 4) % 9) / 8;
+            cy = 8 + (f.ph - lh - 16) * ((c - 4) / 9) / 8;
+        }
         long count = 0;
         for (int j = 0; j < lh; j++) {
             for (int i = 0; i < lw; i++) {
-                int x = corners[c][0] - f.left + i, y = corners[c][1] - f.top + j;
+                int x = cx + i, y = cy + j;
                 if (x >= 0 && y >= 0 && x < f.pw && y < f.ph) {
                     count += ink[(size_t)y * (size_t)f.pw + (size_t)x];
                 }
             }
         }
         if (best_count < 0 || count < best_count) {
-            best = c;
+            best_x = cx;
+            best_y = cy;
             best_count = count;
         }
     }
     free(ink);
-    int lx = corners[best][0], ly = corners[best][1];
+    int lx = f.left + best_x, ly = f.top + best_y;
     render_rect(img, lx, ly, lw, lh, 0xffffffe6u);
     render_rect_outline(img, lx, ly, lw, lh, 1, 0xb4b4b4ffu);
     for (int s = 0; s < n_series; s++) {

@@ -867,7 +867,11 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
 {
     struct ctx c = {r, "footer"};
     const msgpack_object *m = o;
-    const msgpack_object *v = map_get(o, "footer");
+    const msgpack_object *v;
+    int rc = need(&c, o, "footer", &v);
+    if (rc < 0) {
+        return rc;
+    }
     /* "footer": true with the fields beside it (what grove writes), or
      * "footer": {fields} (the other reading of the spec's sentence). */
     if (v->type == MSGPACK_OBJECT_MAP) {
@@ -875,7 +879,6 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
     } else if (v->type != MSGPACK_OBJECT_BOOLEAN || !v->via.boolean) {
         return wrong_type(&c, "footer", v, "true (or a map of the fields)");
     }
-    int rc;
     uint64_t crc;
     if ((rc = get_u64(&c, m, "episodes", UINT64_MAX, &f->episodes)) < 0 ||
         (rc = get_u64(&c, m, "steps", UINT64_MAX, &f->steps)) < 0 ||
@@ -907,7 +910,7 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
                            "\"index\" entry %zu is %s, expected "
                            "[episode, t, byte_offset]", i, type_name(e));
         }
-        uint64_t x[3];
+        uint64_t x[3] = {0, 0, 0};
         for (int j = 0; j < 3; j++) {
             if ((rc = as_u64(&c, "index", &e->via.array.ptr[j],
                              j < 2 ? UINT32_MAX : UINT64_MAX, &x[j])) < 0) {
@@ -923,25 +926,39 @@ static int parse_footer(struct replay_reader *r, const msgpack_object *o,
     return 0;
 }
 
-/* Which record a map is, by the key that names it. */
+/* Which record a map is, by the key that names it, else by any key only
+ * that record has (so that a record missing its naming key is reported as
+ * that record with a missing key). */
 static int classify(const msgpack_object *o, enum replay_record_type *type)
 {
-    if (map_get(o, "magic") != NULL) {
-        *type = REPLAY_RECORD_HEADER;
-    } else if (map_get(o, "footer") != NULL) {
-        *type = REPLAY_RECORD_FOOTER;
-    } else if (map_get(o, "end") != NULL) {
-        *type = REPLAY_RECORD_EPISODE_END;
-    } else if (map_get(o, "state") != NULL) {
-        *type = REPLAY_RECORD_KEYFRAME;
-    } else if (map_get(o, "a") != NULL) {
-        *type = REPLAY_RECORD_STEP;
-    } else if (map_get(o, "episode") != NULL) {
-        *type = REPLAY_RECORD_EPISODE_START;
-    } else {
-        return -1;
+    static const struct {
+        const char *key;
+        enum replay_record_type type;
+    } keys[] = {
+        {"magic", REPLAY_RECORD_HEADER},
+        {"footer", REPLAY_RECORD_FOOTER},
+        {"end", REPLAY_RECORD_EPISODE_END},
+        {"state", REPLAY_RECORD_KEYFRAME},
+        {"a", REPLAY_RECORD_STEP},
+        {"episode", REPLAY_RECORD_EPISODE_START},
+        /* secondary keys */
+        {"crc32", REPLAY_RECORD_FOOTER},
+        {"index", REPLAY_RECORD_FOOTER},
+        {"return", REPLAY_RECORD_EPISODE_END},
+        {"success", REPLAY_RECORD_EPISODE_END},
+        {"hash", REPLAY_RECORD_KEYFRAME},
+        {"seed", REPLAY_RECORD_EPISODE_START},
+        {"task", REPLAY_RECORD_EPISODE_START},
+        {"t", REPLAY_RECORD_STEP},
+        {"tr", REPLAY_RECORD_STEP},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (map_get(o, keys[i].key) != NULL) {
+            *type = keys[i].type;
+            return 0;
+        }
     }
-    return 0;
+    return -1;
 }
 
 /* ---- order, numbering, re-simulation ---------------------------------------- */
@@ -1402,7 +1419,7 @@ int replay_reader_open(struct replay_reader **out, const char *path,
                        unsigned flags)
 {
     *out = NULL;
-    struct replay_reader *r;
+    struct replay_reader *r = NULL;
     int rc = reader_new(&r, path, flags);
     if (rc < 0) {
         return rc;
@@ -1432,7 +1449,7 @@ int replay_reader_open_memory(struct replay_reader **out, const void *data,
                               size_t size, const char *name, unsigned flags)
 {
     *out = NULL;
-    struct replay_reader *r;
+    struct replay_reader *r = NULL;
     int rc = reader_new(&r, name, flags);
     if (rc < 0) {
         return rc;
@@ -1458,7 +1475,7 @@ int replay_reader_open_memory(struct replay_reader **out, const void *data,
  * whether the file is truncated and where its last complete episode ends. */
 static int recover_scan(struct replay_reader *r)
 {
-    struct replay_reader *p;
+    struct replay_reader *p = NULL;
     int rc = reader_new(&p, r->name, 0);
     if (rc < 0) {
         return rc;
@@ -1572,7 +1589,7 @@ int replay_reader_footer(struct replay_reader *r, struct replay_footer *footer)
                         n);
     }
     /* a private reader over the footer's bytes, so the stream is kept */
-    struct replay_reader *p;
+    struct replay_reader *p = NULL;
     int rc = reader_new(&p, r->name, 0);
     if (rc < 0) {
         return rc;
@@ -1699,7 +1716,7 @@ void replay_reader_close(struct replay_reader *r)
 
 int replay_verify_file(const char *path, struct replay_verify_result *res)
 {
-    struct replay_reader *r;
+    struct replay_reader *r = NULL;
     int rc = replay_reader_open(&r, path, REPLAY_READ_VERIFY);
     if (rc < 0) {
         return rc;

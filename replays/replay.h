@@ -78,9 +78,12 @@
 #define REPLAY_KEYFRAME_EVERY_DEFAULT 64
 /* Most options an agent may report per step ("po" length). */
 #define REPLAY_MAX_OPTIONS 256
-/* Largest single object the reader accepts (the footer index is the
- * biggest one a valid file has: ~12 bytes per keyframe). */
-#define REPLAY_MAX_OBJECT_BYTES (64u << 20)
+/* Largest single object the reader accepts. The footer index is the
+ * biggest one a valid file has (at most 16 bytes per keyframe, so about a
+ * million keyframes; the writer stops before that). msgpack-c needs up to
+ * ~24 bytes of memory per byte of an object, so this also bounds what a
+ * hostile file can make the reader allocate (~400 MB). */
+#define REPLAY_MAX_OBJECT_BYTES (16u << 20)
 
 /* ---- records ------------------------------------------------------------- */
 

@@ -332,6 +332,13 @@ int replay_writer_keyframe_bytes(struct replay_writer *w, uint32_t t,
     if (n == 0 || n > UINT32_MAX) {
         return gr_error(GR_EINVAL, "replay writer: state of %zu bytes", n);
     }
+    /* each index entry takes at most 16 bytes of the footer, which a
+     * reader accepts up to REPLAY_MAX_OBJECT_BYTES */
+    if ((w->n_index + 1) * 16 + 256 > REPLAY_MAX_OBJECT_BYTES) {
+        return gr_error(GR_EINVAL, "replay writer: the keyframe index is "
+                        "full (%zu keyframes); record the rest into another "
+                        "file or with a larger keyframe_every", w->n_index);
+    }
     if (w->n_index == w->cap_index) {
         size_t cap = w->cap_index ? 2 * w->cap_index : 256;
         void *p = realloc(w->index, cap * sizeof *w->index);
