@@ -15,5 +15,9 @@ const struct cli_command *const cli_commands[] = {
     &cmd_replay_play,
     &cmd_replay_export,
     &cmd_plot,
+    &cmd_train_bc,
+    &cmd_eval_options,
+    &cmd_watch,
+    &cmd_bench_ocn,
     NULL,
 };

@@ -15,5 +15,9 @@ extern const struct cli_command cmd_craft_demos;
 extern const struct cli_command cmd_replay_info;
 extern const struct cli_command cmd_replay_verify;
 extern const struct cli_command cmd_replay_dump;
+extern const struct cli_command cmd_train_bc;
+extern const struct cli_command cmd_eval_options;
+extern const struct cli_command cmd_watch;
+extern const struct cli_command cmd_bench_ocn;
 
 #endif
