@@ -17,7 +17,7 @@
  * sparse observations of size O (about a third non-zero, some values 2)
  * and random actions in [0, A), from `seed`. Dense copies of the
  * observations go to *dense (malloc'd, [Σ T, O]) when not NULL. */
-static void tu_make_demos(struct demo_set *ds, int n, const int *len,
+static inline void tu_make_demos(struct demo_set *ds, int n, const int *len,
                           const int *task, int n_tasks, int O, int A,
                           uint64_t seed, double **dense)
 {
@@ -75,7 +75,7 @@ static void tu_make_demos(struct demo_set *ds, int n, const int *len,
 }
 
 /* The 15 parameters in agents/ocn.c's order. */
-static struct gr_tensor *tu_param(const struct ocn_model *m, int i)
+static inline struct gr_tensor *tu_param(const struct ocn_model *m, int i)
 {
     struct gr_tensor *const p[15] = {m->c_wx, m->c_wh, m->c_b1, m->c_w2,
                                      m->c_b2, m->c_wo, m->c_bo, m->h_init,
@@ -90,7 +90,7 @@ static const char *const tu_param_names[15] = {
     "opt.l1.wx", "opt.l1.wh", "opt.l1.bias", "opt.l2.weight",
     "opt.l2.bias", "opt.head.weight", "opt.head.bias"};
 
-static struct gr_ctx *tu_ctx(enum gr_device dev)
+static inline struct gr_ctx *tu_ctx(enum gr_device dev)
 {
     struct gr_ctx_config cc = gr_ctx_config_default();
     cc.device = dev;
@@ -102,7 +102,7 @@ static struct gr_ctx *tu_ctx(enum gr_device dev)
     return ctx;
 }
 
-static void tu_tiny_config(struct ocn_config *c, int K, float tau,
+static inline void tu_tiny_config(struct ocn_config *c, int K, float tau,
                            enum ocn_kind kind)
 {
     ocn_config_default(c);
