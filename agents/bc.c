@@ -341,7 +341,8 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
         free(done);
         return gr_error(GR_ENOMEM, "success matrix: out of memory");
     }
-    int rc = 0;
+    struct ocn_act_state st;
+    int rc = ocn_act_state_init(&st, m, E);
     for (int j = 0; j < n_subs && rc == 0; j++) {
         struct craft_task task;
         rc = craft_task_from_subtasks(&subs[j], 1, NULL, &task);
@@ -362,8 +363,7 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
             craft_world_observe(&w[x], obs + (int64_t)x * CRAFT_OBS_SIZE);
         }
         /* every option on every world; world x uses its own option's row */
-        float *ho_all = ho;
-        rc = ocn_options_step(m, obs, E, ho_all, probs, NULL);
+        rc = ocn_options_step(m, &st, obs, ho, probs, NULL);
         for (int x = 0; rc == 0 && x < E; x++) {
             if (done[x]) {
                 continue;
@@ -396,6 +396,7 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
             }
         }
     }
+    ocn_act_state_free(&st);
     free(w);
     free(obs);
     free(ho);

@@ -657,9 +657,11 @@ int ocn_act_state_init(struct ocn_act_state *s, const struct ocn_model *m,
     s->h_init = malloc((size_t)(m->cfg.n_tasks * d) * sizeof *s->h_init);
     s->idx = malloc((size_t)(E * O) * sizeof *s->idx);
     s->val = malloc((size_t)(E * O) * sizeof *s->val);
+    int64_t A = m->cfg.n_actions;
+    s->buf = malloc((size_t)(K * E * (d > A ? d : A) + E) * sizeof *s->buf);
     if (s->hc == NULL || s->pi_c == NULL || s->ho == NULL ||
         s->first == NULL || s->task == NULL || s->h_init == NULL ||
-        s->idx == NULL || s->val == NULL) {
+        s->idx == NULL || s->val == NULL || s->buf == NULL) {
         ocn_act_state_free(s);
         return gr_error(GR_ENOMEM, "OCN acting: out of memory for %d worlds",
                         E);
@@ -683,6 +685,7 @@ void ocn_act_state_free(struct ocn_act_state *s)
     free(s->h_init);
     free(s->idx);
     free(s->val);
+    free(s->buf);
     memset(s, 0, sizeof *s);
 }
 
@@ -742,11 +745,7 @@ int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,
             all_first = 0;
         }
     }
-    float *buf = malloc((size_t)(K * E * (d > A ? d : A) + E) * sizeof *buf);
-    if (buf == NULL) {
-        gr_set_grad_enabled(ctx, was);
-        return gr_error(GR_ENOMEM, "OCN acting: out of memory");
-    }
+    float *buf = s->buf;
     struct gr_tensor *idx =
         gr_tensor_from_host(ctx, GR_I32, gr_shape2(E, nz), s->idx);
     struct gr_tensor *val =
@@ -813,30 +812,23 @@ int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,
     if (rc == 0) {
         memset(s->first, 0, (size_t)E);
     }
-    free(buf);
     gr_step_reset(ctx);
     gr_set_grad_enabled(ctx, was);
     return rc;
 }
 
-int ocn_options_step(struct ocn_model *m, const float *obs, int E,
-                     float *ho, float *probs, float *end)
+int ocn_options_step(struct ocn_model *m, struct ocn_act_state *s,
+                     const float *obs, float *ho, float *probs, float *end)
 {
     struct gr_ctx *ctx = m->ctx;
-    const int64_t K = m->cfg.n_options, d = m->cfg.hidden, O = m->cfg.obs_size;
-    int32_t *idx_h = malloc((size_t)((int64_t)E * O) * sizeof *idx_h);
-    float *val_h = malloc((size_t)((int64_t)E * O) * sizeof *val_h);
-    if (idx_h == NULL || val_h == NULL) {
-        free(idx_h);
-        free(val_h);
-        return gr_error(GR_ENOMEM, "OCN options: out of memory");
-    }
+    const int64_t K = m->cfg.n_options, d = m->cfg.hidden;
+    const int E = s->E;
     int was = gr_set_grad_enabled(ctx, 0);
-    int nz = sparse_rows(obs, E, (int)O, idx_h, val_h);
+    int nz = sparse_rows(obs, E, m->cfg.obs_size, s->idx, s->val);
     struct gr_tensor *idx =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(E, nz), idx_h);
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(E, nz), s->idx);
     struct gr_tensor *val =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, nz), val_h);
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, nz), s->val);
     struct gr_tensor *xc, *xo;
     obs_parts(m, idx, val, E, &xc, &xo);
     struct gr_tensor *h =
@@ -853,8 +845,6 @@ int ocn_options_step(struct ocn_model *m, const float *obs, int E,
     if (rc == 0 && end != NULL) {
         rc = gr_tensor_to_host(e, end);
     }
-    free(idx_h);
-    free(val_h);
     gr_step_reset(ctx);
     gr_set_grad_enabled(ctx, was);
     return rc;

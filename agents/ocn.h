@@ -158,9 +158,10 @@ struct ocn_act_state {
     uint8_t *first;  /* [E] 1: the next step is t = 0 of an episode */
     int32_t *task;   /* [E] controller initial state used at t = 0 */
     float *h_init;   /* [n_tasks, d] copy of the model's initial states */
-    /* scratch */
-    int32_t *idx;
-    float *val;
+    /* scratch (allocated once: acting allocates nothing per step) */
+    int32_t *idx;    /* [E, O] */
+    float *val;      /* [E, O] */
+    float *buf;      /* [K · E · max(d, A) + E] */
 };
 
 int ocn_act_state_init(struct ocn_act_state *s, const struct ocn_model *m,
@@ -178,11 +179,12 @@ void ocn_act_reset(struct ocn_act_state *s, int j, int task);
 int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,
             int32_t *actions, float *probs, float *end, float *pi_c);
 
-/* One step of every option alone (its own cell, ocn.md §3) for E worlds:
- * ho[K, E, d] is the options' state in and out (zeros = z_i, a fresh
- * start); probs[K, E, A] and end[K, E] receive π and e (either may be
- * NULL). For the option → subtask success matrix (ocn.md §9). */
-int ocn_options_step(struct ocn_model *m, const float *obs, int E,
-                     float *ho, float *probs, float *end);
+/* One step of every option alone (its own cell, ocn.md §3) for the E
+ * worlds of s (only its scratch is used): obs[E, O]; ho[K, E, d] is the
+ * options' state in and out (zeros = z_i, a fresh start); probs[K, E, A]
+ * and end[K, E] receive π and e (either may be NULL). For the option →
+ * subtask success matrix (ocn.md §9). Resets the step arena. */
+int ocn_options_step(struct ocn_model *m, struct ocn_act_state *s,
+                     const float *obs, float *ho, float *probs, float *end);
 
 #endif

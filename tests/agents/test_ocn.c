@@ -354,8 +354,13 @@ static void test_properties(void)
     float obs[2 * 7] = {1, 0, 0, 2, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1};
     float ho1[3 * 2 * 4] = {0}, ho10[3 * 2 * 4] = {0};
     float p1[3 * 2 * 5], p10[3 * 2 * 5], e1[6], e10[6];
-    CHECK(ocn_options_step(&mt1, obs, 2, ho1, p1, e1) == 0);
-    CHECK(ocn_options_step(&mt10, obs, 2, ho10, p10, e10) == 0);
+    struct ocn_act_state s1, s10;
+    CHECK(ocn_act_state_init(&s1, &mt1, 2) == 0);
+    CHECK(ocn_act_state_init(&s10, &mt10, 2) == 0);
+    CHECK(ocn_options_step(&mt1, &s1, obs, ho1, p1, e1) == 0);
+    CHECK(ocn_options_step(&mt10, &s10, obs, ho10, p10, e10) == 0);
+    ocn_act_state_free(&s1);
+    ocn_act_state_free(&s10);
     CHECK(memcmp(p1, p10, sizeof p1) == 0 && memcmp(e1, e10, sizeof e1) == 0);
     CHECK(memcmp(ho1, ho10, sizeof ho1) == 0);
     /* an option's probabilities are a softmax at temperature 1 of its own
