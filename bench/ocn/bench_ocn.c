@@ -176,12 +176,16 @@ static void run_torch(const struct bench_ocn_options *o, const char *batches,
         snprintf(why, cap, "%s not found", o->script);
         return;
     }
+    /* torch.set_num_threads does not reach the BLAS under torch (OpenBLAS
+     * in Debian's build): pin every thread pool through the environment,
+     * so both sides use the same number of threads. */
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d "
              "'%s' '%s' '%s' --threads %d --updates %d --runs %d --device %s "
              "2>&1",
-             o->python, o->script, batches, o->threads, updates, runs,
-             o->cuda ? "cuda" : "cpu");
+             o->threads, o->threads, o->threads, o->python, o->script,
+             batches, o->threads, updates, runs, o->cuda ? "cuda" : "cpu");
     FILE *p = popen(cmd, "r");
     if (p == NULL) {
         snprintf(why, cap, "could not start %s", o->python);
