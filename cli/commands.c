@@ -19,5 +19,6 @@ const struct cli_command *const cli_commands[] = {
     &cmd_eval_options,
     &cmd_watch,
     &cmd_bench_ocn,
+    &cmd_bench_kernels,
     NULL,
 };

@@ -19,5 +19,6 @@ extern const struct cli_command cmd_train_bc;
 extern const struct cli_command cmd_eval_options;
 extern const struct cli_command cmd_watch;
 extern const struct cli_command cmd_bench_ocn;
+extern const struct cli_command cmd_bench_kernels;
 
 #endif
