@@ -31,6 +31,25 @@
 static int check_window_options(const struct cli_command *cmd,
                                 const struct render_view_options *v)
 {
+    if (v->keys != NULL) {
+        char buf[4096];
+        if (strlen(v->keys) >= sizeof buf) {
+            return cli_usage_error(cmd, "--keys is too long");
+        }
+        snprintf(buf, sizeof buf, "%s", v->keys);
+        for (char *p = buf, *end; p != NULL; p = end) {
+            end = strchr(p, ',');
+            if (end != NULL) {
+                *end++ = '\0';
+            }
+            if (strcmp(p, ".") != 0 && render_key_parse(p) == RENDER_KEY_NONE) {
+                return cli_usage_error(cmd, "--keys: unknown key '%s' (space "
+                                       "left right up down plus minus home "
+                                       "end n p s q esc backspace enter, or "
+                                       "'.' for none)", p);
+            }
+        }
+    }
     if (v->frames < 0) {
         return cli_usage_error(cmd, "--frames must be >= 0 (got %d)",
                                v->frames);

@@ -223,30 +223,55 @@ static inline void craft_core_observe_coarse(const uint8_t *grid, int W,
     }
     /* objects: non-empty interior cells inside the window */
     uint8_t objects[25] = {0};
-    int cx0 = x - 12 > 1 ? x - 12 : 1, cx1 = x + 12 < W - 2 ? x + 12 : W - 2;
-    int cy0 = y - 12 > 1 ? y - 12 : 1, cy1 = y + 12 < H - 2 ? y + 12 : H - 2;
-    for (int cx = cx0; cx <= cx1; cx++) {
-        const uint8_t *col = grid + cx * H;
-        int I = (cx - x + 12) / 5;
-        float *o = out + I * CRAFT_VIEW * CRAFT_N_KINDS;
-        int cy = cy0;
-        for (; cy + 8 <= cy1 + 1; cy += 8) {
+    if (W <= 10 && H >= 5 && H <= 10) {
+        /* small grids (the default 10 x 10): the window holds the whole
+         * grid and the interior fits in 64 bits, one byte per column: one
+         * 8-byte load per column, then one loop over the objects */
+        const int h = H - 2;
+        const uint64_t lanes = h == 8 ? ~0ull : (1ull << (8 * h)) - 1;
+        uint64_t all = 0;
+        for (int c = 0; c < W - 2; c++) {
             uint64_t v;
-            memcpy(&v, col + cy, 8);
-            uint64_t m = craft_core_nonzero_bytes(v);
-            while (m != 0) {
-                int oy = cy + (__builtin_ctzll(m) >> 3);
-                int J = (oy - y + 12) / 5;
-                o[J * CRAFT_N_KINDS + col[oy]] = 1.0f;
-                objects[I * 5 + J]++;
-                m &= m - 1;
-            }
+            memcpy(&v, grid + (c + 1) * H + 1, 8);
+            uint64_t m = craft_core_nonzero_bytes(v & lanes);
+            all |= ((m * 0x0002040810204081ull) >> 56) << (8 * c);
         }
-        for (; cy <= cy1; cy++) {
-            if (col[cy] != CRAFT_KIND_EMPTY) {
-                int J = (cy - y + 12) / 5;
-                o[J * CRAFT_N_KINDS + col[cy]] = 1.0f;
-                objects[I * 5 + J]++;
+        while (all != 0) {
+            int b = __builtin_ctzll(all);
+            int cx = (b >> 3) + 1, cy = (b & 7) + 1;
+            int I = (cx - x + 12) / 5, J = (cy - y + 12) / 5;
+            out[(I * 5 + J) * CRAFT_N_KINDS + grid[cx * H + cy]] = 1.0f;
+            objects[I * 5 + J]++;
+            all &= all - 1;
+        }
+    } else {
+        int cx0 = x - 12 > 1 ? x - 12 : 1;
+        int cx1 = x + 12 < W - 2 ? x + 12 : W - 2;
+        int cy0 = y - 12 > 1 ? y - 12 : 1;
+        int cy1 = y + 12 < H - 2 ? y + 12 : H - 2;
+        for (int cx = cx0; cx <= cx1; cx++) {
+            const uint8_t *col = grid + cx * H;
+            int I = (cx - x + 12) / 5;
+            float *o = out + I * CRAFT_VIEW * CRAFT_N_KINDS;
+            int cy = cy0;
+            for (; cy + 8 <= cy1 + 1; cy += 8) {
+                uint64_t v;
+                memcpy(&v, col + cy, 8);
+                uint64_t m = craft_core_nonzero_bytes(v);
+                while (m != 0) {
+                    int oy = cy + (__builtin_ctzll(m) >> 3);
+                    int J = (oy - y + 12) / 5;
+                    o[J * CRAFT_N_KINDS + col[oy]] = 1.0f;
+                    objects[I * 5 + J]++;
+                    m &= m - 1;
+                }
+            }
+            for (; cy <= cy1; cy++) {
+                if (col[cy] != CRAFT_KIND_EMPTY) {
+                    int J = (cy - y + 12) / 5;
+                    o[J * CRAFT_N_KINDS + col[cy]] = 1.0f;
+                    objects[I * 5 + J]++;
+                }
             }
         }
     }
@@ -272,13 +297,25 @@ static inline void craft_core_observe(const uint8_t *grid, int W, int H,
 {
     memset(obs, 0, sizeof(float) * CRAFT_OBS_SIZE);
     /* local 5x5 view: cell (x+i-2, y+j-2) -> ((i*5)+j)*21 + kind */
-    int i0 = x >= 2 ? 0 : 2 - x, i1 = x + 2 < W ? 4 : W - 1 - x + 2;
-    int j0 = y >= 2 ? 0 : 2 - y, j1 = y + 2 < H ? 4 : H - 1 - y + 2;
-    for (int i = i0; i <= i1; i++) {
-        const uint8_t *col = grid + (x + i - 2) * H;
-        float *o = obs + CRAFT_OBS_LOCAL + i * CRAFT_VIEW * CRAFT_N_KINDS;
-        for (int j = j0; j <= j1; j++) {
-            o[j * CRAFT_N_KINDS + col[y - 2 + j]] = 1.0f;
+    if (x >= 2 && x + 2 < W && y >= 2 && y + 2 < H) {
+        /* the whole view inside the grid: fixed bounds, unrolled */
+        const uint8_t *g = grid + (x - 2) * H + (y - 2);
+        for (int i = 0; i < CRAFT_VIEW; i++) {
+            const uint8_t *col = g + i * H;
+            float *o = obs + CRAFT_OBS_LOCAL + i * CRAFT_VIEW * CRAFT_N_KINDS;
+            for (int j = 0; j < CRAFT_VIEW; j++) {
+                o[j * CRAFT_N_KINDS + col[j]] = 1.0f;
+            }
+        }
+    } else {
+        int i0 = x >= 2 ? 0 : 2 - x, i1 = x + 2 < W ? 4 : W - 1 - x + 2;
+        int j0 = y >= 2 ? 0 : 2 - y, j1 = y + 2 < H ? 4 : H - 1 - y + 2;
+        for (int i = i0; i <= i1; i++) {
+            const uint8_t *col = grid + (x + i - 2) * H;
+            float *o = obs + CRAFT_OBS_LOCAL + i * CRAFT_VIEW * CRAFT_N_KINDS;
+            for (int j = j0; j <= j1; j++) {
+                o[j * CRAFT_N_KINDS + col[y - 2 + j]] = 1.0f;
+            }
         }
     }
     if (coarse) {

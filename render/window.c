@@ -233,6 +233,19 @@ int render_window_is_headless(const struct render_window *w)
     return w->headless;
 }
 
+int render_window_resize(struct render_window *w, int width, int height)
+{
+    if (width < 1 || height < 1) {
+        return gr_error(GR_EINVAL, "window size %dx%d is invalid", width,
+                        height);
+    }
+    if (!w->headless) {
+        SDL_SetWindowSize(w->window, width, height);
+        layout(w);
+    }
+    return 0;
+}
+
 int render_window_scale(const struct render_window *w)
 {
     return w->scale;
@@ -444,6 +457,9 @@ void render_window_close(struct render_window *w)
         SDL_DestroyRenderer(w->renderer);
         SDL_DestroyWindow(w->window);
         SDL_QuitSubSystem(SDL_INIT_VIDEO);
+        if (SDL_WasInit(SDL_INIT_EVERYTHING) == 0) {
+            SDL_Quit(); /* unloads the drivers SDL loaded */
+        }
     }
     render_image_free(&w->last);
     free(w);

@@ -119,6 +119,11 @@ void render_window_set_title(struct render_window *w, const char *title);
  * headless, it is a copy of the frame. */
 int render_window_capture(struct render_window *w, struct render_image *out);
 
+/* Resizes the window to width×height screen pixels, as a person dragging
+ * its edge would (no-op headless); the next present or poll re-picks the
+ * integer scale and centres the frame. GR_EINVAL for a size < 1. */
+int render_window_resize(struct render_window *w, int width, int height);
+
 /* The integer scale in use (1 headless). */
 int render_window_scale(const struct render_window *w);
 

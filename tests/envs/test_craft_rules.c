@@ -561,7 +561,8 @@ static void test_worked_example(void)
  * and without the coarse view, on several grid sizes. */
 static void test_observation_reference(void)
 {
-    const int sizes[][2] = {{10, 10}, {7, 12}, {20, 16}, {32, 32}, {5, 5}};
+    const int sizes[][2] = {{10, 10}, {7, 12}, {20, 16}, {32, 32}, {5, 5},
+                            {9, 7},   {3, 8},  {10, 9},  {6, 13}, {13, 13}};
     struct craft_task t = task_of("ACD");
     int mismatches = 0, total = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
