@@ -178,9 +178,12 @@ static void run_torch(const struct bench_ocn_options *o, const char *batches,
     }
     /* torch.set_num_threads does not reach the BLAS under torch (OpenBLAS
      * in Debian's build): pin every thread pool through the environment,
-     * so both sides use the same number of threads. */
+     * so both sides use the same number of threads. Passive OpenMP waiting
+     * keeps the baseline from collapsing when the cores are shared (its
+     * spinning threads otherwise wait a time slice at every barrier). */
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
+             "OMP_WAIT_POLICY=PASSIVE "
              "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d "
              "'%s' '%s' '%s' --threads %d --updates %d --runs %d --device %s "
              "2>&1",
