@@ -83,6 +83,20 @@ int bc_model_subtasks(const struct ocn_model *m, struct craft_subtask *subs,
     return n;
 }
 
+/* The model must read Craft's observation and act with its actions. */
+static int check_craft_model(const struct ocn_model *m, const char *what)
+{
+    if (m->cfg.obs_size != CRAFT_OBS_SIZE ||
+        m->cfg.n_actions != CRAFT_N_ACTIONS) {
+        return gr_error(GR_EINVAL,
+                        "%s: the model reads %d observations and has %d "
+                        "actions; Craft has %d and %d",
+                        what, m->cfg.obs_size, m->cfg.n_actions,
+                        CRAFT_OBS_SIZE, CRAFT_N_ACTIONS);
+    }
+    return 0;
+}
+
 /* ---- validation -------------------------------------------------------------- */
 
 int bc_validate(struct ocn_model *m, const struct demo_set *ds,
@@ -236,7 +250,10 @@ int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
 {
     const int n_tasks = m->cfg.n_tasks;
     struct craft_task tasks[OCN_MAX_TASKS];
-    int rc = model_tasks(m, tasks);
+    int rc = check_craft_model(m, "greedy returns");
+    if (rc == 0) {
+        rc = model_tasks(m, tasks);
+    }
     if (rc < 0) {
         return rc;
     }
@@ -324,6 +341,9 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
     if (n_subs < 1 || episodes < 1) {
         return gr_error(GR_EINVAL, "success matrix: %d subtasks, %d episodes",
                         n_subs, episodes);
+    }
+    if (check_craft_model(m, "success matrix") < 0) {
+        return GR_EINVAL;
     }
     /* world (i, j, n): option i, subtask j, episode n */
     const int per = n_subs * episodes, E = K * per;

@@ -106,6 +106,13 @@ static int load_checkpoint(const char *path, const struct cli_common *common,
     if (rc < 0) {
         return gr_error_wrap(rc, "%s: not an OCN checkpoint", path);
     }
+    if (cfg.obs_size != CRAFT_OBS_SIZE || cfg.n_actions != CRAFT_N_ACTIONS) {
+        return gr_error(GR_EINVAL,
+                        "%s: the model reads %d observations and has %d "
+                        "actions; Craft has %d and %d",
+                        path, cfg.obs_size, cfg.n_actions, CRAFT_OBS_SIZE,
+                        CRAFT_N_ACTIONS);
+    }
     rc = new_ctx(common, ctx);
     if (rc < 0) {
         return rc;
