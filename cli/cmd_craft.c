@@ -18,6 +18,7 @@
 
 #include "bench/craft/bench_craft.h"
 #include "cli/build_info.h"
+#include "cli/cmd_agents.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/progress.h"
@@ -162,6 +163,11 @@ static void *worker_main(void *p)
 
 static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
 {
+    /* --agent ocn: the OCN agent and its own options live in
+     * cli/cmd_agents.c (issue 8); this is the whole hook. */
+    if (cli_craft_run_wants_ocn(argc, argv)) {
+        return cli_craft_run_ocn(cmd, argc, argv);
+    }
     const char *agent = "random";
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
@@ -170,9 +176,10 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
-        CLI_STRING("agent", "random|expert", "random",
+        CLI_STRING("agent", "random|expert|ocn", "random",
                    "who acts: uniform random actions, or the scripted "
-                   "expert of craft.md §8",
+                   "expert of craft.md §8 (ocn: a trained model, see "
+                   "grove craft run --agent ocn --help)",
                    &agent),
         CLI_STRING("tasks", "LIST", "AC,CD",
                    "comma-separated tasks: OCN letters (A wood, B gold, "

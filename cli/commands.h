@@ -6,19 +6,23 @@
 
 extern const struct cli_command cmd_version;
 extern const struct cli_command cmd_craft_run;
-extern const struct cli_command cmd_bench_craft;
-extern const struct cli_command cmd_plot;
-extern const struct cli_command cmd_replay_export;
-extern const struct cli_command cmd_replay_play;
-extern const struct cli_command cmd_craft_play;
 extern const struct cli_command cmd_craft_demos;
+extern const struct cli_command cmd_craft_play;
 extern const struct cli_command cmd_replay_info;
 extern const struct cli_command cmd_replay_verify;
 extern const struct cli_command cmd_replay_dump;
-extern const struct cli_command cmd_bench_kernels;
+extern const struct cli_command cmd_replay_export;
+extern const struct cli_command cmd_replay_play;
+extern const struct cli_command cmd_plot;
+extern const struct cli_command cmd_train_bc;
+extern const struct cli_command cmd_eval_options;
+extern const struct cli_command cmd_watch;
 extern const struct cli_command cmd_nlp_tasks;
 extern const struct cli_command cmd_nlp_corpus;
 extern const struct cli_command cmd_nlp_parse;
 extern const struct cli_command cmd_nlp_syneval;
+extern const struct cli_command cmd_bench_craft;
+extern const struct cli_command cmd_bench_kernels;
+extern const struct cli_command cmd_bench_ocn;
 
 #endif

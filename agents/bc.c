@@ -1,0 +1,753 @@
+/* Behaviour cloning, validation metrics, greedy returns, success matrix
+ * (see agents/bc.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "agents/bc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/segment.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/progress.h"
+#include "core/random.h"
+#include "kernels/checkpoint.h"
+#include "kernels/ops.h"
+#include "kernels/tape.h"
+
+void bc_options_default(struct bc_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = 512;
+    o->updates = 10000;
+    o->lr = 1e-3f;
+    o->clip = 0.2f;
+    o->eval_every = 100;
+    o->return_every = 1000;
+    o->return_episodes = 30;
+    o->val_batch = 512;
+    o->seed = 1;
+}
+
+int bc_optimizer_new(struct gr_optim **out, struct ocn_model *m, float lr)
+{
+    struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+    oc.lr = lr;
+    oc.beta1 = 0.9f;
+    oc.beta2 = 0.999f;
+    oc.eps = 1e-8f;
+    return gr_optim_new(out, m->ctx, "adam", &oc);
+}
+
+/* ---- subtasks and tasks of a model ------------------------------------------ */
+
+static int same_subtask(const struct craft_subtask *a,
+                        const struct craft_subtask *b)
+{
+    return a->op == b->op && a->kind == b->kind;
+}
+
+static int model_tasks(const struct ocn_model *m, struct craft_task *tasks)
+{
+    for (int i = 0; i < m->cfg.n_tasks; i++) {
+        int rc = craft_task_parse(m->cfg.task_names[i], &tasks[i]);
+        if (rc < 0) {
+            return gr_error_wrap(rc, "the model's task %d", i);
+        }
+    }
+    return 0;
+}
+
+int bc_model_subtasks(const struct ocn_model *m, struct craft_subtask *subs,
+                      int cap)
+{
+    struct craft_task tasks[OCN_MAX_TASKS];
+    int rc = model_tasks(m, tasks);
+    if (rc < 0) {
+        return rc;
+    }
+    int n = 0;
+    for (int i = 0; i < m->cfg.n_tasks; i++) {
+        for (int j = 0; j < tasks[i].n; j++) {
+            int seen = 0;
+            for (int k = 0; k < n; k++) {
+                seen |= same_subtask(&subs[k], &tasks[i].sub[j]);
+            }
+            if (!seen && n < cap) {
+                subs[n++] = tasks[i].sub[j];
+            }
+        }
+    }
+    return n;
+}
+
+/* The model must read Craft's observation and act with its actions. */
+static int check_craft_model(const struct ocn_model *m, const char *what)
+{
+    if (m->cfg.obs_size != CRAFT_OBS_SIZE ||
+        m->cfg.n_actions != CRAFT_N_ACTIONS) {
+        return gr_error(GR_EINVAL,
+                        "%s: the model reads %d observations and has %d "
+                        "actions; Craft has %d and %d",
+                        what, m->cfg.obs_size, m->cfg.n_actions,
+                        CRAFT_OBS_SIZE, CRAFT_N_ACTIONS);
+    }
+    return 0;
+}
+
+/* ---- validation -------------------------------------------------------------- */
+
+int bc_validate(struct ocn_model *m, const struct demo_set *ds,
+                const int64_t *ids, int64_t n, int batch, struct bc_row *row)
+{
+    struct gr_ctx *ctx = m->ctx;
+    const int K = m->cfg.n_options;
+    if (n < 1 || batch < 1) {
+        return gr_error(GR_EINVAL, "validation: %lld demonstrations in "
+                                   "batches of %d",
+                        (long long)n, batch);
+    }
+    /* subtask identities of the set's tasks -> small labels for the NMI */
+    struct craft_subtask subs[SEG_NMI_MAX_LABELS];
+    int n_subs = 0;
+    int label[DEMO_MAX_TASKS][CRAFT_MAX_SUBTASKS];
+    for (int ti = 0; ti < ds->n_tasks; ti++) {
+        for (int j = 0; j < ds->tasks[ti].n; j++) {
+            int l = -1;
+            for (int k = 0; k < n_subs; k++) {
+                if (same_subtask(&subs[k], &ds->tasks[ti].sub[j])) {
+                    l = k;
+                }
+            }
+            if (l < 0) {
+                if (n_subs == SEG_NMI_MAX_LABELS) {
+                    return gr_error(GR_EINVAL, "validation: more than %d "
+                                               "distinct subtasks",
+                                    SEG_NMI_MAX_LABELS);
+                }
+                subs[n_subs] = ds->tasks[ti].sub[j];
+                l = n_subs++;
+            }
+            label[ti][j] = l;
+        }
+    }
+    int64_t cap_rows = (int64_t)batch * ds->max_len;
+    float *end = malloc((size_t)cap_rows * sizeof *end);
+    float *pic = malloc((size_t)(cap_rows * K) * sizeof *pic);
+    float *ap = malloc((size_t)cap_rows * sizeof *ap);
+    int32_t *am = malloc((size_t)cap_rows * sizeof *am);
+    if (end == NULL || pic == NULL || ap == NULL || am == NULL) {
+        free(end);
+        free(pic);
+        free(ap);
+        free(am);
+        return gr_error(GR_ENOMEM, "validation: out of memory");
+    }
+    struct demo_batch b;
+    memset(&b, 0, sizeof b);
+    struct seg_nmi_acc *nmi = malloc(sizeof *nmi);
+    if (nmi == NULL) {
+        free(end);
+        free(pic);
+        free(ap);
+        free(am);
+        return gr_error(GR_ENOMEM, "validation: out of memory");
+    }
+    seg_nmi_init(nmi);
+    double nll = 0.0, f1_0 = 0.0, f1_1 = 0.0;
+    int64_t steps = 0, correct = 0, aligned = 0;
+    int was = gr_set_grad_enabled(ctx, 0);
+    int rc = 0;
+    for (int64_t start = 0; start < n && rc == 0; start += batch) {
+        int nb = (int)(n - start < batch ? n - start : batch);
+        rc = demo_batch_build(&b, ds, ids + start, nb);
+        if (rc < 0) {
+            break;
+        }
+        gr_step_reset(ctx);
+        struct ocn_forward_out fo;
+        memset(&fo, 0, sizeof fo);
+        fo.end = end;
+        fo.pi_c = pic;
+        fo.act_prob = ap;
+        fo.act_argmax = am;
+        rc = ocn_forward(m, &b, &fo);
+        if (rc < 0) {
+            break;
+        }
+        for (int i = 0; i < b.B; i++) {
+            int64_t d = b.demo[i];
+            int T = b.len[i], ti = ds->task[d];
+            const struct craft_task *task = &ds->tasks[ti];
+            float score[1024];
+            int truth[CRAFT_MAX_SUBTASKS + 1], pred[CRAFT_MAX_SUBTASKS + 1];
+            int labels[1024], seq[CRAFT_MAX_SUBTASKS];
+            if (T > 1024) {
+                rc = gr_error(GR_EINVAL, "validation: demonstration of %d "
+                                         "steps (at most 1024)",
+                              T);
+                break;
+            }
+            int m_true = 0;
+            for (int t = 0; t < T; t++) {
+                int64_t s = ds->first[d] + t;
+                int64_t r = b.row_off[t] + i;
+                score[t] = end[r];
+                if (ds->boundary[s] && m_true < CRAFT_MAX_SUBTASKS) {
+                    truth[m_true++] = t;
+                }
+                labels[t] = label[ti][ds->subtask[s] < task->n
+                                          ? ds->subtask[s]
+                                          : task->n - 1];
+                nll -= log(fmax((double)ap[r], 1e-12));
+                correct += am[r] == ds->action[s];
+                int best = 0;
+                for (int k = 1; k < K; k++) {
+                    if (pic[r * K + k] > pic[r * K + best]) {
+                        best = k;
+                    }
+                }
+                seg_nmi_add(nmi, best, labels[t]);
+            }
+            int mm = m_true > 0 ? m_true : 1;
+            int np = seg_boundaries_top(score, T, mm, pred);
+            f1_0 += seg_f1(pred, np, truth, m_true, 0, NULL, NULL);
+            f1_1 += seg_f1(pred, np, truth, m_true, 1, NULL, NULL);
+            for (int j = 0; j < task->n; j++) {
+                seq[j] = label[ti][j];
+            }
+            aligned += seg_align_matches(pred, np, seq, labels, T);
+            steps += T;
+        }
+    }
+    gr_step_reset(ctx);
+    gr_set_grad_enabled(ctx, was);
+    if (rc == 0) {
+        row->nll = nll / (double)steps;
+        row->action_acc = (double)correct / (double)steps;
+        row->f1_tol0 = f1_0 / (double)n;
+        row->f1_tol1 = f1_1 / (double)n;
+        row->align_acc = (double)aligned / (double)steps;
+        row->nmi = seg_nmi_value(nmi);
+    }
+    free(nmi);
+    free(end);
+    free(pic);
+    free(ap);
+    free(am);
+    demo_batch_free(&b);
+    return rc;
+}
+
+/* ---- greedy returns -------------------------------------------------------------- */
+
+int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
+                      int episodes, uint64_t base_seed, double *mean_return,
+                      double *success, double *task_return,
+                      double *task_success)
+{
+    const int n_tasks = m->cfg.n_tasks;
+    struct craft_task tasks[OCN_MAX_TASKS];
+    int rc = check_craft_model(m, "greedy returns");
+    if (rc == 0) {
+        rc = model_tasks(m, tasks);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    if (episodes < 1) {
+        return gr_error(GR_EINVAL, "greedy returns: %d episodes", episodes);
+    }
+    const int E = episodes * n_tasks;
+    struct craft_world *w = malloc((size_t)E * sizeof *w);
+    float *obs = malloc((size_t)E * CRAFT_OBS_SIZE * sizeof *obs);
+    int32_t *act = malloc((size_t)E * sizeof *act);
+    uint8_t *done = calloc((size_t)E, 1);
+    if (w == NULL || obs == NULL || act == NULL || done == NULL) {
+        free(w);
+        free(obs);
+        free(act);
+        free(done);
+        return gr_error(GR_ENOMEM, "greedy returns: out of memory");
+    }
+    struct ocn_act_state st;
+    rc = ocn_act_state_init(&st, m, E);
+    for (int j = 0; rc == 0 && j < E; j++) {
+        int ti = j / episodes, n = j % episodes;
+        struct craft_config cfg;
+        craft_config_for_task(config, &tasks[ti], &cfg);
+        rc = craft_world_reset(&w[j], &cfg,
+                               craft_episode_seed(base_seed, (uint64_t)ti,
+                                                  (uint64_t)n),
+                               &tasks[ti]);
+        ocn_act_reset(&st, j, ti);
+    }
+    int left = E;
+    while (rc == 0 && left > 0) {
+        for (int j = 0; j < E; j++) {
+            craft_world_observe(&w[j], obs + (int64_t)j * CRAFT_OBS_SIZE);
+        }
+        rc = ocn_act(m, &st, obs, act, NULL, NULL, NULL);
+        for (int j = 0; rc == 0 && j < E; j++) {
+            if (done[j]) {
+                continue;
+            }
+            struct craft_step s;
+            rc = craft_world_step(&w[j], act[j], &s);
+            if (s.terminated || s.truncated) {
+                done[j] = 1;
+                left--;
+            }
+        }
+    }
+    if (rc == 0) {
+        double R = 0.0, S = 0.0;
+        for (int ti = 0; ti < n_tasks; ti++) {
+            double r = 0.0, s = 0.0;
+            for (int n = 0; n < episodes; n++) {
+                const struct craft_world *x = &w[ti * episodes + n];
+                r += x->episode_return;
+                s += x->k >= x->task.n;
+            }
+            if (task_return != NULL) {
+                task_return[ti] = r / episodes;
+            }
+            if (task_success != NULL) {
+                task_success[ti] = s / episodes;
+            }
+            R += r;
+            S += s;
+        }
+        *mean_return = R / E;
+        *success = S / E;
+    }
+    ocn_act_state_free(&st);
+    free(w);
+    free(obs);
+    free(act);
+    free(done);
+    return rc;
+}
+
+/* ---- success matrix ----------------------------------------------------------------- */
+
+int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
+                      const struct craft_subtask *subs, int n_subs,
+                      int episodes, uint64_t base_seed, double *rate)
+{
+    const int K = m->cfg.n_options, d = m->cfg.hidden, A = m->cfg.n_actions;
+    if (n_subs < 1 || episodes < 1) {
+        return gr_error(GR_EINVAL, "success matrix: %d subtasks, %d episodes",
+                        n_subs, episodes);
+    }
+    if (check_craft_model(m, "success matrix") < 0) {
+        return GR_EINVAL;
+    }
+    /* world (i, j, n): option i, subtask j, episode n */
+    const int per = n_subs * episodes, E = K * per;
+    struct craft_world *w = malloc((size_t)E * sizeof *w);
+    float *obs = malloc((size_t)E * CRAFT_OBS_SIZE * sizeof *obs);
+    float *ho = calloc((size_t)K * E * d, sizeof *ho);
+    float *probs = malloc((size_t)K * E * A * sizeof *probs);
+    uint8_t *done = calloc((size_t)E, 1);
+    if (w == NULL || obs == NULL || ho == NULL || probs == NULL ||
+        done == NULL) {
+        free(w);
+        free(obs);
+        free(ho);
+        free(probs);
+        free(done);
+        return gr_error(GR_ENOMEM, "success matrix: out of memory");
+    }
+    struct ocn_act_state st;
+    int rc = ocn_act_state_init(&st, m, E);
+    for (int j = 0; j < n_subs && rc == 0; j++) {
+        struct craft_task task;
+        rc = craft_task_from_subtasks(&subs[j], 1, NULL, &task);
+        struct craft_config cfg;
+        craft_config_for_task(config, &task, &cfg);
+        for (int n = 0; n < episodes && rc == 0; n++) {
+            uint64_t seed =
+                craft_episode_seed(base_seed, (uint64_t)j, (uint64_t)n);
+            for (int i = 0; i < K && rc == 0; i++) {
+                rc = craft_world_reset(&w[i * per + j * episodes + n], &cfg,
+                                       seed, &task);
+            }
+        }
+    }
+    int left = E;
+    while (rc == 0 && left > 0) {
+        for (int x = 0; x < E; x++) {
+            craft_world_observe(&w[x], obs + (int64_t)x * CRAFT_OBS_SIZE);
+        }
+        /* every option on every world; world x uses its own option's row */
+        rc = ocn_options_step(m, &st, obs, ho, probs, NULL);
+        for (int x = 0; rc == 0 && x < E; x++) {
+            if (done[x]) {
+                continue;
+            }
+            int i = x / per;
+            const float *p = probs + ((int64_t)i * E + x) * A;
+            int a = 0;
+            for (int k = 1; k < A; k++) {
+                if (p[k] > p[a]) {
+                    a = k;
+                }
+            }
+            struct craft_step s;
+            rc = craft_world_step(&w[x], a, &s);
+            if (s.terminated || s.truncated) {
+                done[x] = 1;
+                left--;
+            }
+        }
+    }
+    if (rc == 0) {
+        for (int i = 0; i < K; i++) {
+            for (int j = 0; j < n_subs; j++) {
+                int s = 0;
+                for (int n = 0; n < episodes; n++) {
+                    const struct craft_world *x = &w[i * per + j * episodes + n];
+                    s += x->k >= x->task.n;
+                }
+                rate[i * n_subs + j] = (double)s / episodes;
+            }
+        }
+    }
+    ocn_act_state_free(&st);
+    free(w);
+    free(obs);
+    free(ho);
+    free(probs);
+    free(done);
+    return rc;
+}
+
+/* ---- training ------------------------------------------------------------------------ */
+
+/* Permutation of 0..n-1 for `epoch` (Fisher-Yates on Philox). */
+static void epoch_perm(uint64_t seed, uint64_t epoch, int64_t n, int64_t *p)
+{
+    for (int64_t i = 0; i < n; i++) {
+        p[i] = i;
+    }
+    struct gr_philox_stream r =
+        gr_philox_stream_init(gr_mix64(seed ^ 0xBC0000000000ull) ^ epoch, 0);
+    for (int64_t i = n - 1; i > 0; i--) {
+        uint64_t hi = gr_philox_next_u32(&r), lo = gr_philox_next_u32(&r);
+        uint64_t u = (hi << 32) | lo;
+        int64_t j = (int64_t)(u % (uint64_t)(i + 1));
+        int64_t t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+static void csv_cell(FILE *f, double v, int last)
+{
+    if (isnan(v)) {
+        fputs(last ? "\n" : ",", f);
+    } else {
+        fprintf(f, "%.9g%s", v, last ? "\n" : ",");
+    }
+}
+
+#define BC_CSV_HEADER                                                        \
+    "update,nll,action_acc,f1_tol0,f1_tol1,align_acc,nmi,train_nll,"       \
+    "greedy_return,greedy_success,wall_s\n"
+
+static int append_row(const char *path, const struct bc_row *r)
+{
+    FILE *f = fopen(path, "a");
+    if (f == NULL) {
+        return gr_error(GR_EIO, "%s: cannot append", path);
+    }
+    fprintf(f, "%lld,", (long long)r->update);
+    csv_cell(f, r->nll, 0);
+    csv_cell(f, r->action_acc, 0);
+    csv_cell(f, r->f1_tol0, 0);
+    csv_cell(f, r->f1_tol1, 0);
+    csv_cell(f, r->align_acc, 0);
+    csv_cell(f, r->nmi, 0);
+    csv_cell(f, r->train_nll, 0);
+    csv_cell(f, r->greedy_return, 0);
+    csv_cell(f, r->greedy_success, 0);
+    csv_cell(f, r->wall_s, 1);
+    if (fclose(f) != 0) {
+        return gr_error(GR_EIO, "%s: write failed", path);
+    }
+    return 0;
+}
+
+/* Keeps the header and the rows with update <= upto (resume). */
+static int cut_metrics(const char *path, int64_t upto)
+{
+    char *text = NULL;
+    size_t size = 0;
+    int rc = gr_read_file(path, 256u << 20, &text, &size);
+    if (rc < 0) {
+        return gr_error_wrap(rc, "resuming");
+    }
+    char *out = malloc(size + 1);
+    if (out == NULL) {
+        free(text);
+        return gr_error(GR_ENOMEM, "resuming: out of memory");
+    }
+    size_t n = 0;
+    int line = 0;
+    char *p = text;
+    while (*p != '\0') {
+        char *eol = strchr(p, '\n');
+        size_t len = eol != NULL ? (size_t)(eol - p) + 1 : strlen(p);
+        line++;
+        int keep = line == 1;
+        if (!keep) {
+            char *end;
+            long long u = strtoll(p, &end, 10);
+            if (end == p || *end != ',') {
+                free(text);
+                free(out);
+                return gr_error(GR_EFORMAT, "%s:%d: not a metrics row", path,
+                                line);
+            }
+            keep = u <= upto;
+        }
+        if (keep) {
+            memcpy(out + n, p, len);
+            n += len;
+        }
+        p += len;
+    }
+    free(text);
+    rc = gr_write_file_atomic(path, out, n, 1);
+    free(out);
+    return rc;
+}
+
+/* Training state kept in last.ckpt: update, best update, best NLL bits. */
+static struct gr_tensor *state_buffer(struct gr_ctx *ctx)
+{
+    struct gr_tensor *t = gr_ctx_find(ctx, "bc.state");
+    if (t == NULL) {
+        t = gr_buffer_new(ctx, "bc.state", GR_I32, gr_shape1(4));
+    }
+    return t;
+}
+
+static int save_state(struct gr_tensor *t, int64_t update, int64_t best_update,
+                      double best_nll)
+{
+    uint64_t bits;
+    memcpy(&bits, &best_nll, sizeof bits);
+    int32_t v[4] = {(int32_t)update, (int32_t)best_update,
+                    (int32_t)(uint32_t)(bits & 0xFFFFFFFFu),
+                    (int32_t)(uint32_t)(bits >> 32)};
+    return gr_tensor_set_host(t, v);
+}
+
+int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
+             const struct bc_options *o, struct bc_result *res)
+{
+    struct gr_ctx *ctx = m->ctx;
+    if (ds->train == NULL || ds->n_train < 1 || ds->n_val < 1) {
+        return gr_error(GR_EINVAL, "behaviour cloning: the demonstrations "
+                                   "are not split (demo_set_split)");
+    }
+    if (o->batch < 1 || o->updates < 0 || o->eval_every < 1 ||
+        o->return_every < 0 || o->val_batch < 1) {
+        return gr_error(GR_EINVAL, "behaviour cloning: batch %d, updates %lld, "
+                                   "eval every %d, returns every %d",
+                        o->batch, (long long)o->updates, o->eval_every,
+                        o->return_every);
+    }
+    if (ds->n_tasks != m->cfg.n_tasks) {
+        return gr_error(GR_EINVAL, "behaviour cloning: %d tasks in the "
+                                   "demonstrations, %d in the model",
+                        ds->n_tasks, m->cfg.n_tasks);
+    }
+    char metrics[GR_PATH_MAX], last[GR_PATH_MAX], best[GR_PATH_MAX];
+    if (gr_path_join(metrics, sizeof metrics, o->run_dir, "metrics.csv") < 0 ||
+        gr_path_join(last, sizeof last, o->run_dir, "last.ckpt") < 0 ||
+        gr_path_join(best, sizeof best, o->run_dir, "best.ckpt") < 0) {
+        return GR_EINVAL;
+    }
+    struct gr_tensor *state = state_buffer(ctx);
+    if (state == NULL) {
+        return gr_error(GR_EINVAL, "behaviour cloning: %s",
+                        gr_ctx_error(ctx));
+    }
+    int64_t update = 0, best_update = -1;
+    double best_nll = INFINITY;
+    int rc;
+    if (o->resume) {
+        rc = gr_checkpoint_load(ctx, last, GR_CKPT_ALL, NULL);
+        if (rc < 0) {
+            return gr_error_wrap(rc, "resuming");
+        }
+        int32_t v[4];
+        rc = gr_tensor_to_host(state, v);
+        if (rc < 0) {
+            return rc;
+        }
+        update = v[0];
+        best_update = v[1];
+        uint64_t bits = (uint64_t)(uint32_t)v[2] |
+                        ((uint64_t)(uint32_t)v[3] << 32);
+        memcpy(&best_nll, &bits, sizeof best_nll);
+        if (update > o->updates) {
+            return gr_error(GR_EINVAL, "resuming: %s is at update %lld, past "
+                                       "--updates %lld",
+                            last, (long long)update, (long long)o->updates);
+        }
+        rc = cut_metrics(metrics, update);
+        if (rc < 0) {
+            return rc;
+        }
+    } else {
+        rc = gr_write_file_atomic(metrics, BC_CSV_HEADER,
+                                  strlen(BC_CSV_HEADER), o->force);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    int64_t n_train = ds->n_train;
+    int64_t *perm = malloc((size_t)n_train * 2 * sizeof *perm);
+    int64_t *ids = malloc((size_t)o->batch * sizeof *ids);
+    if (perm == NULL || ids == NULL) {
+        free(perm);
+        free(ids);
+        return gr_error(GR_ENOMEM, "behaviour cloning: out of memory");
+    }
+    int64_t perm_epoch[2] = {-1, -1};
+    struct demo_batch b;
+    memset(&b, 0, sizeof b);
+    struct gr_progress prog;
+    gr_progress_start(&prog, "bc", (uint64_t)o->updates, "updates", o->quiet);
+    gr_progress_update(&prog, (uint64_t)update);
+    double t0 = gr_now_seconds();
+    double train_sum = 0.0;
+    int64_t train_n = 0, start_update = update;
+    struct bc_row row;
+    memset(&row, 0, sizeof row);
+    rc = 0;
+    for (;;) {
+        /* validation, checkpoints, metrics row */
+        int at_end = update == o->updates;
+        int do_eval = (update % o->eval_every == 0) || at_end;
+        if (do_eval && !(o->resume && update == start_update)) {
+            row.update = update;
+            row.nll = row.action_acc = row.f1_tol0 = row.f1_tol1 = NAN;
+            row.align_acc = row.nmi = row.greedy_return = NAN;
+            row.greedy_success = NAN;
+            row.train_nll = train_n > 0 ? train_sum / train_n : NAN;
+            rc = bc_validate(m, ds, ds->val, ds->n_val, o->val_batch, &row);
+            if (rc < 0) {
+                break;
+            }
+            if (o->return_every > 0 &&
+                (update % o->return_every == 0 || at_end)) {
+                rc = bc_greedy_returns(m, &ds->config, o->return_episodes,
+                                       BC_EVAL_SEED, &row.greedy_return,
+                                       &row.greedy_success, NULL, NULL);
+                if (rc < 0) {
+                    break;
+                }
+            }
+            row.wall_s = gr_now_seconds() - t0;
+            train_sum = 0.0;
+            train_n = 0;
+            if (row.nll < best_nll) {
+                best_nll = row.nll;
+                best_update = update;
+                rc = gr_checkpoint_save(ctx, best, o->config_text,
+                                        GR_CKPT_PARAMS, 1);
+            }
+            /* the row first, then last.ckpt: a run killed in between
+             * resumes from the previous checkpoint and writes it again */
+            if (rc == 0) {
+                rc = append_row(metrics, &row);
+            }
+            if (rc == 0) {
+                rc = save_state(state, update, best_update, best_nll);
+            }
+            if (rc == 0) {
+                rc = gr_checkpoint_save(ctx, last, o->config_text,
+                                        GR_CKPT_ALL, 1);
+            }
+            if (rc < 0) {
+                break;
+            }
+            char extra[96];
+            snprintf(extra, sizeof extra, "val nll %.4f acc %.3f nmi %.3f",
+                     row.nll, row.action_acc, row.nmi);
+            gr_progress_set_extra(&prog, extra);
+            if (o->on_row != NULL) {
+                o->on_row(o->on_row_arg, &row);
+            }
+        }
+        if (at_end) {
+            break;
+        }
+        /* the batch of this update: positions u·B .. u·B + B - 1 of the
+         * concatenated epoch permutations */
+        for (int j = 0; j < o->batch; j++) {
+            int64_t pos = update * o->batch + j;
+            int64_t epoch = pos / n_train, k = pos % n_train;
+            int slot = (int)(epoch & 1);
+            if (perm_epoch[slot] != epoch) {
+                epoch_perm(o->seed, (uint64_t)epoch, n_train,
+                           perm + slot * n_train);
+                perm_epoch[slot] = epoch;
+            }
+            ids[j] = ds->train[perm[slot * n_train + k]];
+        }
+        rc = demo_batch_build(&b, ds, ids, o->batch);
+        if (rc < 0) {
+            break;
+        }
+        gr_step_reset(ctx);
+        struct ocn_forward_out fo;
+        memset(&fo, 0, sizeof fo);
+        rc = ocn_forward(m, &b, &fo);
+        if (rc == 0) {
+            rc = gr_backward(ctx, fo.loss);
+        }
+        if (rc == 0) {
+            rc = gr_clip_grad_norm(ctx, NULL, o->clip, NULL);
+        }
+        if (rc == 0) {
+            rc = gr_optim_step(opt);
+        }
+        if (rc == 0) {
+            rc = gr_zero_grad(ctx);
+        }
+        if (rc < 0) {
+            gr_error_wrap(rc, "update %lld", (long long)update + 1);
+            break;
+        }
+        train_sum += fo.nll_sum / (double)b.rows;
+        train_n++;
+        update++;
+        gr_progress_update(&prog, (uint64_t)update);
+    }
+    gr_progress_finish(&prog);
+    gr_step_reset(ctx);
+    double secs = gr_now_seconds() - t0;
+    free(perm);
+    free(ids);
+    demo_batch_free(&b);
+    if (rc < 0) {
+        return rc;
+    }
+    if (res != NULL) {
+        res->last = row;
+        res->best_update = best_update;
+        res->best_nll = best_nll;
+        res->seconds = secs;
+        res->updates_per_s =
+            secs > 0 ? (double)(update - start_update) / secs : 0.0;
+    }
+    return 0;
+}

@@ -1,0 +1,135 @@
+/* agents/bc.h — behaviour cloning of an OCN (or MoE) on demonstrations
+ * (spec/ocn.md §6), its validation metrics (§9), greedy returns, and the
+ * option → subtask success matrix (§9, thesis Table 5.2).
+ *
+ * Training (bc_train): each update draws `batch` demonstrations from the
+ * pooled training demos of all tasks, in the order of a permutation of the
+ * training set per epoch (Fisher-Yates on the Philox stream keyed by
+ * (seed, epoch)), so the batch of update u is a pure function of (seed, u);
+ * one forward of ocn.md §5 over the packed batch, backward, global-norm
+ * clipping, one Adam step. At update 0 and every `eval_every` updates (and
+ * at the last) it validates (bc_validate) and appends a row to
+ * RUN/metrics.csv; every `return_every` updates it also plays
+ * `return_episodes` greedy episodes per task (bc_greedy_returns). After each
+ * validation RUN/last.ckpt (parameters, Adam state and the training state
+ * "bc.state") is written, and RUN/best.ckpt (parameters) whenever the
+ * validation NLL is the lowest so far. With `resume`, training restarts
+ * from RUN/last.ckpt: parameters, optimizer state, update count and best
+ * NLL are restored and metrics.csv is cut back to that update, so the run
+ * continues bit for bit as if it had not stopped (same device and
+ * threads; wall_s aside).
+ *
+ * metrics.csv columns (agents/README.md documents each): update, nll,
+ * action_acc, f1_tol0, f1_tol1, align_acc, nmi, train_nll, greedy_return,
+ * greedy_success, wall_s. Cells not computed on a row are empty.
+ *
+ * Memory: every function allocates what it needs and frees it before
+ * returning (train: demo batches, host buffers, once). Threads: one thread
+ * per context. Errors: negative GR_E* codes with a message naming the file
+ * or update.
+ *
+ *   struct bc_options o; bc_options_default(&o);
+ *   o.run_dir = "runs/s1"; o.config_text = text;
+ *   if (bc_train(&model, opt, &demos, &o, NULL) < 0) fail();
+ */
+#ifndef GROVE_AGENTS_BC_H
+#define GROVE_AGENTS_BC_H
+
+#include <stdint.h>
+
+#include "agents/demos.h"
+#include "agents/ocn.h"
+#include "kernels/optim.h"
+
+/* Base seed of the fixed evaluation maps (greedy returns): episode n of
+ * the i-th training task uses craft_episode_seed(BC_EVAL_SEED, i, n). */
+#define BC_EVAL_SEED 0x6576616C00000001ull
+/* Base seed of the success matrix's maps: episode n of the one-subtask
+ * task of the j-th subtask uses craft_episode_seed(BC_MATRIX_SEED, j, n). */
+#define BC_MATRIX_SEED 0x6D61747200000001ull
+
+/* One row of metrics.csv; NaN marks a cell not computed. */
+struct bc_row {
+    int64_t update;
+    double nll, action_acc, f1_tol0, f1_tol1, align_acc, nmi;
+    double train_nll;      /* mean training loss since the previous row */
+    double greedy_return;  /* mean return of the greedy episodes */
+    double greedy_success; /* share of them that finished the task */
+    double wall_s;         /* seconds since the run (or resume) started */
+};
+
+struct bc_options {
+    int batch;           /* demonstrations per update (512) */
+    int64_t updates;     /* total updates (10000) */
+    float lr;            /* Adam learning rate (1e-3) */
+    float clip;          /* global gradient norm (0.2) */
+    int eval_every;      /* validation period in updates (100) */
+    int return_every;    /* greedy-return period in updates (1000) */
+    int return_episodes; /* greedy episodes per task (30) */
+    int val_batch;       /* demonstrations per validation forward (512) */
+    uint64_t seed;       /* data order */
+    int quiet;           /* no progress bar */
+    int resume;          /* continue from RUN/last.ckpt */
+    int force;           /* overwrite checkpoints and metrics.csv */
+    const char *run_dir; /* where metrics.csv and the checkpoints go */
+    const char *config_text; /* saved in every checkpoint */
+    /* Called after each metrics row is written (for example to redraw the
+     * learning curves); may be NULL. */
+    void (*on_row)(void *arg, const struct bc_row *row);
+    void *on_row_arg;
+};
+
+struct bc_result {
+    struct bc_row last;     /* the final row */
+    int64_t best_update;    /* update of the lowest validation NLL */
+    double best_nll;
+    double seconds;         /* training time of this call */
+    double updates_per_s;
+};
+
+/* ocn.md §6 defaults (batch 512, 10,000 updates, lr 1e-3, clip 0.2,
+ * validation every 100, greedy returns every 1000 with 30 episodes). */
+void bc_options_default(struct bc_options *o);
+
+/* Creates the Adam optimizer of ocn.md §6 (betas 0.9, 0.999, eps 1e-8,
+ * constant lr) over every parameter of the model's context, named "adam". */
+int bc_optimizer_new(struct gr_optim **out, struct ocn_model *m, float lr);
+
+/* Trains. `opt` from bc_optimizer_new; ds split (demo_set_split). */
+int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
+             const struct bc_options *o, struct bc_result *res);
+
+/* Validation metrics of ocn.md §9 on demonstrations ids[0..n) of ds,
+ * teacher-forced, in forwards of `batch`: fills row->nll, action_acc,
+ * f1_tol0, f1_tol1 (on P_top), align_acc, nmi; the other fields are left
+ * untouched. Runs without recording gradients; resets the step arena. */
+int bc_validate(struct ocn_model *m, const struct demo_set *ds,
+                const int64_t *ids, int64_t n, int batch, struct bc_row *row);
+
+/* Plays `episodes` greedy episodes (argmax π_t, ocn.md §6) of each of the
+ * model's tasks (task i = the model's controller state i, parsed from
+ * cfg.task_names) under `config`, episode n of task i from
+ * craft_episode_seed(base_seed, i, n). Writes the mean return and the
+ * share of successes over all episodes, and per task when the arrays are
+ * not NULL ([n_tasks] each). */
+int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
+                      int episodes, uint64_t base_seed, double *mean_return,
+                      double *success, double *task_return,
+                      double *task_success);
+
+/* The option → subtask success matrix: for option i and subtask j of
+ * subs[0..n_subs), `episodes` episodes of the one-subtask task [subs[j]]
+ * (episode n from craft_episode_seed(base_seed, j, n), the same maps for
+ * every option), option i acting alone and greedily from z_i = 0, its end
+ * signal ignored; success = the subtask done within config->max_steps.
+ * rate[i * n_subs + j] gets the share of successes. */
+int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
+                      const struct craft_subtask *subs, int n_subs,
+                      int episodes, uint64_t base_seed, double *rate);
+
+/* The distinct subtasks of the model's tasks, in order of first
+ * appearance (A, C, D for AC, CD) into subs[cap]; returns the count. */
+int bc_model_subtasks(const struct ocn_model *m, struct craft_subtask *subs,
+                      int cap);
+
+#endif

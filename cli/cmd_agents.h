@@ -1,0 +1,19 @@
+/* cli/cmd_agents.h — the hook through which `grove craft run` (cli/
+ * cmd_craft.c) hands `--agent ocn` to the OCN agent of cli/cmd_agents.c.
+ *
+ *   if (cli_craft_run_wants_ocn(argc, argv))
+ *       return cli_craft_run_ocn(cmd, argc, argv);
+ */
+#ifndef GROVE_CLI_CMD_AGENTS_H
+#define GROVE_CLI_CMD_AGENTS_H
+
+#include "cli/cli.h"
+
+/* 1 when argv holds "--agent ocn" or "--agent=ocn". */
+int cli_craft_run_wants_ocn(int argc, char **argv);
+
+/* `grove craft run --agent ocn --checkpoint FILE ...`: its own option
+ * table (and --help); returns the command's exit status. */
+int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv);
+
+#endif

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The agents' commands end to end, tiny: grove craft demos -> grove train bc
+# (from the replay file and from in-memory demos; --resume) -> eval options
+# -> craft run --agent ocn --record -> replay verify -> watch --headless ->
+# bench ocn --quick; and their errors (bad flags exit 2 with one line
+# naming --help; a missing or wrong file exits 1 with one line).
+#   test_agents_cli.sh PATH/TO/grove
+set -u
+grove=$1
+fails=0
+checks=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# ok ARGS...: exit 0
+ok() {
+    checks=$((checks + 1))
+    if ! "$grove" "$@" >"$tmp/out" 2>"$tmp/err"; then
+        fail "grove $*: exit $?"
+        cat "$tmp/err"
+    fi
+}
+
+# expect EXIT PATTERN ARGS...: exit EXIT, one stderr line matching PATTERN
+expect() {
+    local want=$1 pat=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "grove $*: exit $rc, want $want"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || { fail "grove $*: not one stderr line"; cat "$tmp/err"; }
+    grep -q -- "$pat" "$tmp/err" || fail "grove $*: stderr lacks '$pat': $(cat "$tmp/err")"
+}
+
+small="--options 3 --hidden 16 --width 16 --batch 16 --eval-every 10 --return-every 20 --return-episodes 2 --lr 0.003 --device cpu --threads 1 --quiet"
+
+# demonstrations as a replay, then BC from it
+ok craft demos --tasks AC,CD --episodes 20 --seed 3 --out "$tmp/demos.replay" --quiet
+ok train bc --tasks AC,CD --demos "$tmp/demos.replay" --updates 20 $small --out "$tmp/run"
+grep -q "^run $tmp/run: 20 updates" "$tmp/out" || fail "train bc summary: $(cat "$tmp/out")"
+for f in command config metrics.csv curves.png best.ckpt last.ckpt; do
+    checks=$((checks + 1))
+    [ -s "$tmp/run/$f" ] || fail "train bc did not write $f"
+done
+checks=$((checks + 1))
+head -1 "$tmp/run/metrics.csv" | grep -q "^update,nll,action_acc,f1_tol0,f1_tol1,align_acc,nmi," ||
+    fail "metrics.csv header: $(head -1 "$tmp/run/metrics.csv")"
+[ "$(wc -l <"$tmp/run/metrics.csv")" -eq 4 ] || fail "metrics.csv rows: $(cat "$tmp/run/metrics.csv")"
+grep -q "^demos file $tmp/demos.replay" "$tmp/run/config" || fail "config lacks the demos file"
+
+# stop at 10, resume to 20: the same last.ckpt as the straight run
+ok train bc --tasks AC,CD --demos "$tmp/demos.replay" --updates 10 $small --out "$tmp/run2"
+ok train bc --tasks AC,CD --demos "$tmp/demos.replay" --updates 20 $small --out "$tmp/run2" --resume
+checks=$((checks + 1))
+cmp -s "$tmp/run/last.ckpt" "$tmp/run2/last.ckpt" || fail "resumed last.ckpt differs"
+expect 2 "options differ" train bc --tasks AC,CD --demos "$tmp/demos.replay" --updates 20 $small --out "$tmp/run2" --resume --tau 1
+expect 1 "already exists" train bc --tasks AC,CD --updates 1 $small --out "$tmp/run"
+
+# in-memory demonstrations and the MoE baseline
+ok train bc --tasks AC,CD --demos-per-task 10 --model moe --updates 2 $small --out "$tmp/moe"
+grep -q "^kind moe" "$tmp/moe/config" || fail "moe config: $(cat "$tmp/moe/config")"
+
+# the success matrix
+ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv" --device cpu
+grep -q "^| option | A | C | D |" "$tmp/out" || fail "eval options table: $(cat "$tmp/out")"
+checks=$((checks + 1))
+[ "$(head -1 "$tmp/m.csv")" = "option,A,C,D" ] || fail "matrix csv: $(cat "$tmp/m.csv")"
+[ "$(wc -l <"$tmp/m.csv")" -eq 4 ] || fail "matrix csv rows"
+expect 1 "exists" eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv"
+
+# the agent in Craft, recorded with o/po/pe, verified by re-simulation
+ok craft run --agent ocn --checkpoint "$tmp/run/best.ckpt" --episodes 3 --record "$tmp/ocn.replay" --quiet --device cpu
+grep -q "^AC  *3 " "$tmp/out" || fail "craft run --agent ocn table: $(cat "$tmp/out")"
+ok replay verify "$tmp/ocn.replay"
+ok replay dump "$tmp/ocn.replay" --episode 0 --json
+checks=$((checks + 1))
+head -1 "$tmp/out" | grep -q '"o":.*"po":\[.*\],"pe":' || fail "no o/po/pe in the replay: $(head -1 "$tmp/out")"
+ok replay info "$tmp/ocn.replay"
+grep -q "ocn" "$tmp/out" || fail "replay info does not name the ocn agent"
+expect 1 "not one of the checkpoint's training tasks" craft run --agent ocn --checkpoint "$tmp/run/best.ckpt" --tasks DCA --episodes 1
+expect 2 "needs --checkpoint" craft run --agent ocn
+expect 1 "demos.replay" craft run --agent ocn --checkpoint "$tmp/demos.replay" --episodes 1
+expect 1 "nosuch.ckpt" eval options --checkpoint "$tmp/nosuch.ckpt"
+
+# the live agent, headless: one PNG per state
+ok watch --checkpoint "$tmp/run/best.ckpt" --episodes 1 --headless --out "$tmp/frames" --device cpu
+checks=$((checks + 1))
+[ -s "$tmp/frames/ep0000_t0000.png" ] || fail "watch wrote no first frame: $(ls "$tmp/frames" | head)"
+n=$(ls "$tmp/frames" | wc -l)
+[ "$n" -ge 2 ] || fail "watch wrote $n frames"
+
+# the benchmark runs (tiny, without the PyTorch child)
+ok bench ocn --quick --no-torch --threads 1 --quiet
+grep -q "^| case | grove | baseline | ratio |" "$tmp/out" || fail "bench table: $(cat "$tmp/out")"
+
+# bad command lines
+expect 2 "--help" train bc --options 0 --out "$tmp/x"
+expect 2 "--help" train bc --model lstm --out "$tmp/x"
+expect 2 "--out" train bc
+expect 2 "--help" train bc --tasks AC,XY --out "$tmp/x"
+expect 2 "--help" eval options
+expect 2 "--help" watch
+
+echo "agents_cli: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]

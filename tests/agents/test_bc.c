@@ -1,0 +1,260 @@
+/* Behaviour cloning for real, small: expert demonstrations of AC and CD
+ * (200 per task, 160/40 split), an OCN with K = 3, d = w = 32, batch 32,
+ * Adam lr 3e-3, 100 updates, seeded. The validation NLL must fall by at
+ * least 40 % from its value at update 0 (about ln 5 = 1.61; it reaches
+ * about 0.68, 58 % lower), the metrics file must have its columns and
+ * rows, the best checkpoint must be the lowest NLL, and a run stopped at
+ * update 40 and resumed to 100 must end with the same checkpoint bytes and
+ * the same metrics as the uninterrupted run. Also: greedy
+ * returns and the success matrix run and give shares in [0, 1]. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agents/bc.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "kernels/checkpoint.h"
+#include "kernels/tape.h"
+#include "tests/test.h"
+
+#define N_UPDATES 100
+#define N_ROWS (N_UPDATES / 20 + 1)
+
+static struct gr_ctx *new_ctx(void)
+{
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    cc.threads = 1;
+    struct gr_ctx *ctx = NULL;
+    if (gr_ctx_new(&ctx, &cc) < 0) {
+        fprintf(stderr, "context: %s\n", gr_last_error());
+    }
+    return ctx;
+}
+
+static void small_config(struct ocn_config *c)
+{
+    ocn_config_default(c);
+    c->hidden = 32;
+    c->width = 32;
+    c->n_tasks = 2;
+    strcpy(c->task_names[0], "AC");
+    strcpy(c->task_names[1], "CD");
+}
+
+/* One training run into `dir` (fresh, or resumed) up to `updates`. */
+static int train(struct demo_set *ds, const char *dir, int64_t updates,
+                 int resume, struct bc_result *res)
+{
+    struct gr_ctx *ctx = new_ctx();
+    if (ctx == NULL) {
+        return -1;
+    }
+    struct ocn_config cfg;
+    small_config(&cfg);
+    struct ocn_model m;
+    struct gr_optim *opt = NULL;
+    char text[OCN_CONFIG_TEXT_CAP];
+    int rc = ocn_model_init(&m, ctx, &cfg, 42);
+    if (rc == 0) {
+        rc = bc_optimizer_new(&opt, &m, 3e-3f);
+    }
+    if (rc == 0) {
+        rc = ocn_config_format(&cfg, text, sizeof text) < 0 ? -1 : 0;
+    }
+    struct bc_options o;
+    bc_options_default(&o);
+    o.batch = 32;
+    o.updates = updates;
+    o.lr = 3e-3f;
+    o.eval_every = 20;
+    o.return_every = N_UPDATES;
+    o.return_episodes = 3;
+    o.val_batch = 16;
+    o.seed = 9;
+    o.quiet = 1;
+    o.resume = resume;
+    o.force = 1;
+    o.run_dir = dir;
+    o.config_text = text;
+    if (rc == 0) {
+        rc = bc_train(&m, opt, ds, &o, res);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "train %s: %s\n", dir, gr_last_error());
+    }
+    gr_optim_free(opt);
+    gr_ctx_free(ctx);
+    return rc;
+}
+
+/* The metrics rows: update and the 7 deterministic metric columns. */
+static int read_rows(const char *dir, double rows[][8], int cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    char line[1024];
+    int n = 0;
+    if (fgets(line, sizeof line, f) == NULL ||
+        strcmp(line, "update,nll,action_acc,f1_tol0,f1_tol1,align_acc,nmi,"
+                     "train_nll,greedy_return,greedy_success,wall_s\n") != 0) {
+        fclose(f);
+        return -2;
+    }
+    while (n < cap && fgets(line, sizeof line, f) != NULL) {
+        char *p = line;
+        for (int k = 0; k < 8; k++) {
+            char *end;
+            rows[n][k] = strtod(p, &end);
+            if (end == p) {
+                rows[n][k] = NAN; /* empty cell */
+            }
+            p = strchr(p, ',');
+            if (p == NULL) {
+                break;
+            }
+            p++;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int same = gr_read_file(a, 64u << 20, &x, &nx) == 0 &&
+               gr_read_file(b, 64u << 20, &y, &ny) == 0 && nx == ny &&
+               memcmp(x, y, nx) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+int main(void)
+{
+    struct demo_set ds;
+    struct craft_config cc;
+    craft_config_default(&cc);
+    struct craft_task tasks[2];
+    craft_task_parse("AC", &tasks[0]);
+    craft_task_parse("CD", &tasks[1]);
+    CHECK(demo_set_generate(&ds, &cc, tasks, 2, 200, 1, NULL, NULL) == 0);
+    CHECK(demo_set_split(&ds, 0.8) == 0);
+
+    char a[256], b[256];
+    snprintf(a, sizeof a, "/tmp/grove_test_bc_a_%ld", (long)getpid());
+    snprintf(b, sizeof b, "/tmp/grove_test_bc_b_%ld", (long)getpid());
+    gr_mkdir_p(a);
+    gr_mkdir_p(b);
+    struct bc_result ra, rb;
+    CHECK(train(&ds, a, N_UPDATES, 0, &ra) == 0);
+
+    double rows[16][8];
+    int n = read_rows(a, rows, 16);
+    CHECK_MSG(n == N_ROWS, "%d metrics rows", n);
+    if (n == N_ROWS) {
+        for (int i = 0; i < N_ROWS; i++) {
+            CHECK(rows[i][0] == 20.0 * i);
+            for (int k = 1; k < 7; k++) {
+                CHECK(rows[i][k] >= 0.0 && (k == 1 || rows[i][k] <= 1.0));
+            }
+        }
+        CHECK(isnan(rows[0][7]) && rows[1][7] > 0.0); /* train_nll */
+        double drop = 1.0 - rows[N_ROWS - 1][1] / rows[0][1];
+        printf("validation NLL: update 0 %.4f, update %d %.4f (%.0f%% "
+               "lower); action accuracy %.3f -> %.3f\n",
+               rows[0][1], N_UPDATES, rows[N_ROWS - 1][1], 100 * drop, rows[0][2],
+               rows[N_ROWS - 1][2]);
+        CHECK_MSG(drop >= 0.40, "NLL fell by %.1f%% only", 100 * drop);
+        CHECK(rows[0][1] > 1.3 && rows[0][1] < 2.0); /* about ln 5 */
+        /* the best checkpoint is the lowest NLL */
+        int best = 0;
+        for (int i = 1; i < N_ROWS; i++) {
+            if (rows[i][1] < rows[best][1]) {
+                best = i;
+            }
+        }
+        CHECK(ra.best_update == 20 * best);
+        CHECK(fabs(ra.best_nll - rows[best][1]) < 1e-6 * rows[best][1]);
+    }
+    CHECK(ra.last.greedy_return >= 0.0 && ra.last.greedy_return <= 2.0);
+    CHECK(ra.last.greedy_success >= 0.0 && ra.last.greedy_success <= 1.0);
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, "%s/best.ckpt", a);
+    CHECK(gr_path_exists(p1));
+    char *cfg_text = NULL;
+    CHECK(gr_checkpoint_read_config(p1, &cfg_text) == 0);
+    struct ocn_config back;
+    CHECK(cfg_text != NULL && ocn_config_parse(cfg_text, &back) == 0 &&
+          back.hidden == 32 && back.n_tasks == 2);
+    free(cfg_text);
+
+    /* stopped at 40, resumed to 60: the same checkpoint, the same rows */
+    CHECK(train(&ds, b, 40, 0, &rb) == 0);
+    CHECK(train(&ds, b, N_UPDATES, 1, &rb) == 0);
+    snprintf(p1, sizeof p1, "%s/last.ckpt", a);
+    snprintf(p2, sizeof p2, "%s/last.ckpt", b);
+    CHECK_MSG(same_file(p1, p2), "resumed last.ckpt differs");
+    snprintf(p1, sizeof p1, "%s/best.ckpt", a);
+    snprintf(p2, sizeof p2, "%s/best.ckpt", b);
+    CHECK_MSG(same_file(p1, p2), "resumed best.ckpt differs");
+    double rows_b[16][8];
+    int nb = read_rows(b, rows_b, 16);
+    CHECK(nb == n);
+    for (int i = 0; i < n && i < nb; i++) {
+        for (int k = 0; k < 8; k++) {
+            CHECK((isnan(rows[i][k]) && isnan(rows_b[i][k])) ||
+                  rows[i][k] == rows_b[i][k]);
+        }
+    }
+    /* resuming past the end is refused */
+    CHECK(train(&ds, b, 30, 1, &rb) == GR_EINVAL);
+    CHECK_STR_CONTAINS(gr_last_error(), "past --updates");
+
+    /* the success matrix: K x 3 shares in [0, 1] */
+    {
+        struct gr_ctx *ctx = new_ctx();
+        struct ocn_config cfg;
+        small_config(&cfg);
+        struct ocn_model m;
+        CHECK(ocn_model_init(&m, ctx, &cfg, 42) == 0);
+        snprintf(p1, sizeof p1, "%s/best.ckpt", a);
+        CHECK(gr_checkpoint_load(ctx, p1, GR_CKPT_PARAMS, NULL) == 0);
+        struct craft_subtask subs[8];
+        int ns = bc_model_subtasks(&m, subs, 8);
+        CHECK(ns == 3);
+        CHECK(craft_subtask_letter(&subs[0]) == 'A' &&
+              craft_subtask_letter(&subs[1]) == 'C' &&
+              craft_subtask_letter(&subs[2]) == 'D');
+        double rate[9];
+        CHECK(bc_success_matrix(&m, &cc, subs, ns, 4, BC_MATRIX_SEED, rate) ==
+              0);
+        for (int i = 0; i < 9; i++) {
+            CHECK(rate[i] >= 0.0 && rate[i] <= 1.0 &&
+                  rate[i] * 4 == floor(rate[i] * 4));
+        }
+        gr_ctx_free(ctx);
+    }
+    demo_set_free(&ds);
+    const char *files[] = {"metrics.csv", "best.ckpt", "last.ckpt"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p1, sizeof p1, "%s/%s", a, files[i]);
+        unlink(p1);
+        snprintf(p1, sizeof p1, "%s/%s", b, files[i]);
+        unlink(p1);
+    }
+    rmdir(a);
+    rmdir(b);
+    return test_report("agents_bc");
+}
