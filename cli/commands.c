@@ -5,5 +5,9 @@
 
 const struct cli_command *const cli_commands[] = {
     &cmd_version,
+    &cmd_nlp_tasks,
+    &cmd_nlp_corpus,
+    &cmd_nlp_parse,
+    &cmd_nlp_syneval,
     NULL,
 };

@@ -5,5 +5,9 @@
 #include "cli/cli.h"
 
 extern const struct cli_command cmd_version;
+extern const struct cli_command cmd_nlp_tasks;
+extern const struct cli_command cmd_nlp_corpus;
+extern const struct cli_command cmd_nlp_parse;
+extern const struct cli_command cmd_nlp_syneval;
 
 #endif

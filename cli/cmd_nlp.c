@@ -1,0 +1,576 @@
+/* grove nlp tasks | corpus | parse | syneval: the NLP tasks of issue 9 that
+ * need no trained model yet (the PTB corpus and its unigram oracle, the
+ * parsing evaluator with the baseline parsers, syntactic evaluation with a
+ * unigram scorer). The LSTM / ON-LSTM language models come with the kernel
+ * layer; their commands and flags join then. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "nlp/corpus.h"
+#include "nlp/parse.h"
+#include "nlp/syneval.h"
+#include "nlp/treebank.h"
+
+/* "12,345" */
+static const char *thousands(int64_t v, char *buf, size_t cap)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", (long long)(v < 0 ? -v : v));
+    size_t n = strlen(raw), k = 0;
+    if (v < 0 && k + 1 < cap) {
+        buf[k++] = '-';
+    }
+    for (size_t i = 0; i < n && k + 2 < cap; i++) {
+        if (i > 0 && (n - i) % 3 == 0) {
+            buf[k++] = ',';
+        }
+        buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/* ---- grove nlp tasks ---------------------------------------------------- */
+
+static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {CLI_END};
+    int rc = cli_parse(cmd, opts, 0, 0, 0, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    printf(
+        "lm       word-level language modelling\n"
+        "  data:    Mikolov's PTB (10k words): ptb.train.txt, ptb.valid.txt, "
+        "ptb.test.txt\n"
+        "  models:  lstm (AWD-LSTM), onlstm (ON-LSTM)\n"
+        "  metrics: perplexity (exact mean; reference-compatible with "
+        "--compat), bits per token\n"
+        "  status:  corpus, vocabulary, batching and the unigram oracle: "
+        "available (grove nlp corpus --data DIR);\n"
+        "           the language models: not built yet (they need the kernel "
+        "layer)\n"
+        "\n"
+        "parse    unsupervised constituency parsing\n"
+        "  data:    WSJ trees: NLTK's treebank.zip (sections 00-01, read "
+        "directly), or the full WSJ\n"
+        "           (LDC99T42) as a folder or zip of wsj_NNNN.mrg; "
+        "WSJ10 = <= 10 words, WSJ test = section 23\n"
+        "  models:  onlstm (syntactic distances, greedy top-down parser); "
+        "baselines right, left, balanced, random\n"
+        "  metrics: f1_sentence_mean (the reference's \"Mean F1\"), "
+        "f1_corpus_evalb (EVALB-style),\n"
+        "           f1_corpus_nontrivial, per-label recall (ADJP NP PP INTJ), "
+        "mean depth\n"
+        "  status:  tree reader, evaluator and baselines: available (grove "
+        "nlp parse --baseline ...);\n"
+        "           the parser from distances is built and tested, parsing "
+        "with ON-LSTM needs the model: not built yet\n"
+        "\n"
+        "syneval  targeted syntactic evaluation (Marvin & Linzen 2018)\n"
+        "  data:    marvin_linzen_2018.tsv (22 tasks, 163,124 minimal pairs "
+        "and NPI triples)\n"
+        "  models:  lstm, onlstm; a unigram LM as a baseline scorer\n"
+        "  metrics: accuracy per case (pairs: G > U; NPI: G > I, I > U, "
+        "G > U; ties are wrong), items skipped\n"
+        "           because they collapse after the <unk> mapping\n"
+        "  status:  reading, mapping and scoring: available with the unigram "
+        "scorer (grove nlp syneval --model unigram);\n"
+        "           the LSTM / ON-LSTM scorers: not built yet\n");
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_tasks = {
+    "nlp tasks",
+    "List the NLP tasks with their data, models and metrics, and what "
+    "works now.",
+    "",
+    NULL,
+    run_tasks,
+};
+
+/* ---- grove nlp corpus --------------------------------------------------- */
+
+static int run_corpus(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct cli_common common;
+    int first = 0;
+    const char *data = NULL;
+    const struct cli_option opts[] = {
+        CLI_STRING("data", "DIR", NULL,
+                   "folder with ptb.train.txt, ptb.valid.txt, ptb.test.txt",
+                   &data),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, 0, 0, 0, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (data == NULL) {
+        return cli_usage_error(cmd, "--data DIR is required");
+    }
+    struct nlp_corpus c;
+    if (nlp_corpus_load(&c, data) < 0) {
+        return cli_fail(cmd);
+    }
+    struct nlp_unigram u;
+    if (nlp_unigram_fit(&u, c.ids[NLP_TRAIN], c.n_tokens[NLP_TRAIN],
+                        c.vocab.size) < 0) {
+        nlp_corpus_free(&c);
+        return cli_fail(cmd);
+    }
+    char a[32], b[32], d[32];
+    printf("corpus:      %s\n", data);
+    printf("vocabulary:  %s types (%s from train), <eos> id %d, <unk> id %d\n",
+           thousands(c.vocab.size, a, sizeof a),
+           thousands(c.n_types_train, b, sizeof b), c.eos, c.unk);
+    static const int32_t batch[NLP_N_SPLITS] = {20, 10, 1};
+    printf("\n%-6s %10s %8s %11s   %s\n", "split", "tokens", "lines",
+           "unigram ppl", "batchify");
+    for (int s = 0; s < NLP_N_SPLITS; s++) {
+        size_t rows = nlp_batchify_rows(c.n_tokens[s], batch[s]);
+        printf("%-6s %10s %8s %11.2f   B=%d: %s rows (%zu tokens dropped)\n",
+               nlp_split_name(s), thousands((int64_t)c.n_tokens[s], a, sizeof a),
+               thousands((int64_t)c.n_lines[s], b, sizeof b),
+               nlp_unigram_perplexity(&u, c.ids[s], c.n_tokens[s]), batch[s],
+               thousands((int64_t)rows, d, sizeof d),
+               c.n_tokens[s] - rows * (size_t)batch[s]);
+    }
+    printf("\nunigram ppl: a unigram model estimated on train (with <eos>); "
+           "any LM must beat its test value.\n");
+    printf("first ids:  ");
+    for (int32_t i = 0; i < c.vocab.size && i < 8; i++) {
+        printf(" %s=%d", nlp_vocab_word(&c.vocab, i), i);
+    }
+    printf(" ...\n");
+    nlp_unigram_free(&u);
+    nlp_corpus_free(&c);
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_corpus = {
+    "nlp corpus",
+    "Load the PTB language-modelling corpus: vocabulary, token counts, "
+    "batch shapes, unigram perplexity.",
+    "",
+    NULL,
+    run_corpus,
+};
+
+/* ---- grove nlp parse ---------------------------------------------------- */
+
+enum baseline { B_RIGHT, B_LEFT, B_BALANCED, B_RANDOM };
+
+static int run_parse(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct cli_common common;
+    int first = 0;
+    const char *trees = NULL, *baseline_text = NULL, *split_text = NULL;
+    int max_len = -1, show = 0, all_labels = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING("trees", "PATH", NULL,
+                   "gold trees: treebank.zip, a folder of wsj_NNNN.mrg (the "
+                   "full WSJ) or one .mrg file",
+                   &trees),
+        CLI_STRING("baseline", "right|left|balanced|random", NULL,
+                   "parse with this baseline (required until the ON-LSTM "
+                   "model exists)",
+                   &baseline_text),
+        CLI_INT("max-len", "N", NULL,
+                "only sentences of at most N words (default: all lengths; "
+                "WSJ10 is 10)",
+                &max_len),
+        CLI_STRING("split", "all|test", "all",
+                   "all: sections 00-24 (WSJ10 with --max-len 10); test: "
+                   "section 23 (WSJ test)",
+                   &split_text),
+        CLI_FLAG("all-labels", "per-label recall for every label, not only "
+                 "ADJP NP PP INTJ", &all_labels),
+        CLI_INT("show", "N", "0",
+                "print the gold and predicted trees of the first N sentences",
+                &show),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_SEED | CLI_COMMON_QUIET, 0, 0,
+                       argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (trees == NULL) {
+        return cli_usage_error(cmd, "--trees PATH is required");
+    }
+    if (baseline_text == NULL) {
+        return cli_usage_error(cmd, "--baseline is required (parsing with "
+                               "ON-LSTM distances needs the model, which is "
+                               "not built yet)");
+    }
+    enum baseline which;
+    const char *parser_name;
+    if (strcmp(baseline_text, "right") == 0) {
+        which = B_RIGHT, parser_name = "right-branching baseline";
+    } else if (strcmp(baseline_text, "left") == 0) {
+        which = B_LEFT, parser_name = "left-branching baseline";
+    } else if (strcmp(baseline_text, "balanced") == 0) {
+        which = B_BALANCED, parser_name = "balanced baseline (split floor(n/2))";
+    } else if (strcmp(baseline_text, "random") == 0) {
+        which = B_RANDOM,
+        parser_name = "random baseline (merge a random adjacent pair)";
+    } else {
+        return cli_usage_error(cmd, "--baseline expects right, left, "
+                               "balanced or random, got '%s'",
+                               baseline_text);
+    }
+    enum nlp_tree_split split;
+    if (strcmp(split_text, "all") == 0) {
+        split = NLP_TREES_ALL;
+    } else if (strcmp(split_text, "test") == 0) {
+        split = NLP_TREES_TEST;
+    } else {
+        return cli_usage_error(cmd, "--split expects all or test, got '%s'",
+                               split_text);
+    }
+    if (max_len == 0 || max_len < -1) {
+        return cli_usage_error(cmd, "--max-len must be 1 or more, got %d",
+                               max_len);
+    }
+    if (show < 0) {
+        return cli_usage_error(cmd, "--show must be 0 or more, got %d", show);
+    }
+
+    struct nlp_treebank tb;
+    if (nlp_treebank_read(&tb, trees) < 0) {
+        return cli_fail(cmd);
+    }
+    int32_t max_words = 1;
+    for (int32_t i = 0; i < tb.n_sentences; i++) {
+        if (tb.sentences[i].n_words > max_words) {
+            max_words = tb.sentences[i].n_words;
+        }
+    }
+    struct nlp_span *pred = malloc((size_t)max_words * sizeof *pred);
+    struct nlp_span *work = malloc(2 * (size_t)max_words * sizeof *work);
+    size_t text_cap = (size_t)max_words * 64 + 64;
+    char *text = malloc(text_cap);
+    if (pred == NULL || work == NULL || text == NULL) {
+        free(pred);
+        free(work);
+        free(text);
+        nlp_treebank_free(&tb);
+        gr_error(GR_ENOMEM, "out of memory");
+        return cli_fail(cmd);
+    }
+    struct gr_philox_stream rng = gr_philox_stream_init(common.seed, 0);
+    struct nlp_parse_eval ev;
+    nlp_parse_eval_init(&ev);
+    int32_t n_empty = 0, n_shown = 0;
+    rc = 0;
+    for (int32_t i = 0; i < tb.n_sentences && rc == 0; i++) {
+        const struct nlp_sentence *s = &tb.sentences[i];
+        int32_t sec = tb.files[s->file].section;
+        int in_split = split == NLP_TREES_TEST ? sec == 23
+                                               : (sec < 0 || sec <= 24);
+        if (in_split && s->n_words == 0) {
+            n_empty++;
+        }
+        if (!nlp_treebank_selected(&tb, i, split, max_len)) {
+            continue;
+        }
+        int32_t m = s->n_words, n = 0;
+        switch (which) {
+        case B_RIGHT: n = nlp_parse_right_branching(m, pred); break;
+        case B_LEFT: n = nlp_parse_left_branching(m, pred); break;
+        case B_BALANCED: n = nlp_parse_balanced(m, pred); break;
+        case B_RANDOM: n = nlp_parse_random(m, &rng, pred, work); break;
+        }
+        rc = nlp_parse_eval_add(&ev, m, pred, n, s->gold, s->n_gold,
+                                s->labeled, s->n_labeled);
+        if (rc == 0 && n_shown < show) {
+            n_shown++;
+            printf("sentence %d (%s, tree %d), %d words\n", n_shown,
+                   tb.files[s->file].name, s->index + 1, m);
+            if (nlp_tree_format(s->words, m, s->gold, s->n_gold, work, text,
+                                text_cap) >= 0) {
+                printf("  gold:      %s\n", text);
+            }
+            if (nlp_tree_format(s->words, m, pred, n, work, text, text_cap) >=
+                0) {
+                printf("  predicted: %s\n", text);
+            }
+        }
+    }
+    if (rc < 0) {
+        free(pred);
+        free(work);
+        free(text);
+        nlp_parse_eval_free(&ev);
+        nlp_treebank_free(&tb);
+        return cli_fail(cmd);
+    }
+    struct nlp_parse_scores sc;
+    nlp_parse_eval_scores(&ev, &sc);
+    char set_name[512], a[32], b[32];
+    nlp_treebank_set_name(&tb, split, max_len, set_name, sizeof set_name);
+    if (n_shown > 0) {
+        printf("\n");
+    }
+    printf("set:        %s: %s sentences", set_name,
+           thousands(sc.n_sentences, a, sizeof a));
+    printf(" (of %s trees in %d files of %s)\n",
+           thousands(tb.n_sentences, b, sizeof b), tb.n_files, tb.source);
+    if (n_empty > 0) {
+        printf("skipped:    %d sentences with no word left after removing "
+               "punctuation and empty elements\n", n_empty);
+    }
+    printf("parser:     %s", parser_name);
+    if (which == B_RANDOM) {
+        printf(", seed %llu", (unsigned long long)common.seed);
+    }
+    printf("\n\n");
+    if (sc.n_sentences == 0) {
+        printf("no sentence selected: nothing to score\n");
+    } else {
+        printf("f1_sentence_mean      %6.2f   mean of per-sentence F1 (the "
+               "reference's \"Mean F1\"; the published baselines' metric)\n",
+               sc.f1_sentence_mean);
+        printf("f1_corpus_evalb       %6.2f   corpus F1 with the "
+               "whole-sentence bracket (what EVALB/COLLINS.prm computes)\n",
+               sc.f1_corpus_evalb);
+        printf("f1_corpus_nontrivial  %6.2f   corpus F1 without it\n",
+               sc.f1_corpus_nontrivial);
+        printf("mean depth            %6.2f   brackets around a word, root "
+               "included\n", sc.mean_depth);
+        printf("\nper-label recall (gold constituents of >= 2 words whose "
+               "span is predicted):\n");
+        static const char *const main_labels[] = {"ADJP", "NP", "PP", "INTJ"};
+        for (int k = 0; k < 4; k++) {
+            int64_t cor, tot;
+            nlp_parse_eval_label(&ev, nlp_treebank_label(&tb, main_labels[k]),
+                                 &cor, &tot);
+            if (tot > 0) {
+                printf("  %-6s %6.2f %%  (%s of %s)\n", main_labels[k],
+                       100.0 * (double)cor / (double)tot,
+                       thousands(cor, a, sizeof a), thousands(tot, b, sizeof b));
+            } else {
+                printf("  %-6s    n/a   (no gold item)\n", main_labels[k]);
+            }
+        }
+        if (all_labels) {
+            for (int32_t l = 0; l < tb.n_labels; l++) {
+                int64_t cor, tot;
+                int main_label = 0;
+                for (int k = 0; k < 4; k++) {
+                    main_label |= strcmp(tb.labels[l], main_labels[k]) == 0;
+                }
+                nlp_parse_eval_label(&ev, l, &cor, &tot);
+                if (main_label || tot == 0) {
+                    continue;
+                }
+                printf("  %-6s %6.2f %%  (%s of %s)\n",
+                       tb.labels[l][0] ? tb.labels[l] : "(none)",
+                       100.0 * (double)cor / (double)tot,
+                       thousands(cor, a, sizeof a), thousands(tot, b, sizeof b));
+            }
+        }
+        if (nlp_treebank_coverage(&tb) == 1) {
+            printf("\nnote: the NLTK sample is WSJ sections 00-01, inside "
+                   "PTB-LM's training text; the published sets have 7,422\n"
+                   "sentences (sections 00-24, <= 10 words) and 2,416 (section "
+                   "23): compare with published numbers only approximately.\n");
+        }
+        if (which == B_RANDOM) {
+            printf("note: one seed; single seeds vary by about 1 point on "
+                   "NLTK-sample WSJ10 (average several --seed values).\n");
+        }
+    }
+    free(pred);
+    free(work);
+    free(text);
+    nlp_parse_eval_free(&ev);
+    nlp_treebank_free(&tb);
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_parse = {
+    "nlp parse",
+    "Evaluate unsupervised constituency parsing on WSJ trees: both F1s, "
+    "per-label recall, depth.",
+    "",
+    "Reads the gold trees and preprocesses them as the ON-LSTM reference does "
+    "(lm_and_parsing.md §2),\nthen scores the chosen parser. Examples:\n"
+    "  grove nlp parse --trees treebank.zip --baseline right --max-len 10   "
+    "# NLTK-sample WSJ10\n"
+    "  grove nlp parse --trees /data/wsj --baseline left --split test       "
+    "# WSJ test (full WSJ)",
+    run_parse,
+};
+
+/* ---- grove nlp syneval -------------------------------------------------- */
+
+struct unigram_scorer {
+    const struct nlp_unigram *u;
+    struct gr_progress progress;
+    uint64_t done;
+};
+
+static int score_unigram(void *ctx, int32_t n, const int32_t *const *ids,
+                         const int32_t *lens, double *logprob)
+{
+    struct unigram_scorer *us = ctx;
+    for (int32_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int32_t t = 1; t < lens[i]; t++) {
+            s += us->u->logp[ids[i][t]];
+        }
+        logprob[i] = s;
+    }
+    us->done += (uint64_t)n;
+    gr_progress_update(&us->progress, us->done);
+    return 0;
+}
+
+static void print_acc(const struct nlp_syneval_case *c, int k)
+{
+    double acc = nlp_syneval_accuracy(c, k);
+    if (isnan(acc)) {
+        printf(" %5s", "n/a");
+    } else {
+        printf(" %5.2f", acc);
+    }
+}
+
+static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct cli_common common;
+    int first = 0;
+    const char *data = NULL, *ptb = NULL, *model = NULL;
+    const struct cli_option opts[] = {
+        CLI_STRING("data", "FILE", NULL,
+                   "the Marvin & Linzen TSV (marvin_linzen_2018.tsv)", &data),
+        CLI_STRING("model", "unigram", "unigram",
+                   "the scorer: unigram (estimated on PTB train); the LSTM "
+                   "and ON-LSTM scorers come with their models",
+                   &model),
+        CLI_STRING("ptb", "DIR", NULL,
+                   "PTB folder: the vocabulary (unknown words -> <unk>) and "
+                   "the unigram counts",
+                   &ptb),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_QUIET, 0, 0, argc, argv, &common,
+                       &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (data == NULL) {
+        return cli_usage_error(cmd, "--data FILE is required");
+    }
+    if (strcmp(model, "unigram") != 0) {
+        return cli_usage_error(cmd, "--model expects unigram (the LSTM and "
+                               "ON-LSTM language models are not built yet), "
+                               "got '%s'", model);
+    }
+    if (ptb == NULL) {
+        return cli_usage_error(cmd, "--ptb DIR is required (vocabulary and "
+                               "unigram counts)");
+    }
+    struct nlp_corpus c;
+    if (nlp_corpus_load(&c, ptb) < 0) {
+        return cli_fail(cmd);
+    }
+    struct nlp_unigram u;
+    struct nlp_syneval set;
+    if (nlp_unigram_fit(&u, c.ids[NLP_TRAIN], c.n_tokens[NLP_TRAIN],
+                        c.vocab.size) < 0) {
+        nlp_corpus_free(&c);
+        return cli_fail(cmd);
+    }
+    if (nlp_syneval_read(&set, data) < 0) {
+        nlp_unigram_free(&u);
+        nlp_corpus_free(&c);
+        return cli_fail(cmd);
+    }
+    struct unigram_scorer us;
+    memset(&us, 0, sizeof us);
+    us.u = &u;
+    /* The number of distinct sequences is known only inside the run. */
+    gr_progress_start(&us.progress, "scoring", 0, "sentences", common.quiet);
+    struct nlp_syneval_results res;
+    rc = nlp_syneval_run(&set, &c.vocab, c.eos, c.unk, score_unigram, &us,
+                         4096, &res);
+    gr_progress_finish(&us.progress);
+    if (rc < 0) {
+        nlp_syneval_free(&set);
+        nlp_unigram_free(&u);
+        nlp_corpus_free(&c);
+        return cli_fail(cmd);
+    }
+    char a[32], b[32];
+    printf("data:       %s (%s items, %d tasks)\n", data,
+           thousands(set.n_items, a, sizeof a), set.tasks.size);
+    printf("scorer:     unigram LM estimated on %s/train (sum of log p over "
+           "the words and the final '.')\n", ptb);
+    printf("vocabulary: %d word types of the data are not in the %s-word "
+           "vocabulary (-> <unk>)%s; %s items collapse to identical "
+           "sentences and are skipped\n",
+           res.oov.size, thousands(c.vocab.size, b, sizeof b),
+           res.dot_is_unk ? ", '.' too" : "",
+           thousands(res.n_skipped, a, sizeof a));
+    printf("\n%-42s %7s %7s  %-17s  %-17s  %-17s\n", "case (animate + "
+           "inanimate pooled)", "items", "skipped", "accuracy",
+           "thesis ON-LSTM", "thesis LSTM");
+    for (int32_t k = 0; k < res.n_cases; k++) {
+        const struct nlp_syneval_case *cs = &res.cases[k];
+        printf("%-42s %7s %7s ", cs->title, thousands(cs->items, a, sizeof a),
+               thousands(cs->skipped, b, sizeof b));
+        int nk = cs->is_triple ? 3 : 1;
+        for (int j = 0; j < 3; j++) {
+            if (j < nk) {
+                print_acc(cs, j);
+            } else {
+                printf("      ");
+            }
+        }
+        printf("  ");
+        for (int j = 0; j < 3; j++) {
+            if (j < nk && !isnan(cs->published_onlstm[j])) {
+                printf(" %5.2f", cs->published_onlstm[j]);
+            } else {
+                printf("      ");
+            }
+        }
+        printf("  ");
+        for (int j = 0; j < 3; j++) {
+            if (j < nk && !isnan(cs->published_lstm[j])) {
+                printf(" %5.2f", cs->published_lstm[j]);
+            } else {
+                printf("      ");
+            }
+        }
+        printf("\n");
+    }
+    printf("\naccuracy: pairs G > U (strict: a tie is wrong); NPI triples G > "
+           "I, I > U, G > U; over items not skipped.\n"
+           "thesis columns: Table 3.3, LMs trained on ~90M words of "
+           "Wikipedia, not comparable to a PTB-trained model.\n");
+    nlp_syneval_results_free(&res);
+    nlp_syneval_free(&set);
+    nlp_unigram_free(&u);
+    nlp_corpus_free(&c);
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_syneval = {
+    "nlp syneval",
+    "Targeted syntactic evaluation (Marvin & Linzen 2018) with a language "
+    "model as scorer.",
+    "",
+    NULL,
+    run_syneval,
+};

@@ -1,0 +1,214 @@
+/* kernels/backend.h — INTERNAL to kernels/: the device table.
+ *
+ * Each device (backend_cpu.c, backend_cuda.cu) fills one struct gr_backend
+ * of raw kernels on device pointers. ops.c checks shapes, allocates, records
+ * the tape and calls these; an entry left NULL is an op that device lacks,
+ * reported as GR_EUNSUPPORTED by ops.c (never a fallback to another
+ * device). Every kernel is plain C types only (no CUDA types), returns 0 or
+ * a negative GR_E* code with a message, and follows one convention:
+ * "accumulate" kernels ADD into their outputs (gradients), the others
+ * overwrite. A NULL gradient pointer in a backward kernel means "not
+ * needed" (for outputs) or "zero" (for incoming gradients of multi-output
+ * ops). All matrices are row-major.
+ */
+#ifndef GROVE_KERNELS_BACKEND_H
+#define GROVE_KERNELS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gr_unary_op {
+    GR_U_SIGMOID = 0,
+    GR_U_TANH,
+    GR_U_RELU,
+    GR_U_ELU,
+    GR_U_EXP,
+    GR_U_LOG,
+    GR_U_ABS,
+    GR_U_SQUARE,
+    GR_U_SQRT,
+    GR_U_AFFINE, /* y = a·x + b */
+    GR_U_CLAMP,  /* y = min(max(x, a), b) */
+    GR_U_COUNT
+};
+
+enum gr_binary_op {
+    GR_B_ADD = 0,
+    GR_B_SUB,
+    GR_B_MUL,
+    GR_B_DIV,
+    GR_B_MIN,
+    GR_B_MAX,
+    GR_B_COUNT
+};
+
+/* A broadcast of an operand `b` (or a mask) over an output of `shape`:
+ * both left-padded to 4 dimensions. */
+struct gr_bcast {
+    int64_t n;          /* output elements */
+    int64_t shape[4];   /* output shape */
+    int64_t bshape[4];  /* operand shape: each 1 or shape[d] */
+    int64_t bstride[4]; /* operand element stride per output dim (0 when
+                           broadcast) */
+    int64_t bn;         /* operand elements */
+    int same;           /* operand shape == output shape */
+};
+
+/* Saved per-row statistics etc. are plain float buffers from the step
+ * arena. `st` is the backend's state (NULL on CPU). */
+struct gr_backend {
+    const char *name;
+    /* memory */
+    void *(*alloc)(void *st, size_t bytes); /* NULL on failure (+message) */
+    void (*free)(void *st, void *p);
+    int (*h2d)(void *st, void *dst, const void *src, size_t bytes);
+    int (*d2h)(void *st, void *dst, const void *src, size_t bytes);
+    int (*d2d)(void *st, void *dst, const void *src, size_t bytes);
+    int (*zero)(void *st, void *dst, size_t bytes);
+    int (*sync)(void *st);
+    int (*fill)(void *st, float *x, int64_t n, float v);
+    int (*scale)(void *st, float *x, int64_t n, float s); /* in place */
+
+    /* C[i] = alpha op(A[i]) op(B[i]) + beta C[i], i < batch, with element
+     * strides sa, sb, sc between batch items (sb = 0: shared B). */
+    int (*gemm)(void *st, int ta, int tb, int m, int n, int k, float alpha,
+                const float *a, int lda, int64_t sa, const float *b, int ldb,
+                int64_t sb, float beta, float *c, int ldc, int64_t sc,
+                int batch);
+    /* y[r, :] = v[:] for r < rows */
+    int (*rows_set)(void *st, float *y, const float *v, int64_t rows,
+                    int64_t cols);
+
+    int (*unary_fwd)(void *st, int op, const float *x, float *y, int64_t n,
+                     float a, float b);
+    /* gx += gy · f'(x) (y = f(x) given too) */
+    int (*unary_bwd)(void *st, int op, const float *x, const float *y,
+                     const float *gy, float *gx, int64_t n, float a, float b);
+    int (*binary_fwd)(void *st, int op, const float *a, const float *b,
+                      float *y, const struct gr_bcast *bc);
+    /* ga += ∂/∂a, gb += Σ over broadcast of ∂/∂b (either may be NULL) */
+    int (*binary_bwd)(void *st, int op, const float *a, const float *b,
+                      const float *gy, float *ga, float *gb,
+                      const struct gr_bcast *bc);
+
+    /* rows × cols; mask (NULL or broadcast by mbc over rows·cols). */
+    int (*softmax_fwd)(void *st, const float *x, const float *mask,
+                       const struct gr_bcast *mbc, float *y, int64_t rows,
+                       int64_t cols, int log);
+    int (*softmax_bwd)(void *st, const float *y, const float *gy, float *gx,
+                       int64_t rows, int64_t cols, int log);
+    int (*cumsum_fwd)(void *st, const float *x, float *y, int64_t rows,
+                      int64_t cols);
+    int (*cumsum_bwd)(void *st, const float *gy, float *gx, int64_t rows,
+                      int64_t cols);
+    /* y = cumsum(softmax(x)); p (rows × cols) receives softmax(x). */
+    int (*cumax_fwd)(void *st, const float *x, float *y, float *p,
+                     int64_t rows, int64_t cols);
+    int (*cumax_bwd)(void *st, const float *p, const float *gy, float *gx,
+                     int64_t rows, int64_t cols);
+    /* mean, rstd: [rows]. gamma/beta may be NULL. */
+    int (*layernorm_fwd)(void *st, const float *x, const float *gamma,
+                         const float *beta, float *y, float *mean,
+                         float *rstd, int64_t rows, int64_t cols, float eps);
+    int (*layernorm_bwd)(void *st, const float *x, const float *gamma,
+                         const float *mean, const float *rstd,
+                         const float *gy, float *gx, float *ggamma,
+                         float *gbeta, int64_t rows, int64_t cols);
+
+    /* y[i, :] = table[ids[i], :], i < n, rows of width d */
+    int (*rows_gather)(void *st, const float *table, const int32_t *ids,
+                       float *y, int64_t n, int64_t d);
+    /* gtable[ids[i], :] += gy[i, :] */
+    int (*rows_scatter_add)(void *st, const float *gy, const int32_t *ids,
+                            float *gtable, int64_t n, int64_t d);
+    /* y[r, :] = Σ_j val[r, j] table[idx[r, j], :] (idx < 0 skipped,
+     * val NULL = 1) */
+    int (*sparse_mm_fwd)(void *st, const int32_t *idx, const float *val,
+                         const float *table, float *y, int64_t rows,
+                         int64_t nz, int64_t out);
+    int (*sparse_mm_bwd)(void *st, const int32_t *idx, const float *val,
+                         const float *table, const float *gy, float *gval,
+                         float *gtable, int64_t rows, int64_t nz,
+                         int64_t out);
+    /* y[r, j] = x[r, idx[r, j]]; x rows of n, idx/y rows of k */
+    int (*gather_fwd)(void *st, const float *x, const int32_t *idx, float *y,
+                      int64_t rows, int64_t n, int64_t k);
+    int (*gather_bwd)(void *st, const float *gy, const int32_t *idx,
+                      float *gx, int64_t rows, int64_t n, int64_t k);
+
+    /* dst[r*dld + c] (+)= src[r*sld + c] */
+    int (*copy2d)(void *st, float *dst, int64_t dld, const float *src,
+                  int64_t sld, int64_t rows, int64_t cols, int accumulate);
+    /* y = x with dims permuted: y dim i is x dim perm[i]; x shape[4]. */
+    int (*permute)(void *st, const float *x, float *y, const int64_t shape[4],
+                   const int perm[4], int accumulate);
+    /* y[o, i] (+)= scale Σ_j x[o, j, i] over an [outer, n, inner] view */
+    int (*reduce)(void *st, const float *x, float *y, int64_t outer,
+                  int64_t n, int64_t inner, float scale, int accumulate);
+    /* gx[o, j, i] += scale gy[o, i] */
+    int (*expand)(void *st, const float *gy, float *gx, int64_t outer,
+                  int64_t n, int64_t inner, float scale);
+
+    /* y (+)= x · mask · scale, mask element from mbc index m:
+     * gr_rng_keep(key, m, p) */
+    int (*dropout)(void *st, const float *x, float *y,
+                   const struct gr_bcast *mbc, uint64_t key, float p,
+                   float scale, int accumulate);
+
+    /* loss[0] = Σ_valid (lse - x[t]) / max(1, count); count[0] = valid
+     * rows; lse[rows] saved. */
+    int (*xent_fwd)(void *st, const float *logits, const int32_t *targets,
+                    int64_t rows, int64_t v, int32_t ignore, float *loss,
+                    float *count, float *lse);
+    /* glogits += gloss[0] / max(1, count[0]) · (softmax - onehot) */
+    int (*xent_bwd)(void *st, const float *logits, const int32_t *targets,
+                    const float *lse, int64_t rows, int64_t v, int32_t ignore,
+                    const float *gloss, const float *count, float *glogits);
+
+    int (*lstm_fwd)(void *st, const float *gates, const float *c_prev,
+                    float *h, float *c, int64_t b, int64_t hdim);
+    int (*lstm_bwd)(void *st, const float *gates, const float *c_prev,
+                    const float *c, const float *gh, const float *gc,
+                    float *ggates, float *gc_prev, int64_t b, int64_t hdim);
+    /* save: [b, 4n] = (ĩ, f̃, softmax of ẑ_i, softmax of ẑ_f) */
+    int (*onlstm_fwd)(void *st, const float *z, const float *c_prev,
+                      float *h, float *c, float *df, float *di, float *save,
+                      int64_t b, int64_t hdim, int64_t chunk);
+    int (*onlstm_bwd)(void *st, const float *z, const float *c_prev,
+                      const float *c, const float *save, const float *gh,
+                      const float *gc, float *gz, float *gc_prev,
+                      float *scratch /* [b, 2n] */, int64_t b, int64_t hdim,
+                      int64_t chunk);
+
+    /* optimizers, element-wise over n */
+    int (*sgd_step)(void *st, float *p, const float *g, float *buf, int64_t n,
+                    float lr, float wd, float momentum, float dampening,
+                    int nesterov, int first);
+    int (*adam_step)(void *st, float *p, const float *g, float *m, float *v,
+                     int64_t n, float lr, float b1, float b2, float eps,
+                     float wd, int decoupled, float bc1, float bc2);
+    int (*asgd_step)(void *st, float *p, const float *g, float *ax,
+                     int64_t n, float eta, float lambd, float wd, float mu);
+    /* *out = Σ x² (double accumulation on the host side of the result) */
+    int (*sumsq)(void *st, const float *x, int64_t n, double *out);
+    /* swaps two buffers element-wise */
+    int (*swap)(void *st, float *a, float *b, int64_t n);
+};
+
+const struct gr_backend *gr_backend_cpu(void);
+#ifdef GROVE_HAVE_CUDA_BACKEND
+const struct gr_backend *gr_backend_cuda(void);
+/* Creates the CUDA state (device, cuBLAS handle, stream) in *st. */
+int gr_cuda_state_new(void **st, int device);
+void gr_cuda_state_free(void *st);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1059 @@
+/* The CPU device: plain loops (the reference semantics of every op) and
+ * CBLAS (OpenBLAS) for matrix products. Single-threaded loops; BLAS uses
+ * its own threads. */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/backend.h"
+#include "kernels/rng.h"
+
+void gr_cpu_set_threads(int n);
+void gr_cpu_set_threads(int n)
+{
+    if (n > 0) {
+        openblas_set_num_threads(n);
+    }
+}
+
+/* ---- memory ---- */
+
+static void *cpu_alloc(void *st, size_t bytes)
+{
+    (void)st;
+    void *p = NULL;
+    if (posix_memalign(&p, 256, bytes ? bytes : 256) != 0) {
+        gr_error(GR_ENOMEM, "out of host memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cpu_free(void *st, void *p)
+{
+    (void)st;
+    free(p);
+}
+
+static int cpu_copy(void *st, void *dst, const void *src, size_t bytes)
+{
+    (void)st;
+    if (bytes && dst != src) {
+        memmove(dst, src, bytes);
+    }
+    return 0;
+}
+
+static int cpu_zero(void *st, void *dst, size_t bytes)
+{
+    (void)st;
+    memset(dst, 0, bytes);
+    return 0;
+}
+
+static int cpu_sync(void *st)
+{
+    (void)st;
+    return 0;
+}
+
+static int cpu_fill(void *st, float *x, int64_t n, float v)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = v;
+    }
+    return 0;
+}
+
+static int cpu_scale(void *st, float *x, int64_t n, float s)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] *= s;
+    }
+    return 0;
+}
+
+/* ---- matrix products ---- */
+
+static int cpu_gemm(void *st, int ta, int tb, int m, int n, int k,
+                    float alpha, const float *a, int lda, int64_t sa,
+                    const float *b, int ldb, int64_t sb, float beta, float *c,
+                    int ldc, int64_t sc, int batch)
+{
+    (void)st;
+    for (int i = 0; i < batch; i++) {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                    a + (int64_t)i * sa, lda, b + (int64_t)i * sb, ldb, beta,
+                    c + (int64_t)i * sc, ldc);
+    }
+    return 0;
+}
+
+static int cpu_rows_set(void *st, float *y, const float *v, int64_t rows,
+                        int64_t cols)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        memcpy(y + r * cols, v, (size_t)cols * sizeof *y);
+    }
+    return 0;
+}
+
+/* ---- element-wise ---- */
+
+static float sigmoidf(float x)
+{
+    if (x >= 0.0f) {
+        return 1.0f / (1.0f + expf(-x));
+    }
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+static int cpu_unary_fwd(void *st, int op, const float *x, float *y,
+                         int64_t n, float a, float b)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], r;
+        switch (op) {
+        case GR_U_SIGMOID: r = sigmoidf(v); break;
+        case GR_U_TANH: r = tanhf(v); break;
+        case GR_U_RELU: r = v > 0.0f ? v : 0.0f; break;
+        case GR_U_ELU: r = v > 0.0f ? v : expm1f(v); break;
+        case GR_U_EXP: r = expf(v); break;
+        case GR_U_LOG: r = logf(v); break;
+        case GR_U_ABS: r = fabsf(v); break;
+        case GR_U_SQUARE: r = v * v; break;
+        case GR_U_SQRT: r = sqrtf(v); break;
+        case GR_U_AFFINE: r = a * v + b; break;
+        case GR_U_CLAMP: r = v < a ? a : (v > b ? b : v); break;
+        default: return gr_error(GR_EINVAL, "unknown unary op %d", op);
+        }
+        y[i] = r;
+    }
+    return 0;
+}
+
+static int cpu_unary_bwd(void *st, int op, const float *x, const float *y,
+                         const float *gy, float *gx, int64_t n, float a,
+                         float b)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], o = y[i], g = gy[i], d;
+        switch (op) {
+        case GR_U_SIGMOID: d = o * (1.0f - o); break;
+        case GR_U_TANH: d = 1.0f - o * o; break;
+        case GR_U_RELU: d = v > 0.0f ? 1.0f : 0.0f; break;
+        case GR_U_ELU: d = v > 0.0f ? 1.0f : o + 1.0f; break;
+        case GR_U_EXP: d = o; break;
+        case GR_U_LOG: d = 1.0f / v; break;
+        case GR_U_ABS: d = v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : 0.0f); break;
+        case GR_U_SQUARE: d = 2.0f * v; break;
+        case GR_U_SQRT: d = 0.5f / o; break;
+        case GR_U_AFFINE: d = a; break;
+        case GR_U_CLAMP: d = (v >= a && v <= b) ? 1.0f : 0.0f; break;
+        default: return gr_error(GR_EINVAL, "unknown unary op %d", op);
+        }
+        gx[i] += g * d;
+    }
+    return 0;
+}
+
+static float binary_f(int op, float a, float b)
+{
+    switch (op) {
+    case GR_B_ADD: return a + b;
+    case GR_B_SUB: return a - b;
+    case GR_B_MUL: return a * b;
+    case GR_B_DIV: return a / b;
+    case GR_B_MIN: return a <= b ? a : b;
+    default: return a >= b ? a : b;
+    }
+}
+
+static int cpu_binary_fwd(void *st, int op, const float *a, const float *b,
+                          float *y, const struct gr_bcast *bc)
+{
+    (void)st;
+    const int64_t *s = bc->shape, *bs = bc->bstride;
+    int64_t i = 0;
+    for (int64_t d0 = 0; d0 < s[0]; d0++) {
+        for (int64_t d1 = 0; d1 < s[1]; d1++) {
+            for (int64_t d2 = 0; d2 < s[2]; d2++) {
+                const float *bp = b + d0 * bs[0] + d1 * bs[1] + d2 * bs[2];
+                for (int64_t d3 = 0; d3 < s[3]; d3++, i++) {
+                    y[i] = binary_f(op, a[i], bp[d3 * bs[3]]);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_binary_bwd(void *st, int op, const float *a, const float *b,
+                          const float *gy, float *ga, float *gb,
+                          const struct gr_bcast *bc)
+{
+    (void)st;
+    const int64_t *s = bc->shape, *bs = bc->bstride;
+    int64_t i = 0;
+    for (int64_t d0 = 0; d0 < s[0]; d0++) {
+        for (int64_t d1 = 0; d1 < s[1]; d1++) {
+            for (int64_t d2 = 0; d2 < s[2]; d2++) {
+                int64_t bo = d0 * bs[0] + d1 * bs[1] + d2 * bs[2];
+                for (int64_t d3 = 0; d3 < s[3]; d3++, i++) {
+                    int64_t bi = bo + d3 * bs[3];
+                    float g = gy[i], av = a[i], bv = b[bi], da, db;
+                    switch (op) {
+                    case GR_B_ADD: da = g; db = g; break;
+                    case GR_B_SUB: da = g; db = -g; break;
+                    case GR_B_MUL: da = g * bv; db = g * av; break;
+                    case GR_B_DIV:
+                        da = g / bv;
+                        db = -g * av / (bv * bv);
+                        break;
+                    case GR_B_MIN:
+                        da = av <= bv ? g : 0.0f;
+                        db = av <= bv ? 0.0f : g;
+                        break;
+                    default:
+                        da = av >= bv ? g : 0.0f;
+                        db = av >= bv ? 0.0f : g;
+                        break;
+                    }
+                    if (ga) {
+                        ga[i] += da;
+                    }
+                    if (gb) {
+                        gb[bi] += db;
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- last-dimension ops ---- */
+
+/* Offset into a broadcast operand of row r (rows are the last dim). */
+static int64_t bcast_row_offset(const struct gr_bcast *bc, int64_t r)
+{
+    int64_t i2 = r % bc->shape[2];
+    int64_t q = r / bc->shape[2];
+    int64_t i1 = q % bc->shape[1];
+    int64_t i0 = q / bc->shape[1];
+    return i0 * bc->bstride[0] + i1 * bc->bstride[1] + i2 * bc->bstride[2];
+}
+
+static int cpu_softmax_fwd(void *st, const float *x, const float *mask,
+                           const struct gr_bcast *mbc, float *y, int64_t rows,
+                           int64_t cols, int is_log)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        const float *mr = mask ? mask + bcast_row_offset(mbc, r) : NULL;
+        int64_t ms = mask ? mbc->bstride[3] : 0;
+        float m = -INFINITY;
+        for (int64_t c = 0; c < cols; c++) {
+            float v = xr[c] + (mr ? mr[c * ms] : 0.0f);
+            yr[c] = v;
+            if (v > m) {
+                m = v;
+            }
+        }
+        if (m == -INFINITY) {
+            for (int64_t c = 0; c < cols; c++) {
+                yr[c] = is_log ? -INFINITY : 0.0f;
+            }
+            continue;
+        }
+        double sum = 0.0;
+        for (int64_t c = 0; c < cols; c++) {
+            sum += (double)expf(yr[c] - m);
+        }
+        if (is_log) {
+            float ls = (float)log(sum);
+            for (int64_t c = 0; c < cols; c++) {
+                yr[c] = yr[c] - m - ls;
+            }
+        } else {
+            float inv = (float)(1.0 / sum);
+            for (int64_t c = 0; c < cols; c++) {
+                yr[c] = expf(yr[c] - m) * inv;
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_softmax_bwd(void *st, const float *y, const float *gy,
+                           float *gx, int64_t rows, int64_t cols, int is_log)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *yr = y + r * cols, *gr = gy + r * cols;
+        float *gxr = gx + r * cols;
+        double dot = 0.0;
+        if (is_log) {
+            for (int64_t c = 0; c < cols; c++) {
+                if (yr[c] != -INFINITY) {
+                    dot += gr[c];
+                }
+            }
+            for (int64_t c = 0; c < cols; c++) {
+                if (yr[c] != -INFINITY) {
+                    gxr[c] += gr[c] - expf(yr[c]) * (float)dot;
+                }
+            }
+        } else {
+            for (int64_t c = 0; c < cols; c++) {
+                dot += (double)gr[c] * yr[c];
+            }
+            for (int64_t c = 0; c < cols; c++) {
+                gxr[c] += yr[c] * (gr[c] - (float)dot);
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_cumsum_fwd(void *st, const float *x, float *y, int64_t rows,
+                          int64_t cols)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        float s = 0.0f;
+        for (int64_t c = 0; c < cols; c++) {
+            s += x[r * cols + c];
+            y[r * cols + c] = s;
+        }
+    }
+    return 0;
+}
+
+static int cpu_cumsum_bwd(void *st, const float *gy, float *gx, int64_t rows,
+                          int64_t cols)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        float s = 0.0f;
+        for (int64_t c = cols - 1; c >= 0; c--) {
+            s += gy[r * cols + c];
+            gx[r * cols + c] += s;
+        }
+    }
+    return 0;
+}
+
+/* softmax of one row of n into p, then y = cumsum(p) (f32, as torch). */
+static void cumax_row(const float *x, float *p, float *y, int64_t n)
+{
+    float m = -INFINITY;
+    for (int64_t k = 0; k < n; k++) {
+        if (x[k] > m) {
+            m = x[k];
+        }
+    }
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n; k++) {
+        p[k] = expf(x[k] - m);
+        sum += p[k];
+    }
+    float run = 0.0f;
+    for (int64_t k = 0; k < n; k++) {
+        p[k] /= sum;
+        run += p[k];
+        y[k] = run;
+    }
+}
+
+/* g is the upstream gradient of cumsum(p); gx += p (r - Σ p r), r the
+ * reverse cumulative sum of g (on_lstm.md §2). Two reverse passes give
+ * the same r twice, so no buffer is needed. */
+static void cumax_row_bwd(const float *p, const float *g, float *gx,
+                          int64_t n)
+{
+    float s = 0.0f, dot = 0.0f;
+    for (int64_t k = n - 1; k >= 0; k--) {
+        s += g[k];
+        dot += p[k] * s;
+    }
+    s = 0.0f;
+    for (int64_t k = n - 1; k >= 0; k--) {
+        s += g[k];
+        gx[k] += p[k] * (s - dot);
+    }
+}
+
+static int cpu_cumax_fwd(void *st, const float *x, float *y, float *p,
+                         int64_t rows, int64_t cols)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        cumax_row(x + r * cols, p + r * cols, y + r * cols, cols);
+    }
+    return 0;
+}
+
+static int cpu_cumax_bwd(void *st, const float *p, const float *gy, float *gx,
+                         int64_t rows, int64_t cols)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        cumax_row_bwd(p + r * cols, gy + r * cols, gx + r * cols, cols);
+    }
+    return 0;
+}
+
+static int cpu_layernorm_fwd(void *st, const float *x, const float *gamma,
+                             const float *beta, float *y, float *mean,
+                             float *rstd, int64_t rows, int64_t cols,
+                             float eps)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        double s = 0.0;
+        for (int64_t c = 0; c < cols; c++) {
+            s += xr[c];
+        }
+        double mu = s / (double)cols, v = 0.0;
+        for (int64_t c = 0; c < cols; c++) {
+            double d = xr[c] - mu;
+            v += d * d;
+        }
+        v /= (double)cols;
+        float rs = (float)(1.0 / sqrt(v + (double)eps));
+        mean[r] = (float)mu;
+        rstd[r] = rs;
+        for (int64_t c = 0; c < cols; c++) {
+            float h = (xr[c] - (float)mu) * rs;
+            y[r * cols + c] = h * (gamma ? gamma[c] : 1.0f) +
+                              (beta ? beta[c] : 0.0f);
+        }
+    }
+    return 0;
+}
+
+static int cpu_layernorm_bwd(void *st, const float *x, const float *gamma,
+                             const float *mean, const float *rstd,
+                             const float *gy, float *gx, float *ggamma,
+                             float *gbeta, int64_t rows, int64_t cols)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols, *gr = gy + r * cols;
+        float mu = mean[r], rs = rstd[r];
+        double s1 = 0.0, s2 = 0.0;
+        for (int64_t c = 0; c < cols; c++) {
+            float h = (xr[c] - mu) * rs;
+            float dh = gr[c] * (gamma ? gamma[c] : 1.0f);
+            s1 += dh;
+            s2 += (double)dh * h;
+            if (ggamma) {
+                ggamma[c] += gr[c] * h;
+            }
+            if (gbeta) {
+                gbeta[c] += gr[c];
+            }
+        }
+        if (gx) {
+            float m1 = (float)(s1 / (double)cols);
+            float m2 = (float)(s2 / (double)cols);
+            for (int64_t c = 0; c < cols; c++) {
+                float h = (xr[c] - mu) * rs;
+                float dh = gr[c] * (gamma ? gamma[c] : 1.0f);
+                gx[r * cols + c] += rs * (dh - m1 - h * m2);
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- indexing ---- */
+
+static int cpu_rows_gather(void *st, const float *table, const int32_t *ids,
+                           float *y, int64_t n, int64_t d)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(y + i * d, table + (int64_t)ids[i] * d, (size_t)d * sizeof *y);
+    }
+    return 0;
+}
+
+static int cpu_rows_scatter_add(void *st, const float *gy, const int32_t *ids,
+                                float *gtable, int64_t n, int64_t d)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        float *dst = gtable + (int64_t)ids[i] * d;
+        const float *src = gy + i * d;
+        for (int64_t j = 0; j < d; j++) {
+            dst[j] += src[j];
+        }
+    }
+    return 0;
+}
+
+static int cpu_sparse_mm_fwd(void *st, const int32_t *idx, const float *val,
+                             const float *table, float *y, int64_t rows,
+                             int64_t nz, int64_t out)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * out;
+        memset(yr, 0, (size_t)out * sizeof *yr);
+        for (int64_t j = 0; j < nz; j++) {
+            int32_t id = idx[r * nz + j];
+            if (id < 0) {
+                continue;
+            }
+            float v = val ? val[r * nz + j] : 1.0f;
+            const float *tr = table + (int64_t)id * out;
+            for (int64_t o = 0; o < out; o++) {
+                yr[o] += v * tr[o];
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_sparse_mm_bwd(void *st, const int32_t *idx, const float *val,
+                             const float *table, const float *gy, float *gval,
+                             float *gtable, int64_t rows, int64_t nz,
+                             int64_t out)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *gr = gy + r * out;
+        for (int64_t j = 0; j < nz; j++) {
+            int32_t id = idx[r * nz + j];
+            if (id < 0) {
+                continue;
+            }
+            const float *tr = table + (int64_t)id * out;
+            if (gval) {
+                float dot = 0.0f;
+                for (int64_t o = 0; o < out; o++) {
+                    dot += gr[o] * tr[o];
+                }
+                gval[r * nz + j] += dot;
+            }
+            if (gtable) {
+                float v = val ? val[r * nz + j] : 1.0f;
+                float *gt = gtable + (int64_t)id * out;
+                for (int64_t o = 0; o < out; o++) {
+                    gt[o] += v * gr[o];
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_gather_fwd(void *st, const float *x, const int32_t *idx,
+                          float *y, int64_t rows, int64_t n, int64_t k)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < k; j++) {
+            y[r * k + j] = x[r * n + idx[r * k + j]];
+        }
+    }
+    return 0;
+}
+
+static int cpu_gather_bwd(void *st, const float *gy, const int32_t *idx,
+                          float *gx, int64_t rows, int64_t n, int64_t k)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < k; j++) {
+            gx[r * n + idx[r * k + j]] += gy[r * k + j];
+        }
+    }
+    return 0;
+}
+
+/* ---- copies and reductions ---- */
+
+static int cpu_copy2d(void *st, float *dst, int64_t dld, const float *src,
+                      int64_t sld, int64_t rows, int64_t cols, int acc)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        float *d = dst + r * dld;
+        const float *s = src + r * sld;
+        if (acc) {
+            for (int64_t c = 0; c < cols; c++) {
+                d[c] += s[c];
+            }
+        } else {
+            memcpy(d, s, (size_t)cols * sizeof *d);
+        }
+    }
+    return 0;
+}
+
+static int cpu_permute(void *st, const float *x, float *y,
+                       const int64_t shape[4], const int perm[4], int acc)
+{
+    (void)st;
+    int64_t xs[4], ys[4], st4[4];
+    xs[3] = 1;
+    for (int d = 2; d >= 0; d--) {
+        xs[d] = xs[d + 1] * shape[d + 1];
+    }
+    for (int d = 0; d < 4; d++) {
+        ys[d] = shape[perm[d]];
+        st4[d] = xs[perm[d]];
+    }
+    int64_t i = 0;
+    for (int64_t a = 0; a < ys[0]; a++) {
+        for (int64_t b = 0; b < ys[1]; b++) {
+            for (int64_t c = 0; c < ys[2]; c++) {
+                const float *xp = x + a * st4[0] + b * st4[1] + c * st4[2];
+                for (int64_t d = 0; d < ys[3]; d++, i++) {
+                    if (acc) {
+                        y[i] += xp[d * st4[3]];
+                    } else {
+                        y[i] = xp[d * st4[3]];
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_reduce(void *st, const float *x, float *y, int64_t outer,
+                      int64_t n, int64_t inner, float scale, int acc)
+{
+    (void)st;
+    if (inner == 1) {
+        for (int64_t o = 0; o < outer; o++) {
+            double s = 0.0;
+            const float *xo = x + o * n;
+            for (int64_t j = 0; j < n; j++) {
+                s += xo[j];
+            }
+            float v = (float)(s * scale);
+            y[o] = acc ? y[o] + v : v;
+        }
+        return 0;
+    }
+    /* Column blocks of 256 accumulated in double on the stack. */
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i0 = 0; i0 < inner; i0 += 256) {
+            double acc_[256];
+            int64_t w = inner - i0 < 256 ? inner - i0 : 256;
+            for (int64_t i = 0; i < w; i++) {
+                acc_[i] = 0.0;
+            }
+            for (int64_t j = 0; j < n; j++) {
+                const float *xr = x + (o * n + j) * inner + i0;
+                for (int64_t i = 0; i < w; i++) {
+                    acc_[i] += xr[i];
+                }
+            }
+            float *yo = y + o * inner + i0;
+            for (int64_t i = 0; i < w; i++) {
+                float v = (float)(acc_[i] * scale);
+                yo[i] = acc ? yo[i] + v : v;
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_expand(void *st, const float *gy, float *gx, int64_t outer,
+                      int64_t n, int64_t inner, float scale)
+{
+    (void)st;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < n; j++) {
+            float *g = gx + (o * n + j) * inner;
+            const float *s = gy + o * inner;
+            for (int64_t i = 0; i < inner; i++) {
+                g[i] += scale * s[i];
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- dropout ---- */
+
+static int cpu_dropout(void *st, const float *x, float *y,
+                       const struct gr_bcast *mbc, uint64_t key, float p,
+                       float scale, int acc)
+{
+    (void)st;
+    const int64_t *s = mbc->shape, *bs = mbc->bstride;
+    int64_t i = 0;
+    for (int64_t d0 = 0; d0 < s[0]; d0++) {
+        for (int64_t d1 = 0; d1 < s[1]; d1++) {
+            for (int64_t d2 = 0; d2 < s[2]; d2++) {
+                int64_t mo = d0 * bs[0] + d1 * bs[1] + d2 * bs[2];
+                for (int64_t d3 = 0; d3 < s[3]; d3++, i++) {
+                    uint64_t m = (uint64_t)(mo + d3 * bs[3]);
+                    float v = gr_rng_keep(key, m, p) ? x[i] * scale : 0.0f;
+                    if (acc) {
+                        y[i] += v;
+                    } else {
+                        y[i] = v;
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- cross entropy ---- */
+
+static int cpu_xent_fwd(void *st, const float *logits, const int32_t *targets,
+                        int64_t rows, int64_t v, int32_t ignore, float *loss,
+                        float *count, float *lse)
+{
+    (void)st;
+    double total = 0.0;
+    int64_t valid = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = logits + r * v;
+        if (targets[r] == ignore) {
+            lse[r] = 0.0f;
+            continue;
+        }
+        float m = -INFINITY;
+        for (int64_t j = 0; j < v; j++) {
+            if (xr[j] > m) {
+                m = xr[j];
+            }
+        }
+        double s = 0.0;
+        for (int64_t j = 0; j < v; j++) {
+            s += (double)expf(xr[j] - m);
+        }
+        float l = m + (float)log(s);
+        lse[r] = l;
+        total += (double)l - (double)xr[targets[r]];
+        valid++;
+    }
+    count[0] = (float)valid;
+    loss[0] = (float)(total / (double)(valid > 0 ? valid : 1));
+    return 0;
+}
+
+static int cpu_xent_bwd(void *st, const float *logits, const int32_t *targets,
+                        const float *lse, int64_t rows, int64_t v,
+                        int32_t ignore, const float *gloss,
+                        const float *count, float *glogits)
+{
+    (void)st;
+    float g = gloss[0] / (count[0] > 0.0f ? count[0] : 1.0f);
+    for (int64_t r = 0; r < rows; r++) {
+        if (targets[r] == ignore) {
+            continue;
+        }
+        const float *xr = logits + r * v;
+        float *gr = glogits + r * v;
+        for (int64_t j = 0; j < v; j++) {
+            gr[j] += g * expf(xr[j] - lse[r]);
+        }
+        gr[targets[r]] -= g;
+    }
+    return 0;
+}
+
+/* ---- fused cells ---- */
+
+static int cpu_lstm_fwd(void *st, const float *gates, const float *c_prev,
+                        float *h, float *c, int64_t b, int64_t hd)
+{
+    (void)st;
+    for (int64_t r = 0; r < b; r++) {
+        const float *g = gates + r * 4 * hd;
+        for (int64_t u = 0; u < hd; u++) {
+            float i = sigmoidf(g[u]);
+            float f = sigmoidf(g[hd + u]);
+            float gg = tanhf(g[2 * hd + u]);
+            float o = sigmoidf(g[3 * hd + u]);
+            float cn = f * c_prev[r * hd + u] + i * gg;
+            c[r * hd + u] = cn;
+            h[r * hd + u] = o * tanhf(cn);
+        }
+    }
+    return 0;
+}
+
+static int cpu_lstm_bwd(void *st, const float *gates, const float *c_prev,
+                        const float *c, const float *gh, const float *gc,
+                        float *ggates, float *gc_prev, int64_t b, int64_t hd)
+{
+    (void)st;
+    for (int64_t r = 0; r < b; r++) {
+        const float *g = gates + r * 4 * hd;
+        for (int64_t u = 0; u < hd; u++) {
+            int64_t k = r * hd + u;
+            float i = sigmoidf(g[u]);
+            float f = sigmoidf(g[hd + u]);
+            float gg = tanhf(g[2 * hd + u]);
+            float o = sigmoidf(g[3 * hd + u]);
+            float tc = tanhf(c[k]);
+            float dh = gh ? gh[k] : 0.0f;
+            float dc = (gc ? gc[k] : 0.0f) + dh * o * (1.0f - tc * tc);
+            if (ggates) {
+                float *dg = ggates + r * 4 * hd;
+                dg[u] += dc * gg * i * (1.0f - i);
+                dg[hd + u] += dc * c_prev[k] * f * (1.0f - f);
+                dg[2 * hd + u] += dc * i * (1.0f - gg * gg);
+                dg[3 * hd + u] += dh * tc * o * (1.0f - o);
+            }
+            if (gc_prev) {
+                gc_prev[k] += dc * f;
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_onlstm_fwd(void *st, const float *z, const float *c_prev,
+                          float *h, float *c, float *df, float *di,
+                          float *save, int64_t b, int64_t hd, int64_t chunk)
+{
+    (void)st;
+    int64_t n = hd / chunk, w = 2 * n + 4 * hd;
+    for (int64_t r = 0; r < b; r++) {
+        const float *zr = z + r * w;
+        float *sv = save + r * 4 * n;
+        float *mi = sv, *mf = sv + n, *pi = sv + 2 * n, *pf = sv + 3 * n;
+        cumax_row(zr, pi, mi, n);
+        cumax_row(zr + n, pf, mf, n);
+        float si = 0.0f, sf = 0.0f;
+        for (int64_t k = 0; k < n; k++) {
+            mi[k] = 1.0f - mi[k];
+            si += mi[k];
+            sf += mf[k];
+        }
+        df[r] = 1.0f - sf / (float)n;
+        di[r] = si / (float)n;
+        const float *zo = zr + 2 * n, *zc = zo + hd, *zi = zc + hd,
+                    *zf = zi + hd;
+        for (int64_t u = 0; u < hd; u++) {
+            int64_t k = u / chunk;
+            float om = mf[k] * mi[k];
+            float fh = sigmoidf(zf[u]) * om + (mf[k] - om);
+            float ih = sigmoidf(zi[u]) * om + (mi[k] - om);
+            float cn = fh * c_prev[r * hd + u] + ih * tanhf(zc[u]);
+            c[r * hd + u] = cn;
+            h[r * hd + u] = sigmoidf(zo[u]) * tanhf(cn);
+        }
+    }
+    return 0;
+}
+
+static int cpu_onlstm_bwd(void *st, const float *z, const float *c_prev,
+                          const float *c, const float *save, const float *gh,
+                          const float *gc, float *gz, float *gc_prev,
+                          float *scratch, int64_t b, int64_t hd,
+                          int64_t chunk)
+{
+    (void)st;
+    int64_t n = hd / chunk, w = 2 * n + 4 * hd;
+    for (int64_t r = 0; r < b; r++) {
+        float *tmp = scratch + r * 2 * n;
+        float *gmi = tmp, *gmf = tmp + n;
+        const float *zr = z + r * w;
+        const float *sv = save + r * 4 * n;
+        const float *mi = sv, *mf = sv + n, *pi = sv + 2 * n, *pf = sv + 3 * n;
+        const float *zo = zr + 2 * n, *zc = zo + hd, *zi = zc + hd,
+                    *zf = zi + hd;
+        float *gzr = gz ? gz + r * w : NULL;
+        memset(tmp, 0, (size_t)(2 * n) * sizeof *tmp);
+        for (int64_t u = 0; u < hd; u++) {
+            int64_t k = u / chunk, q = r * hd + u;
+            float o = sigmoidf(zo[u]), ch = tanhf(zc[u]);
+            float ig = sigmoidf(zi[u]), fg = sigmoidf(zf[u]);
+            float om = mf[k] * mi[k];
+            float fh = fg * om + (mf[k] - om);
+            float ih = ig * om + (mi[k] - om);
+            float tc = tanhf(c[q]);
+            float dh = gh ? gh[q] : 0.0f;
+            float dc = (gc ? gc[q] : 0.0f) + dh * o * (1.0f - tc * tc);
+            float dih = dc * ch, dfh = dc * c_prev[q];
+            float dom = dih * (ig - 1.0f) + dfh * (fg - 1.0f);
+            gmi[k] += dih + dom * mf[k];
+            gmf[k] += dfh + dom * mi[k];
+            if (gzr) {
+                gzr[2 * n + u] += dh * tc * o * (1.0f - o);
+                gzr[2 * n + hd + u] += dc * ih * (1.0f - ch * ch);
+                gzr[2 * n + 2 * hd + u] += dih * om * ig * (1.0f - ig);
+                gzr[2 * n + 3 * hd + u] += dfh * om * fg * (1.0f - fg);
+            }
+            if (gc_prev) {
+                gc_prev[q] += dc * fh;
+            }
+        }
+        if (gzr) {
+            /* ĩ = 1 - cumax(ẑ_i): the gradient of its cumsum is -gmi. */
+            for (int64_t k = 0; k < n; k++) {
+                gmi[k] = -gmi[k];
+            }
+            cumax_row_bwd(pi, gmi, gzr, n);
+            cumax_row_bwd(pf, gmf, gzr + n, n);
+        }
+    }
+    return 0;
+}
+
+/* ---- optimizers ---- */
+
+static int cpu_sgd_step(void *st, float *p, const float *g, float *buf,
+                        int64_t n, float lr, float wd, float momentum,
+                        float dampening, int nesterov, int first)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        float d = g[i];
+        if (wd != 0.0f) {
+            d += wd * p[i];
+        }
+        if (momentum != 0.0f) {
+            float bv = first ? d : momentum * buf[i] + (1.0f - dampening) * d;
+            buf[i] = bv;
+            d = nesterov ? d + momentum * bv : bv;
+        }
+        p[i] -= lr * d;
+    }
+    return 0;
+}
+
+static int cpu_adam_step(void *st, float *p, const float *g, float *m,
+                         float *v, int64_t n, float lr, float b1, float b2,
+                         float eps, float wd, int decoupled, float bc1,
+                         float bc2)
+{
+    (void)st;
+    float step_size = lr / bc1;
+    float bc2s = sqrtf(bc2);
+    for (int64_t i = 0; i < n; i++) {
+        float d = g[i];
+        if (decoupled) {
+            p[i] *= 1.0f - lr * wd;
+        } else if (wd != 0.0f) {
+            d += wd * p[i];
+        }
+        m[i] += (1.0f - b1) * (d - m[i]);
+        v[i] = b2 * v[i] + (1.0f - b2) * d * d;
+        float den = sqrtf(v[i]) / bc2s + eps;
+        p[i] -= step_size * (m[i] / den);
+    }
+    return 0;
+}
+
+static int cpu_asgd_step(void *st, float *p, const float *g, float *ax,
+                         int64_t n, float eta, float lambd, float wd, float mu)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        float d = g[i];
+        if (wd != 0.0f) {
+            d += wd * p[i];
+        }
+        p[i] *= 1.0f - lambd * eta;
+        p[i] -= eta * d;
+        if (mu != 1.0f) {
+            ax[i] += (p[i] - ax[i]) * mu;
+        } else {
+            ax[i] = p[i];
+        }
+    }
+    return 0;
+}
+
+static int cpu_sumsq(void *st, const float *x, int64_t n, double *out)
+{
+    (void)st;
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s += (double)x[i] * x[i];
+    }
+    *out = s;
+    return 0;
+}
+
+static int cpu_swap(void *st, float *a, float *b, int64_t n)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        float t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+    return 0;
+}
+
+static const struct gr_backend cpu_backend = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .h2d = cpu_copy,
+    .d2h = cpu_copy,
+    .d2d = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .fill = cpu_fill,
+    .scale = cpu_scale,
+    .gemm = cpu_gemm,
+    .rows_set = cpu_rows_set,
+    .unary_fwd = cpu_unary_fwd,
+    .unary_bwd = cpu_unary_bwd,
+    .binary_fwd = cpu_binary_fwd,
+    .binary_bwd = cpu_binary_bwd,
+    .softmax_fwd = cpu_softmax_fwd,
+    .softmax_bwd = cpu_softmax_bwd,
+    .cumsum_fwd = cpu_cumsum_fwd,
+    .cumsum_bwd = cpu_cumsum_bwd,
+    .cumax_fwd = cpu_cumax_fwd,
+    .cumax_bwd = cpu_cumax_bwd,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .rows_gather = cpu_rows_gather,
+    .rows_scatter_add = cpu_rows_scatter_add,
+    .sparse_mm_fwd = cpu_sparse_mm_fwd,
+    .sparse_mm_bwd = cpu_sparse_mm_bwd,
+    .gather_fwd = cpu_gather_fwd,
+    .gather_bwd = cpu_gather_bwd,
+    .copy2d = cpu_copy2d,
+    .permute = cpu_permute,
+    .reduce = cpu_reduce,
+    .expand = cpu_expand,
+    .dropout = cpu_dropout,
+    .xent_fwd = cpu_xent_fwd,
+    .xent_bwd = cpu_xent_bwd,
+    .lstm_fwd = cpu_lstm_fwd,
+    .lstm_bwd = cpu_lstm_bwd,
+    .onlstm_fwd = cpu_onlstm_fwd,
+    .onlstm_bwd = cpu_onlstm_bwd,
+    .sgd_step = cpu_sgd_step,
+    .adam_step = cpu_adam_step,
+    .asgd_step = cpu_asgd_step,
+    .sumsq = cpu_sumsq,
+    .swap = cpu_swap,
+};
+
+const struct gr_backend *gr_backend_cpu(void) { return &cpu_backend; }

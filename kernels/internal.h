@@ -1,0 +1,114 @@
+/* kernels/internal.h — INTERNAL to kernels/: the context, arenas and tape.
+ * Not for users; the public API is tensor.h, ops.h, tape.h, optim.h,
+ * checkpoint.h, layers.h. */
+#ifndef GROVE_KERNELS_INTERNAL_H
+#define GROVE_KERNELS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/backend.h"
+#include "kernels/tensor.h"
+
+#define GR_ALIGN 256
+
+/* A chunked bump allocator over device memory (or host memory when
+ * host != 0). Chunks are kept over resets; a reset that finds more than one
+ * chunk replaces them by one chunk of their total size, so after the first
+ * steps one chunk serves every step. */
+struct gr_arena_chunk {
+    char *base;
+    size_t cap;
+};
+
+struct gr_arena {
+    int host; /* 1: malloc; 0: backend alloc */
+    const struct gr_backend *be;
+    void *st;
+    struct gr_arena_chunk *chunks;
+    int n_chunks, cap_chunks;
+    int cur;          /* chunk in use */
+    size_t cur_used;  /* bytes used in chunk cur */
+    size_t used;      /* bytes handed out since reset (incl. padding) */
+    size_t peak;      /* most `used` ever */
+    size_t capacity;  /* sum of chunk caps */
+    size_t chunk_bytes; /* default new chunk size */
+};
+
+void gr_arena_init(struct gr_arena *a, int host, const struct gr_backend *be,
+                   void *st, size_t chunk_bytes);
+/* NULL with a message when the memory cannot be had. */
+void *gr_arena_alloc(struct gr_arena *a, size_t bytes);
+void gr_arena_reset(struct gr_arena *a);
+void gr_arena_free(struct gr_arena *a);
+
+struct gr_node;
+typedef int (*gr_backward_fn)(struct gr_ctx *ctx, struct gr_node *n);
+
+#define GR_NODE_MAX_OUT 4
+
+struct gr_node {
+    const char *op;
+    gr_backward_fn backward;
+    struct gr_tensor **in; /* n_in inputs (host arena) */
+    int n_in;
+    struct gr_tensor *out[GR_NODE_MAX_OUT];
+    int n_out;
+    void *aux[2];          /* saved device buffers (step arena) */
+    float f[4];
+    int64_t i[8];
+    uint64_t key;
+    struct gr_bcast bc;
+};
+
+struct gr_ctx {
+    enum gr_device device;
+    const struct gr_backend *be;
+    void *st; /* backend state */
+    struct gr_arena step;    /* device: step tensors, activation grads */
+    struct gr_arena persist; /* device: named tensors, param grads */
+    struct gr_arena host;    /* host: tensor structs, nodes (per step) */
+    struct gr_arena host_persist; /* host: named tensor structs, names */
+    struct gr_tensor **named;
+    int n_named, cap_named;
+    struct gr_node **tape;
+    int n_tape, cap_tape;
+    int grad_enabled;
+    int status;
+    char errmsg[512];
+    size_t param_bytes, state_bytes;
+    size_t device_bytes, device_peak; /* all device memory reserved */
+    int n_optims; /* optimizers created (for unique names) */
+};
+
+/* Records the first error of the step and returns NULL (for op returns). */
+void *gr_fail(struct gr_ctx *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same, returning the code. */
+int gr_fail_code(struct gr_ctx *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Keeps a backend failure (message already set) as the step's error. */
+int gr_keep_error(struct gr_ctx *ctx, int code);
+
+/* A new step tensor (uninitialised data when zero == 0). */
+struct gr_tensor *gr_new_step(struct gr_ctx *ctx, enum gr_dtype dtype,
+                              struct gr_shape shape, int zero);
+/* Host-arena scratch for this step. */
+void *gr_host_scratch(struct gr_ctx *ctx, size_t bytes);
+/* Device scratch in the step arena. */
+float *gr_step_floats(struct gr_ctx *ctx, int64_t n);
+
+/* The gradient buffer of t (allocated zeroed on first use; views share
+ * their base's), or NULL when t takes no gradient or on failure (then the
+ * ctx status is set). */
+float *gr_grad_buf(struct gr_ctx *ctx, struct gr_tensor *t);
+
+/* Appends a node; returns it (host arena) or NULL. */
+struct gr_node *gr_tape_push(struct gr_ctx *ctx, const char *op,
+                             gr_backward_fn fn, int n_in,
+                             struct gr_tensor *const *in);
+
+int gr_shape_equal(const struct gr_tensor *a, const struct gr_tensor *b);
+void gr_tensor_shape_str(const struct gr_tensor *t, char *out, size_t cap);
+
+#endif

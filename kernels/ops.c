@@ -1,0 +1,1871 @@
+/* The op library: argument checks, output allocation, tape records and
+ * the backward of every op, dispatched to the context's device table
+ * (kernels/backend.h). */
+#include "kernels/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/internal.h"
+#include "kernels/tape.h"
+
+/* ---- helpers ---- */
+
+/* Checks a tensor argument: present, of this context, of dtype (-1: any). */
+static int arg_ok(struct gr_ctx *ctx, const char *op, const struct gr_tensor *t,
+                  const char *name, int dtype)
+{
+    if (!t) {
+        if (ctx->status == 0) {
+            gr_fail(ctx, GR_EINVAL, "%s: argument '%s' is NULL", op, name);
+        }
+        return 0;
+    }
+    if (t->ctx_ != ctx) {
+        gr_fail(ctx, GR_EINVAL, "%s: '%s' belongs to another context "
+                "(device %s)", op, name, gr_device_name(t->device));
+        return 0;
+    }
+    if (dtype >= 0 && (int)t->dtype != dtype) {
+        gr_fail(ctx, GR_EINVAL, "%s: '%s' must be %s", op, name,
+                dtype == GR_F32 ? "f32" : "i32 (indices)");
+        return 0;
+    }
+    return 1;
+}
+
+#define SHAPE_STR(t, buf) (gr_tensor_shape_str((t), (buf), sizeof(buf)), (buf))
+
+#define NEED(fn)                                                             \
+    do {                                                                     \
+        if (!ctx->be->fn) {                                                  \
+            return gr_fail(ctx, GR_EUNSUPPORTED,                             \
+                           "%s is not implemented on device %s", op,         \
+                           ctx->be->name);                                   \
+        }                                                                    \
+    } while (0)
+
+#define CALL(expr)                                                           \
+    do {                                                                     \
+        int rc__ = (expr);                                                   \
+        if (rc__ < 0) {                                                      \
+            gr_keep_error(ctx, rc__);                                        \
+            return NULL;                                                     \
+        }                                                                    \
+    } while (0)
+
+#define CALLB(expr)                                                          \
+    do {                                                                     \
+        int rc__ = (expr);                                                   \
+        if (rc__ < 0) {                                                      \
+            return gr_keep_error(ctx, rc__);                                 \
+        }                                                                    \
+    } while (0)
+
+/* Whether an op over these inputs must be recorded. */
+static int wants_grad(struct gr_ctx *ctx, int n, struct gr_tensor *const *in)
+{
+    if (!ctx->grad_enabled || ctx->n_tape < 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (in[i] && in[i]->requires_grad) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static struct gr_node *record(struct gr_ctx *ctx, const char *op,
+                              gr_backward_fn fn, int n_in,
+                              struct gr_tensor *const *in,
+                              struct gr_tensor *out)
+{
+    struct gr_node *n = gr_tape_push(ctx, op, fn, n_in, in);
+    if (!n) {
+        return NULL;
+    }
+    n->out[0] = out;
+    n->n_out = 1;
+    out->requires_grad = 1;
+    out->node_ = ctx->n_tape - 1;
+    return n;
+}
+
+static float *F(const struct gr_tensor *t) { return (float *)t->data; }
+static const int32_t *I(const struct gr_tensor *t)
+{
+    return (const int32_t *)t->data;
+}
+
+static int norm_dim(int dim, int ndim)
+{
+    return dim < 0 ? dim + ndim : dim;
+}
+
+static struct gr_shape shape_of(const struct gr_tensor *t)
+{
+    return gr_tensor_shape(t);
+}
+
+/* Builds the broadcast of b over a's shape; 0 or -1 (error set). */
+static int make_bcast(struct gr_ctx *ctx, const char *op,
+                      const struct gr_tensor *a, const struct gr_tensor *b,
+                      const char *bname, struct gr_bcast *bc)
+{
+    char sa[96], sb[96];
+    memset(bc, 0, sizeof *bc);
+    if (b->ndim > a->ndim) {
+        gr_fail(ctx, GR_EINVAL, "%s: %s %s has more dimensions than %s", op,
+                bname, SHAPE_STR(b, sb), SHAPE_STR(a, sa));
+        return -1;
+    }
+    int pa = 4 - a->ndim, pb = 4 - b->ndim;
+    for (int d = 0; d < 4; d++) {
+        bc->shape[d] = d < pa ? 1 : a->shape[d - pa];
+        bc->bshape[d] = d < pb ? 1 : b->shape[d - pb];
+        if (bc->bshape[d] != 1 && bc->bshape[d] != bc->shape[d]) {
+            gr_fail(ctx, GR_EINVAL,
+                    "%s: %s %s does not broadcast to %s (each dimension, "
+                    "aligned right, must be 1 or equal)", op, bname,
+                    SHAPE_STR(b, sb), SHAPE_STR(a, sa));
+            return -1;
+        }
+    }
+    int64_t stride = 1;
+    bc->same = 1;
+    for (int d = 3; d >= 0; d--) {
+        bc->bstride[d] = bc->bshape[d] == 1 ? 0 : stride;
+        stride *= bc->bshape[d];
+        if (bc->bshape[d] != bc->shape[d]) {
+            bc->same = 0;
+        }
+    }
+    bc->n = a->numel;
+    bc->bn = b->numel;
+    return 0;
+}
+
+/* Checks that i32 values lie in [lo, hi]: a scan on CPU, the recorded
+ * bounds on CUDA (indices come from the host there). */
+static int index_in_range(struct gr_ctx *ctx, const char *op,
+                          const struct gr_tensor *t, const char *name,
+                          int32_t lo, int32_t hi)
+{
+    if (ctx->device == GR_DEVICE_CPU) {
+        const int32_t *v = I(t);
+        for (int64_t i = 0; i < t->numel; i++) {
+            if (v[i] < lo || v[i] > hi) {
+                gr_fail(ctx, GR_EINVAL, "%s: %s[%lld] = %d is outside "
+                        "[%d, %d]", op, name, (long long)i, (int)v[i],
+                        (int)lo, (int)hi);
+                return 0;
+            }
+        }
+        return 1;
+    }
+    if (t->imin_ < lo || t->imax_ > hi) {
+        gr_fail(ctx, GR_EINVAL, "%s: %s holds values in [%d, %d], outside "
+                "[%d, %d]", op, name, (int)t->imin_, (int)t->imax_, (int)lo,
+                (int)hi);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- matmul ---- */
+
+static int matmul_dims(const struct gr_tensor *a, const struct gr_tensor *b,
+                       int ta, int tb, int64_t *m, int64_t *n, int64_t *k,
+                       int64_t *kb, int64_t *batch, int *shared)
+{
+    int na = a->ndim, nb = b->ndim;
+    *m = ta ? a->shape[na - 1] : a->shape[na - 2];
+    *k = ta ? a->shape[na - 2] : a->shape[na - 1];
+    *kb = tb ? b->shape[nb - 1] : b->shape[nb - 2];
+    *n = tb ? b->shape[nb - 2] : b->shape[nb - 1];
+    *batch = 1;
+    for (int i = 0; i < na - 2; i++) {
+        *batch *= a->shape[i];
+    }
+    *shared = (nb == 2);
+    return 0;
+}
+
+static int matmul_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *a = nd->in[0], *b = nd->in[1], *y = nd->out[0];
+    int ta = (int)nd->i[0], tb = (int)nd->i[1];
+    int m = (int)nd->i[2], n = (int)nd->i[3], k = (int)nd->i[4];
+    int batch = (int)nd->i[5], shared = (int)nd->i[6];
+    const struct gr_backend *be = ctx->be;
+    float *gy = F(y->grad);
+    int lda = (int)a->shape[a->ndim - 1], ldb = (int)b->shape[b->ndim - 1];
+    int64_t sa = (int64_t)m * k, sb = shared ? 0 : (int64_t)k * n;
+    int64_t sy = (int64_t)m * n;
+    float *ga = gr_grad_buf(ctx, a);
+    if (ga) {
+        if (!ta) {
+            CALLB(be->gemm(ctx->st, 0, !tb, m, k, n, 1.0f, gy, n, sy, F(b),
+                           ldb, sb, 1.0f, ga, k, sa, batch));
+        } else {
+            CALLB(be->gemm(ctx->st, tb, 1, k, m, n, 1.0f, F(b), ldb, sb, gy,
+                           n, sy, 1.0f, ga, m, sa, batch));
+        }
+    }
+    float *gb = gr_grad_buf(ctx, b);
+    if (gb) {
+        if (!shared || batch == 1) {
+            if (!tb) {
+                CALLB(be->gemm(ctx->st, !ta, 0, k, n, m, 1.0f, F(a), lda, sa,
+                               gy, n, sy, 1.0f, gb, n, sb, batch));
+            } else {
+                CALLB(be->gemm(ctx->st, 1, ta, n, k, m, 1.0f, gy, n, sy,
+                               F(a), lda, sa, 1.0f, gb, k, sb, batch));
+            }
+        } else if (!ta) {
+            /* a is [batch·m, k] contiguous: one product sums the batch. */
+            int mm = m * batch;
+            if (!tb) {
+                CALLB(be->gemm(ctx->st, 1, 0, k, n, mm, 1.0f, F(a), k, 0, gy,
+                               n, 0, 1.0f, gb, n, 0, 1));
+            } else {
+                CALLB(be->gemm(ctx->st, 1, 0, n, k, mm, 1.0f, gy, n, 0, F(a),
+                               k, 0, 1.0f, gb, k, 0, 1));
+            }
+        } else {
+            for (int i = 0; i < batch; i++) {
+                const float *ai = F(a) + (int64_t)i * sa;
+                const float *gyi = gy + (int64_t)i * sy;
+                if (!tb) {
+                    CALLB(be->gemm(ctx->st, 0, 0, k, n, m, 1.0f, ai, lda, 0,
+                                   gyi, n, 0, 1.0f, gb, n, 0, 1));
+                } else {
+                    CALLB(be->gemm(ctx->st, 1, 1, n, k, m, 1.0f, gyi, n, 0,
+                                   ai, lda, 0, 1.0f, gb, k, 0, 1));
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+struct gr_tensor *gr_matmul(struct gr_ctx *ctx, struct gr_tensor *a,
+                            struct gr_tensor *b, int trans_a, int trans_b)
+{
+    const char *op = "gr_matmul";
+    if (!arg_ok(ctx, op, a, "a", GR_F32) || !arg_ok(ctx, op, b, "b", GR_F32)) {
+        return NULL;
+    }
+    char sa[96], sb[96];
+    if (a->ndim < 2 || b->ndim < 2 ||
+        (b->ndim != 2 && b->ndim != a->ndim)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: a %s and b %s: a needs 2-4 "
+                       "dimensions, b 2 or as many as a", op,
+                       SHAPE_STR(a, sa), SHAPE_STR(b, sb));
+    }
+    for (int i = 0; b->ndim > 2 && i < a->ndim - 2; i++) {
+        if (a->shape[i] != b->shape[i]) {
+            return gr_fail(ctx, GR_EINVAL, "%s: batch dimensions differ: "
+                           "a %s vs b %s", op, SHAPE_STR(a, sa),
+                           SHAPE_STR(b, sb));
+        }
+    }
+    int64_t m, n, k, kb, batch;
+    int shared;
+    matmul_dims(a, b, trans_a != 0, trans_b != 0, &m, &n, &k, &kb, &batch,
+                &shared);
+    if (k != kb) {
+        return gr_fail(ctx, GR_EINVAL, "%s: inner dimensions differ: a %s%s "
+                       "vs b %s%s", op, SHAPE_STR(a, sa),
+                       trans_a ? " (transposed)" : "", SHAPE_STR(b, sb),
+                       trans_b ? " (transposed)" : "");
+    }
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dimensions too large", op);
+    }
+    NEED(gemm);
+    struct gr_shape ys = shape_of(a);
+    ys.d[a->ndim - 2] = m;
+    ys.d[a->ndim - 1] = n;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    int ta = trans_a != 0, tb = trans_b != 0;
+    CALL(ctx->be->gemm(ctx->st, ta, tb, (int)m, (int)n, (int)k, 1.0f, F(a),
+                       (int)a->shape[a->ndim - 1], m * k, F(b),
+                       (int)b->shape[b->ndim - 1], shared ? 0 : k * n, 0.0f,
+                       F(y), (int)n, m * n, (int)batch));
+    struct gr_tensor *in[2] = {a, b};
+    if (wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = record(ctx, op, matmul_bwd, 2, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = ta;
+        nd->i[1] = tb;
+        nd->i[2] = m;
+        nd->i[3] = n;
+        nd->i[4] = k;
+        nd->i[5] = batch;
+        nd->i[6] = shared;
+    }
+    return y;
+}
+
+/* ---- linear ---- */
+
+static int linear_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *x = nd->in[0], *w = nd->in[1], *bias = nd->in[2];
+    int rows = (int)nd->i[0], in = (int)nd->i[1], out = (int)nd->i[2];
+    const struct gr_backend *be = ctx->be;
+    float *gy = F(nd->out[0]->grad);
+    float *gx = gr_grad_buf(ctx, x);
+    if (gx) {
+        CALLB(be->gemm(ctx->st, 0, 0, rows, in, out, 1.0f, gy, out, 0, F(w),
+                       in, 0, 1.0f, gx, in, 0, 1));
+    }
+    float *gw = gr_grad_buf(ctx, w);
+    if (gw) {
+        CALLB(be->gemm(ctx->st, 1, 0, out, in, rows, 1.0f, gy, out, 0, F(x),
+                       in, 0, 1.0f, gw, in, 0, 1));
+    }
+    float *gb = bias ? gr_grad_buf(ctx, bias) : NULL;
+    if (gb) {
+        CALLB(be->reduce(ctx->st, gy, gb, 1, rows, out, 1.0f, 1));
+    }
+    return 0;
+}
+
+struct gr_tensor *gr_linear(struct gr_ctx *ctx, struct gr_tensor *x,
+                            struct gr_tensor *w, struct gr_tensor *bias)
+{
+    const char *op = "gr_linear";
+    if (!arg_ok(ctx, op, x, "x", GR_F32) || !arg_ok(ctx, op, w, "w", GR_F32)) {
+        return NULL;
+    }
+    if (bias && !arg_ok(ctx, op, bias, "bias", GR_F32)) {
+        return NULL;
+    }
+    char sx[96], sw[96], sbias[96];
+    if (w->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x %s does not match w %s (x "
+                       "[..., IN], w [OUT, IN])", op, SHAPE_STR(x, sx),
+                       SHAPE_STR(w, sw));
+    }
+    int64_t in = w->shape[1], out = w->shape[0];
+    if (bias && (bias->ndim != 1 || bias->shape[0] != out)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: bias %s, want [%lld] for w %s", op,
+                       SHAPE_STR(bias, sbias), (long long)out,
+                       SHAPE_STR(w, sw));
+    }
+    int64_t rows = x->numel / in;
+    if (rows > INT32_MAX || in > INT32_MAX || out > INT32_MAX) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dimensions too large", op);
+    }
+    NEED(gemm);
+    NEED(rows_set);
+    struct gr_shape ys = shape_of(x);
+    ys.d[x->ndim - 1] = out;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    if (bias) {
+        CALL(ctx->be->rows_set(ctx->st, F(y), F(bias), rows, out));
+    }
+    CALL(ctx->be->gemm(ctx->st, 0, 1, (int)rows, (int)out, (int)in, 1.0f,
+                       F(x), (int)in, 0, F(w), (int)in, 0,
+                       bias ? 1.0f : 0.0f, F(y), (int)out, 0, 1));
+    struct gr_tensor *ins[3] = {x, w, bias};
+    if (wants_grad(ctx, 3, ins)) {
+        struct gr_node *nd = record(ctx, op, linear_bwd, 3, ins, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = rows;
+        nd->i[1] = in;
+        nd->i[2] = out;
+    }
+    return y;
+}
+
+/* ---- element-wise ---- */
+
+static int binary_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *a = nd->in[0], *b = nd->in[1];
+    float *ga = gr_grad_buf(ctx, a);
+    float *gb = gr_grad_buf(ctx, b);
+    if (!ga && !gb) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->binary_bwd(ctx->st, (int)nd->i[0], F(a), F(b),
+                              F(nd->out[0]->grad), ga, gb, &nd->bc));
+    return 0;
+}
+
+static struct gr_tensor *binary(struct gr_ctx *ctx, const char *op, int code,
+                                struct gr_tensor *a, struct gr_tensor *b)
+{
+    if (!arg_ok(ctx, op, a, "a", GR_F32) || !arg_ok(ctx, op, b, "b", GR_F32)) {
+        return NULL;
+    }
+    struct gr_bcast bc;
+    if (make_bcast(ctx, op, a, b, "b", &bc) < 0) {
+        return NULL;
+    }
+    NEED(binary_fwd);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(a), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->binary_fwd(ctx->st, code, F(a), F(b), F(y), &bc));
+    struct gr_tensor *in[2] = {a, b};
+    if (wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = record(ctx, op, binary_bwd, 2, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = code;
+        nd->bc = bc;
+    }
+    return y;
+}
+
+struct gr_tensor *gr_add(struct gr_ctx *ctx, struct gr_tensor *a,
+                         struct gr_tensor *b)
+{
+    return binary(ctx, "gr_add", GR_B_ADD, a, b);
+}
+struct gr_tensor *gr_sub(struct gr_ctx *ctx, struct gr_tensor *a,
+                         struct gr_tensor *b)
+{
+    return binary(ctx, "gr_sub", GR_B_SUB, a, b);
+}
+struct gr_tensor *gr_mul(struct gr_ctx *ctx, struct gr_tensor *a,
+                         struct gr_tensor *b)
+{
+    return binary(ctx, "gr_mul", GR_B_MUL, a, b);
+}
+struct gr_tensor *gr_div(struct gr_ctx *ctx, struct gr_tensor *a,
+                         struct gr_tensor *b)
+{
+    return binary(ctx, "gr_div", GR_B_DIV, a, b);
+}
+struct gr_tensor *gr_minimum(struct gr_ctx *ctx, struct gr_tensor *a,
+                             struct gr_tensor *b)
+{
+    return binary(ctx, "gr_minimum", GR_B_MIN, a, b);
+}
+struct gr_tensor *gr_maximum(struct gr_ctx *ctx, struct gr_tensor *a,
+                             struct gr_tensor *b)
+{
+    return binary(ctx, "gr_maximum", GR_B_MAX, a, b);
+}
+
+static int unary_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *x = nd->in[0], *y = nd->out[0];
+    float *gx = gr_grad_buf(ctx, x);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->unary_bwd(ctx->st, (int)nd->i[0], F(x), F(y),
+                             F(y->grad), gx, x->numel, nd->f[0], nd->f[1]));
+    return 0;
+}
+
+static struct gr_tensor *unary(struct gr_ctx *ctx, const char *op, int code,
+                               struct gr_tensor *x, float a, float b)
+{
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    NEED(unary_fwd);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(x), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->unary_fwd(ctx->st, code, F(x), F(y), x->numel, a, b));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, unary_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = code;
+        nd->f[0] = a;
+        nd->f[1] = b;
+    }
+    return y;
+}
+
+struct gr_tensor *gr_scale(struct gr_ctx *ctx, struct gr_tensor *x, float s)
+{
+    return unary(ctx, "gr_scale", GR_U_AFFINE, x, s, 0.0f);
+}
+struct gr_tensor *gr_affine(struct gr_ctx *ctx, struct gr_tensor *x, float s,
+                            float c)
+{
+    return unary(ctx, "gr_affine", GR_U_AFFINE, x, s, c);
+}
+struct gr_tensor *gr_sigmoid(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_sigmoid", GR_U_SIGMOID, x, 0, 0);
+}
+struct gr_tensor *gr_tanh(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_tanh", GR_U_TANH, x, 0, 0);
+}
+struct gr_tensor *gr_relu(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_relu", GR_U_RELU, x, 0, 0);
+}
+struct gr_tensor *gr_elu(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_elu", GR_U_ELU, x, 0, 0);
+}
+struct gr_tensor *gr_exp(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_exp", GR_U_EXP, x, 0, 0);
+}
+struct gr_tensor *gr_log(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_log", GR_U_LOG, x, 0, 0);
+}
+struct gr_tensor *gr_abs(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_abs", GR_U_ABS, x, 0, 0);
+}
+struct gr_tensor *gr_square(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_square", GR_U_SQUARE, x, 0, 0);
+}
+struct gr_tensor *gr_sqrt(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return unary(ctx, "gr_sqrt", GR_U_SQRT, x, 0, 0);
+}
+struct gr_tensor *gr_clamp(struct gr_ctx *ctx, struct gr_tensor *x, float lo,
+                           float hi)
+{
+    if (!(lo <= hi)) {
+        return gr_fail(ctx, GR_EINVAL, "gr_clamp: lo %g > hi %g", (double)lo,
+                       (double)hi);
+    }
+    return unary(ctx, "gr_clamp", GR_U_CLAMP, x, lo, hi);
+}
+
+/* ---- views ---- */
+
+static struct gr_tensor *make_view(struct gr_ctx *ctx, struct gr_tensor *x,
+                                   struct gr_shape s, int64_t offset,
+                                   int keep_grad)
+{
+    struct gr_tensor *v = gr_host_scratch(ctx, sizeof *v);
+    if (!v) {
+        return NULL;
+    }
+    *v = *x;
+    v->ndim = s.ndim;
+    v->numel = 1;
+    for (int i = 0; i < GR_MAX_DIMS; i++) {
+        v->shape[i] = i < s.ndim ? s.d[i] : 1;
+        if (i < s.ndim) {
+            v->numel *= s.d[i];
+        }
+    }
+    v->kind = GR_KIND_STEP;
+    v->name = NULL;
+    v->grad = NULL;
+    v->node_ = -1;
+    size_t esz = 4;
+    v->data = (char *)x->data + (size_t)offset * esz;
+    if (keep_grad && ctx->grad_enabled) {
+        v->base_ = x->base_ ? x->base_ : x;
+        v->offset_ = x->offset_ + offset;
+        v->requires_grad = x->requires_grad;
+    } else {
+        v->base_ = NULL;
+        v->offset_ = 0;
+        v->requires_grad = 0;
+    }
+    return v;
+}
+
+struct gr_tensor *gr_select(struct gr_ctx *ctx, struct gr_tensor *x,
+                            int64_t i)
+{
+    const char *op = "gr_select";
+    if (!arg_ok(ctx, op, x, "x", -1)) {
+        return NULL;
+    }
+    char sx[96];
+    if (x->ndim < 1 || i < 0 || i >= x->shape[0]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: index %lld out of range for x %s",
+                       op, (long long)i, SHAPE_STR(x, sx));
+    }
+    struct gr_shape s;
+    s.ndim = x->ndim - 1;
+    for (int d = 0; d < GR_MAX_DIMS; d++) {
+        s.d[d] = d + 1 < x->ndim ? x->shape[d + 1] : 1;
+    }
+    int64_t inner = x->numel / x->shape[0];
+    return make_view(ctx, x, s, i * inner, 1);
+}
+
+struct gr_tensor *gr_reshape(struct gr_ctx *ctx, struct gr_tensor *x,
+                             struct gr_shape shape)
+{
+    const char *op = "gr_reshape";
+    if (!arg_ok(ctx, op, x, "x", -1)) {
+        return NULL;
+    }
+    int64_t n = 1;
+    int ok = shape.ndim >= 0 && shape.ndim <= GR_MAX_DIMS;
+    for (int d = 0; ok && d < shape.ndim; d++) {
+        ok = shape.d[d] >= 1;
+        n *= shape.d[d];
+    }
+    char sx[96], ss[96];
+    if (!ok || n != x->numel) {
+        gr_shape_format(shape, ss, sizeof ss);
+        return gr_fail(ctx, GR_EINVAL, "%s: cannot view x %s as %s", op,
+                       SHAPE_STR(x, sx), ss);
+    }
+    return make_view(ctx, x, shape, 0, 1);
+}
+
+struct gr_tensor *gr_detach(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    if (!arg_ok(ctx, "gr_detach", x, "x", -1)) {
+        return NULL;
+    }
+    return make_view(ctx, x, shape_of(x), 0, 0);
+}
+
+/* ---- softmax family ---- */
+
+static int softmax_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *x = nd->in[0], *y = nd->out[0];
+    float *gx = gr_grad_buf(ctx, x);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->softmax_bwd(ctx->st, F(y), F(y->grad), gx, nd->i[0],
+                               nd->i[1], (int)nd->i[2]));
+    return 0;
+}
+
+static struct gr_tensor *softmax_any(struct gr_ctx *ctx, const char *op,
+                                     struct gr_tensor *x,
+                                     struct gr_tensor *mask, int log)
+{
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    struct gr_bcast mbc;
+    memset(&mbc, 0, sizeof mbc);
+    if (mask) {
+        if (!arg_ok(ctx, op, mask, "mask", GR_F32) ||
+            make_bcast(ctx, op, x, mask, "mask", &mbc) < 0) {
+            return NULL;
+        }
+    }
+    if (x->ndim < 1) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x is a scalar", op);
+    }
+    NEED(softmax_fwd);
+    int64_t cols = x->shape[x->ndim - 1], rows = x->numel / cols;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(x), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->softmax_fwd(ctx->st, F(x), mask ? F(mask) : NULL,
+                              mask ? &mbc : NULL, F(y), rows, cols, log));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, softmax_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = rows;
+        nd->i[1] = cols;
+        nd->i[2] = log;
+    }
+    return y;
+}
+
+struct gr_tensor *gr_softmax(struct gr_ctx *ctx, struct gr_tensor *x,
+                             struct gr_tensor *mask)
+{
+    return softmax_any(ctx, "gr_softmax", x, mask, 0);
+}
+
+struct gr_tensor *gr_log_softmax(struct gr_ctx *ctx, struct gr_tensor *x,
+                                 struct gr_tensor *mask)
+{
+    return softmax_any(ctx, "gr_log_softmax", x, mask, 1);
+}
+
+static int cumsum_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gx = gr_grad_buf(ctx, nd->in[0]);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->cumsum_bwd(ctx->st, F(nd->out[0]->grad), gx, nd->i[0],
+                              nd->i[1]));
+    return 0;
+}
+
+struct gr_tensor *gr_cumsum(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    const char *op = "gr_cumsum";
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    if (x->ndim < 1) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x is a scalar", op);
+    }
+    NEED(cumsum_fwd);
+    int64_t cols = x->shape[x->ndim - 1], rows = x->numel / cols;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(x), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->cumsum_fwd(ctx->st, F(x), F(y), rows, cols));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, cumsum_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = rows;
+        nd->i[1] = cols;
+    }
+    return y;
+}
+
+static int cumax_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gx = gr_grad_buf(ctx, nd->in[0]);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->cumax_bwd(ctx->st, nd->aux[0], F(nd->out[0]->grad), gx,
+                             nd->i[0], nd->i[1]));
+    return 0;
+}
+
+struct gr_tensor *gr_cumax(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    const char *op = "gr_cumax";
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    if (x->ndim < 1) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x is a scalar", op);
+    }
+    NEED(cumax_fwd);
+    int64_t cols = x->shape[x->ndim - 1], rows = x->numel / cols;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(x), 0);
+    float *p = y ? gr_step_floats(ctx, x->numel) : NULL;
+    if (!p) {
+        return NULL;
+    }
+    CALL(ctx->be->cumax_fwd(ctx->st, F(x), F(y), p, rows, cols));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, cumax_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->aux[0] = p;
+        nd->i[0] = rows;
+        nd->i[1] = cols;
+    }
+    return y;
+}
+
+static int layernorm_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *x = nd->in[0], *g = nd->in[1], *b = nd->in[2];
+    float *gx = gr_grad_buf(ctx, x);
+    float *gg = g ? gr_grad_buf(ctx, g) : NULL;
+    float *gb = b ? gr_grad_buf(ctx, b) : NULL;
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->layernorm_bwd(ctx->st, F(x), g ? F(g) : NULL, nd->aux[0],
+                                 nd->aux[1], F(nd->out[0]->grad), gx, gg, gb,
+                                 nd->i[0], nd->i[1]));
+    return 0;
+}
+
+struct gr_tensor *gr_layer_norm(struct gr_ctx *ctx, struct gr_tensor *x,
+                                struct gr_tensor *gamma,
+                                struct gr_tensor *beta, float eps)
+{
+    const char *op = "gr_layer_norm";
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    if ((gamma && !arg_ok(ctx, op, gamma, "gamma", GR_F32)) ||
+        (beta && !arg_ok(ctx, op, beta, "beta", GR_F32))) {
+        return NULL;
+    }
+    if (x->ndim < 1) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x is a scalar", op);
+    }
+    int64_t cols = x->shape[x->ndim - 1], rows = x->numel / cols;
+    char s1[96], s2[96];
+    if (gamma && (gamma->ndim != 1 || gamma->shape[0] != cols)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: gamma %s, want [%lld] for x %s",
+                       op, SHAPE_STR(gamma, s1), (long long)cols,
+                       SHAPE_STR(x, s2));
+    }
+    if (beta && (beta->ndim != 1 || beta->shape[0] != cols)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: beta %s, want [%lld] for x %s",
+                       op, SHAPE_STR(beta, s1), (long long)cols,
+                       SHAPE_STR(x, s2));
+    }
+    if (!(eps >= 0.0f)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: eps %g < 0", op, (double)eps);
+    }
+    NEED(layernorm_fwd);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(x), 0);
+    float *stats = y ? gr_step_floats(ctx, 2 * rows) : NULL;
+    if (!stats) {
+        return NULL;
+    }
+    CALL(ctx->be->layernorm_fwd(ctx->st, F(x), gamma ? F(gamma) : NULL,
+                                beta ? F(beta) : NULL, F(y), stats,
+                                stats + rows, rows, cols, eps));
+    struct gr_tensor *in[3] = {x, gamma, beta};
+    if (wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = record(ctx, op, layernorm_bwd, 3, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->aux[0] = stats;
+        nd->aux[1] = stats + rows;
+        nd->i[0] = rows;
+        nd->i[1] = cols;
+    }
+    return y;
+}
+
+/* ---- indexing ---- */
+
+static int embedding_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *table = nd->in[0], *ids = nd->in[1];
+    float *gt = gr_grad_buf(ctx, table);
+    if (!gt) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->rows_scatter_add(ctx->st, F(nd->out[0]->grad), I(ids), gt,
+                                    ids->numel, table->shape[1]));
+    return 0;
+}
+
+struct gr_tensor *gr_embedding(struct gr_ctx *ctx, struct gr_tensor *table,
+                               struct gr_tensor *ids)
+{
+    const char *op = "gr_embedding";
+    if (!arg_ok(ctx, op, table, "table", GR_F32) ||
+        !arg_ok(ctx, op, ids, "ids", GR_I32)) {
+        return NULL;
+    }
+    char s1[96], s2[96];
+    if (table->ndim != 2 || ids->ndim > 3) {
+        return gr_fail(ctx, GR_EINVAL, "%s: table %s must be [V, D] and ids "
+                       "%s at most 3-D", op, SHAPE_STR(table, s1),
+                       SHAPE_STR(ids, s2));
+    }
+    if (table->shape[0] > INT32_MAX ||
+        !index_in_range(ctx, op, ids, "ids", 0,
+                        (int32_t)(table->shape[0] - 1))) {
+        return NULL;
+    }
+    NEED(rows_gather);
+    struct gr_shape ys = shape_of(ids);
+    ys.d[ids->ndim] = table->shape[1];
+    ys.ndim = ids->ndim + 1;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->rows_gather(ctx->st, F(table), I(ids), F(y), ids->numel,
+                              table->shape[1]));
+    struct gr_tensor *in[2] = {table, ids};
+    if (wants_grad(ctx, 2, in)) {
+        if (!record(ctx, op, embedding_bwd, 2, in, y)) {
+            return NULL;
+        }
+    }
+    return y;
+}
+
+static int sparse_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *idx = nd->in[0], *val = nd->in[1], *table = nd->in[2];
+    float *gval = val ? gr_grad_buf(ctx, val) : NULL;
+    float *gt = gr_grad_buf(ctx, table);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->sparse_mm_bwd(ctx->st, I(idx), val ? F(val) : NULL,
+                                 F(table), F(nd->out[0]->grad), gval, gt,
+                                 idx->shape[0], idx->shape[1],
+                                 table->shape[1]));
+    return 0;
+}
+
+struct gr_tensor *gr_sparse_matmul(struct gr_ctx *ctx, struct gr_tensor *idx,
+                                   struct gr_tensor *val,
+                                   struct gr_tensor *table)
+{
+    const char *op = "gr_sparse_matmul";
+    if (!arg_ok(ctx, op, idx, "idx", GR_I32) ||
+        !arg_ok(ctx, op, table, "table", GR_F32) ||
+        (val && !arg_ok(ctx, op, val, "val", GR_F32))) {
+        return NULL;
+    }
+    char s1[96], s2[96];
+    if (idx->ndim != 2 || table->ndim != 2 ||
+        (val && !gr_shape_equal(idx, val))) {
+        return gr_fail(ctx, GR_EINVAL, "%s: idx %s (and val) must be [N, NZ]"
+                       " and table %s [IN, OUT]", op, SHAPE_STR(idx, s1),
+                       SHAPE_STR(table, s2));
+    }
+    if (table->shape[0] > INT32_MAX ||
+        !index_in_range(ctx, op, idx, "idx", -1,
+                        (int32_t)(table->shape[0] - 1))) {
+        return NULL;
+    }
+    NEED(sparse_mm_fwd);
+    struct gr_tensor *y =
+        gr_new_step(ctx, GR_F32, gr_shape2(idx->shape[0], table->shape[1]), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->sparse_mm_fwd(ctx->st, I(idx), val ? F(val) : NULL,
+                                F(table), F(y), idx->shape[0], idx->shape[1],
+                                table->shape[1]));
+    struct gr_tensor *in[3] = {idx, val, table};
+    if (wants_grad(ctx, 3, in)) {
+        if (!record(ctx, op, sparse_bwd, 3, in, y)) {
+            return NULL;
+        }
+    }
+    return y;
+}
+
+static int gather_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *x = nd->in[0], *idx = nd->in[1];
+    float *gx = gr_grad_buf(ctx, x);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->gather_bwd(ctx->st, F(nd->out[0]->grad), I(idx), gx,
+                              nd->i[0], nd->i[1], nd->i[2]));
+    return 0;
+}
+
+struct gr_tensor *gr_gather(struct gr_ctx *ctx, struct gr_tensor *x,
+                            struct gr_tensor *idx)
+{
+    const char *op = "gr_gather";
+    if (!arg_ok(ctx, op, x, "x", GR_F32) ||
+        !arg_ok(ctx, op, idx, "idx", GR_I32)) {
+        return NULL;
+    }
+    char s1[96], s2[96];
+    int ok = x->ndim >= 1 && x->ndim == idx->ndim;
+    for (int d = 0; ok && d < x->ndim - 1; d++) {
+        ok = x->shape[d] == idx->shape[d];
+    }
+    if (!ok) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x %s and idx %s must have the "
+                       "same dimensions but the last", op, SHAPE_STR(x, s1),
+                       SHAPE_STR(idx, s2));
+    }
+    int64_t n = x->shape[x->ndim - 1], k = idx->shape[idx->ndim - 1];
+    if (n > INT32_MAX || !index_in_range(ctx, op, idx, "idx", 0,
+                                         (int32_t)(n - 1))) {
+        return NULL;
+    }
+    NEED(gather_fwd);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(idx), 0);
+    if (!y) {
+        return NULL;
+    }
+    int64_t rows = x->numel / n;
+    CALL(ctx->be->gather_fwd(ctx->st, F(x), I(idx), F(y), rows, n, k));
+    struct gr_tensor *in[2] = {x, idx};
+    if (wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = record(ctx, op, gather_bwd, 2, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = rows;
+        nd->i[1] = n;
+        nd->i[2] = k;
+    }
+    return y;
+}
+
+/* [outer, dim, inner] factors of x around dimension d. */
+static void split_dims(const struct gr_tensor *x, int d, int64_t *outer,
+                       int64_t *inner)
+{
+    *outer = 1;
+    *inner = 1;
+    for (int i = 0; i < d; i++) {
+        *outer *= x->shape[i];
+    }
+    for (int i = d + 1; i < x->ndim; i++) {
+        *inner *= x->shape[i];
+    }
+}
+
+static int concat_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    int64_t outer = nd->i[0], inner = nd->i[1], total = nd->i[2];
+    int d = (int)nd->i[3];
+    float *gy = F(nd->out[0]->grad);
+    int64_t off = 0;
+    for (int j = 0; j < nd->n_in; j++) {
+        struct gr_tensor *x = nd->in[j];
+        int64_t len = x->shape[d];
+        float *gx = gr_grad_buf(ctx, x);
+        if (gx) {
+            CALLB(ctx->be->copy2d(ctx->st, gx, len * inner, gy + off * inner,
+                                  total * inner, outer, len * inner, 1));
+        }
+        off += len;
+    }
+    return ctx->status;
+}
+
+struct gr_tensor *gr_concat(struct gr_ctx *ctx, int n,
+                            struct gr_tensor *const *xs, int dim)
+{
+    const char *op = "gr_concat";
+    if (n < 1 || !xs) {
+        return gr_fail(ctx, GR_EINVAL, "%s: no tensors given", op);
+    }
+    for (int j = 0; j < n; j++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "xs[%d]", j);
+        if (!arg_ok(ctx, op, xs[j], nm, GR_F32)) {
+            return NULL;
+        }
+    }
+    const struct gr_tensor *x0 = xs[0];
+    int d = norm_dim(dim, x0->ndim);
+    if (d < 0 || d >= x0->ndim) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dim %d out of range for %d-D "
+                       "tensors", op, dim, x0->ndim);
+    }
+    int64_t total = 0;
+    for (int j = 0; j < n; j++) {
+        int ok = xs[j]->ndim == x0->ndim;
+        for (int i = 0; ok && i < x0->ndim; i++) {
+            ok = i == d || xs[j]->shape[i] == x0->shape[i];
+        }
+        if (!ok) {
+            char s1[96], s2[96];
+            return gr_fail(ctx, GR_EINVAL, "%s: xs[%d] %s does not match "
+                           "xs[0] %s outside dim %d", op, j,
+                           SHAPE_STR(xs[j], s1), SHAPE_STR(x0, s2), d);
+        }
+        total += xs[j]->shape[d];
+    }
+    NEED(copy2d);
+    struct gr_shape ys = shape_of(x0);
+    ys.d[d] = total;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    int64_t outer, inner;
+    split_dims(x0, d, &outer, &inner);
+    int64_t off = 0;
+    for (int j = 0; j < n; j++) {
+        int64_t len = xs[j]->shape[d];
+        CALL(ctx->be->copy2d(ctx->st, F(y) + off * inner, total * inner,
+                             F(xs[j]), len * inner, outer, len * inner, 0));
+        off += len;
+    }
+    if (wants_grad(ctx, n, xs)) {
+        struct gr_node *nd = record(ctx, op, concat_bwd, n, xs, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = outer;
+        nd->i[1] = inner;
+        nd->i[2] = total;
+        nd->i[3] = d;
+    }
+    return y;
+}
+
+static int stack_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gy = F(nd->out[0]->grad);
+    int64_t each = nd->i[0];
+    for (int j = 0; j < nd->n_in; j++) {
+        float *gx = gr_grad_buf(ctx, nd->in[j]);
+        if (gx) {
+            CALLB(ctx->be->copy2d(ctx->st, gx, each, gy + (int64_t)j * each,
+                                  each, 1, each, 1));
+        }
+    }
+    return ctx->status;
+}
+
+struct gr_tensor *gr_stack(struct gr_ctx *ctx, int n,
+                           struct gr_tensor *const *xs)
+{
+    const char *op = "gr_stack";
+    if (n < 1 || !xs) {
+        return gr_fail(ctx, GR_EINVAL, "%s: no tensors given", op);
+    }
+    for (int j = 0; j < n; j++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "xs[%d]", j);
+        if (!arg_ok(ctx, op, xs[j], nm, GR_F32)) {
+            return NULL;
+        }
+    }
+    const struct gr_tensor *x0 = xs[0];
+    if (x0->ndim >= GR_MAX_DIMS) {
+        return gr_fail(ctx, GR_EINVAL, "%s: tensors are already 4-D", op);
+    }
+    for (int j = 1; j < n; j++) {
+        if (!gr_shape_equal(xs[j], x0)) {
+            char s1[96], s2[96];
+            return gr_fail(ctx, GR_EINVAL, "%s: xs[%d] %s differs from xs[0] "
+                           "%s", op, j, SHAPE_STR(xs[j], s1),
+                           SHAPE_STR(x0, s2));
+        }
+    }
+    NEED(copy2d);
+    struct gr_shape ys;
+    ys.ndim = x0->ndim + 1;
+    ys.d[0] = n;
+    for (int i = 1; i < GR_MAX_DIMS; i++) {
+        ys.d[i] = i - 1 < x0->ndim ? x0->shape[i - 1] : 1;
+    }
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    int64_t each = x0->numel;
+    for (int j = 0; j < n; j++) {
+        CALL(ctx->be->copy2d(ctx->st, F(y) + (int64_t)j * each, each,
+                             F(xs[j]), each, 1, each, 0));
+    }
+    if (wants_grad(ctx, n, xs)) {
+        struct gr_node *nd = record(ctx, op, stack_bwd, n, xs, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = each;
+    }
+    return y;
+}
+
+static int slice_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gx = gr_grad_buf(ctx, nd->in[0]);
+    if (!gx) {
+        return ctx->status;
+    }
+    int64_t outer = nd->i[0], inner = nd->i[1], size = nd->i[2];
+    int64_t start = nd->i[3], len = nd->i[4];
+    CALLB(ctx->be->copy2d(ctx->st, gx + start * inner, size * inner,
+                          F(nd->out[0]->grad), len * inner, outer,
+                          len * inner, 1));
+    return 0;
+}
+
+struct gr_tensor *gr_slice(struct gr_ctx *ctx, struct gr_tensor *x, int dim,
+                           int64_t start, int64_t len)
+{
+    const char *op = "gr_slice";
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    int d = norm_dim(dim, x->ndim);
+    char sx[96];
+    if (d < 0 || d >= x->ndim || start < 0 || len < 1 ||
+        start + len > x->shape[d]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: [%lld, %lld) along dim %d is "
+                       "outside x %s", op, (long long)start,
+                       (long long)(start + len), dim, SHAPE_STR(x, sx));
+    }
+    NEED(copy2d);
+    struct gr_shape ys = shape_of(x);
+    ys.d[d] = len;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    int64_t outer, inner;
+    split_dims(x, d, &outer, &inner);
+    int64_t size = x->shape[d];
+    CALL(ctx->be->copy2d(ctx->st, F(y), len * inner, F(x) + start * inner,
+                         size * inner, outer, len * inner, 0));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, slice_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = outer;
+        nd->i[1] = inner;
+        nd->i[2] = size;
+        nd->i[3] = start;
+        nd->i[4] = len;
+    }
+    return y;
+}
+
+int gr_split(struct gr_ctx *ctx, struct gr_tensor *x, int dim, int n,
+             const int64_t *sizes, struct gr_tensor **outs)
+{
+    const char *op = "gr_split";
+    for (int j = 0; j < n; j++) {
+        outs[j] = NULL;
+    }
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return ctx->status ? ctx->status : GR_EINVAL;
+    }
+    int d = norm_dim(dim, x->ndim);
+    if (d < 0 || d >= x->ndim || n < 1) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: bad dim %d or count %d", op,
+                            dim, n);
+    }
+    int64_t total = 0;
+    for (int j = 0; j < n; j++) {
+        total += sizes[j];
+    }
+    if (total != x->shape[d]) {
+        char sx[96];
+        return gr_fail_code(ctx, GR_EINVAL, "%s: sizes sum to %lld, x %s has "
+                            "%lld along dim %d", op, (long long)total,
+                            SHAPE_STR(x, sx), (long long)x->shape[d], dim);
+    }
+    int64_t start = 0;
+    for (int j = 0; j < n; j++) {
+        outs[j] = gr_slice(ctx, x, d, start, sizes[j]);
+        if (!outs[j]) {
+            return ctx->status;
+        }
+        start += sizes[j];
+    }
+    return 0;
+}
+
+/* Pads x's shape on the left to 4 dims; returns the padding. */
+static int pad4(const struct gr_tensor *x, int64_t s[4])
+{
+    int p = 4 - x->ndim;
+    for (int i = 0; i < 4; i++) {
+        s[i] = i < p ? 1 : x->shape[i - p];
+    }
+    return p;
+}
+
+static int transpose_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gx = gr_grad_buf(ctx, nd->in[0]);
+    if (!gx) {
+        return ctx->status;
+    }
+    int64_t s[4];
+    int perm[4];
+    pad4(nd->out[0], s);
+    for (int i = 0; i < 4; i++) {
+        perm[i] = (int)nd->i[i];
+    }
+    CALLB(ctx->be->permute(ctx->st, F(nd->out[0]->grad), gx, s, perm, 1));
+    return 0;
+}
+
+struct gr_tensor *gr_transpose(struct gr_ctx *ctx, struct gr_tensor *x,
+                               int dim0, int dim1)
+{
+    const char *op = "gr_transpose";
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    int d0 = norm_dim(dim0, x->ndim), d1 = norm_dim(dim1, x->ndim);
+    if (d0 < 0 || d0 >= x->ndim || d1 < 0 || d1 >= x->ndim) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dims %d, %d out of range for a "
+                       "%d-D tensor", op, dim0, dim1, x->ndim);
+    }
+    NEED(permute);
+    struct gr_shape ys = shape_of(x);
+    ys.d[d0] = x->shape[d1];
+    ys.d[d1] = x->shape[d0];
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    int64_t s[4];
+    int p = pad4(x, s);
+    int perm[4] = {0, 1, 2, 3};
+    perm[d0 + p] = d1 + p;
+    perm[d1 + p] = d0 + p;
+    CALL(ctx->be->permute(ctx->st, F(x), F(y), s, perm, 0));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, transpose_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        for (int i = 0; i < 4; i++) {
+            nd->i[i] = perm[i]; /* a swap is its own inverse */
+        }
+    }
+    return y;
+}
+
+/* ---- reductions ---- */
+
+static int reduce_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gx = gr_grad_buf(ctx, nd->in[0]);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->expand(ctx->st, F(nd->out[0]->grad), gx, nd->i[0],
+                          nd->i[1], nd->i[2], nd->f[0]));
+    return 0;
+}
+
+static struct gr_tensor *reduce_op(struct gr_ctx *ctx, const char *op,
+                                   struct gr_tensor *x, int all, int dim,
+                                   int mean)
+{
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    int64_t outer = 1, n = x->numel, inner = 1;
+    struct gr_shape ys = gr_shape0();
+    if (!all) {
+        int d = norm_dim(dim, x->ndim);
+        if (d < 0 || d >= x->ndim) {
+            return gr_fail(ctx, GR_EINVAL, "%s: dim %d out of range for a "
+                           "%d-D tensor", op, dim, x->ndim);
+        }
+        split_dims(x, d, &outer, &inner);
+        n = x->shape[d];
+        ys.ndim = x->ndim - 1;
+        for (int i = 0, j = 0; i < x->ndim; i++) {
+            if (i != d) {
+                ys.d[j++] = x->shape[i];
+            }
+        }
+    }
+    NEED(reduce);
+    float scale = mean ? 1.0f / (float)n : 1.0f;
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, ys, 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->reduce(ctx->st, F(x), F(y), outer, n, inner, scale, 0));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, reduce_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = outer;
+        nd->i[1] = n;
+        nd->i[2] = inner;
+        nd->f[0] = scale;
+    }
+    return y;
+}
+
+struct gr_tensor *gr_sum(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return reduce_op(ctx, "gr_sum", x, 1, 0, 0);
+}
+struct gr_tensor *gr_mean(struct gr_ctx *ctx, struct gr_tensor *x)
+{
+    return reduce_op(ctx, "gr_mean", x, 1, 0, 1);
+}
+struct gr_tensor *gr_sum_dim(struct gr_ctx *ctx, struct gr_tensor *x, int dim)
+{
+    return reduce_op(ctx, "gr_sum_dim", x, 0, dim, 0);
+}
+struct gr_tensor *gr_mean_dim(struct gr_ctx *ctx, struct gr_tensor *x,
+                              int dim)
+{
+    return reduce_op(ctx, "gr_mean_dim", x, 0, dim, 1);
+}
+
+/* ---- dropout ---- */
+
+static int dropout_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    float *gx = gr_grad_buf(ctx, nd->in[0]);
+    if (!gx) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->dropout(ctx->st, F(nd->out[0]->grad), gx, &nd->bc,
+                           nd->key, nd->f[0], nd->f[1], 1));
+    return 0;
+}
+
+struct gr_tensor *gr_dropout_mask(struct gr_ctx *ctx, struct gr_tensor *x,
+                                  float p, struct gr_rng rng,
+                                  struct gr_shape mask_shape, unsigned flags)
+{
+    const char *op = "gr_dropout";
+    if (!arg_ok(ctx, op, x, "x", GR_F32)) {
+        return NULL;
+    }
+    if (!(p >= 0.0f && p < 1.0f)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: p = %g outside [0, 1)", op,
+                       (double)p);
+    }
+    /* Broadcast check through a shape-only tensor. */
+    struct gr_tensor m;
+    memset(&m, 0, sizeof m);
+    if (mask_shape.ndim < 0 || mask_shape.ndim > GR_MAX_DIMS) {
+        return gr_fail(ctx, GR_EINVAL, "%s: bad mask rank %d", op,
+                       mask_shape.ndim);
+    }
+    m.ndim = mask_shape.ndim;
+    m.numel = 1;
+    for (int i = 0; i < GR_MAX_DIMS; i++) {
+        m.shape[i] = i < m.ndim ? mask_shape.d[i] : 1;
+        if (m.shape[i] < 1) {
+            return gr_fail(ctx, GR_EINVAL, "%s: bad mask shape", op);
+        }
+        m.numel *= m.shape[i];
+    }
+    struct gr_bcast bc;
+    if (make_bcast(ctx, op, x, &m, "mask shape", &bc) < 0) {
+        return NULL;
+    }
+    if (p == 0.0f) {
+        return x;
+    }
+    NEED(dropout);
+    float scale = (flags & GR_DROPOUT_NO_RESCALE) ? 1.0f : 1.0f / (1.0f - p);
+    uint64_t key = gr_rng_key(rng);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(x), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->dropout(ctx->st, F(x), F(y), &bc, key, p, scale, 0));
+    if (wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = record(ctx, op, dropout_bwd, 1, &x, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->bc = bc;
+        nd->key = key;
+        nd->f[0] = p;
+        nd->f[1] = scale;
+    }
+    return y;
+}
+
+struct gr_tensor *gr_dropout(struct gr_ctx *ctx, struct gr_tensor *x,
+                             float p, struct gr_rng rng)
+{
+    if (!arg_ok(ctx, "gr_dropout", x, "x", GR_F32)) {
+        return NULL;
+    }
+    return gr_dropout_mask(ctx, x, p, rng, shape_of(x), 0);
+}
+
+struct gr_tensor *gr_locked_dropout(struct gr_ctx *ctx, struct gr_tensor *x,
+                                    float p, struct gr_rng rng)
+{
+    if (!arg_ok(ctx, "gr_locked_dropout", x, "x", GR_F32)) {
+        return NULL;
+    }
+    if (x->ndim < 2) {
+        return gr_fail(ctx, GR_EINVAL, "gr_locked_dropout: x needs [T, ...] "
+                       "with at least 2 dimensions");
+    }
+    struct gr_shape ms = shape_of(x);
+    ms.d[0] = 1;
+    return gr_dropout_mask(ctx, x, p, rng, ms, 0);
+}
+
+/* ---- cross entropy ---- */
+
+static int xent_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *logits = nd->in[0], *targets = nd->in[1];
+    float *gl = gr_grad_buf(ctx, logits);
+    if (!gl) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->xent_bwd(ctx->st, F(logits), I(targets), nd->aux[1],
+                            logits->shape[0], logits->shape[1],
+                            (int32_t)nd->i[0], F(nd->out[0]->grad),
+                            nd->aux[0], gl));
+    return 0;
+}
+
+struct gr_tensor *gr_cross_entropy(struct gr_ctx *ctx,
+                                   struct gr_tensor *logits,
+                                   struct gr_tensor *targets,
+                                   int32_t ignore_index)
+{
+    const char *op = "gr_cross_entropy";
+    if (!arg_ok(ctx, op, logits, "logits", GR_F32) ||
+        !arg_ok(ctx, op, targets, "targets", GR_I32)) {
+        return NULL;
+    }
+    char s1[96], s2[96];
+    if (logits->ndim != 2 || targets->ndim != 1 ||
+        targets->shape[0] != logits->shape[0]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: logits %s must be [N, V] and "
+                       "targets %s [N]", op, SHAPE_STR(logits, s1),
+                       SHAPE_STR(targets, s2));
+    }
+    int64_t n = logits->shape[0], v = logits->shape[1];
+    if (v > INT32_MAX) {
+        return gr_fail(ctx, GR_EINVAL, "%s: vocabulary too large", op);
+    }
+    /* Exact check of every target: read on the host (a copy on CUDA). */
+    const int32_t *tv = I(targets);
+    if (ctx->device != GR_DEVICE_CPU) {
+        int32_t *h = gr_host_scratch(ctx, (size_t)n * sizeof *h);
+        if (!h) {
+            return NULL;
+        }
+        CALL(gr_tensor_to_host(targets, h));
+        tv = h;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (tv[i] != ignore_index && (tv[i] < 0 || tv[i] >= v)) {
+            return gr_fail(ctx, GR_EINVAL, "%s: targets[%lld] = %d is "
+                           "outside [0, %lld) and not the ignore index %d",
+                           op, (long long)i, (int)tv[i], (long long)v,
+                           (int)ignore_index);
+        }
+    }
+    NEED(xent_fwd);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, gr_shape0(), 0);
+    float *aux = y ? gr_step_floats(ctx, 1 + n) : NULL;
+    if (!aux) {
+        return NULL;
+    }
+    CALL(ctx->be->xent_fwd(ctx->st, F(logits), I(targets), n, v, ignore_index,
+                           F(y), aux, aux + 1));
+    struct gr_tensor *in[2] = {logits, targets};
+    if (wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = record(ctx, op, xent_bwd, 2, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->aux[0] = aux;
+        nd->aux[1] = aux + 1;
+        nd->i[0] = ignore_index;
+    }
+    return y;
+}
+
+/* ---- causal convolution ---- */
+
+static int conv_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *x = nd->in[0], *w = nd->in[1], *bias = nd->in[2];
+    const struct gr_backend *be = ctx->be;
+    int t = (int)nd->i[0], b = (int)nd->i[1], cin = (int)nd->i[2];
+    int cout = (int)nd->i[3], kw = (int)nd->i[4], dil = (int)nd->i[5];
+    const float *wr = nd->aux[0];
+    float *gy = F(nd->out[0]->grad);
+    float *gx = gr_grad_buf(ctx, x);
+    float *gw = gr_grad_buf(ctx, w);
+    float *gb = bias ? gr_grad_buf(ctx, bias) : NULL;
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    float *gwr = NULL;
+    if (gw) {
+        gwr = gr_step_floats(ctx, (int64_t)kw * cout * cin);
+        if (!gwr) {
+            return ctx->status;
+        }
+        CALLB(be->zero(ctx->st, gwr, (size_t)kw * cout * cin * sizeof(float)));
+    }
+    for (int j = 0; j < kw; j++) {
+        int64_t s = (int64_t)(kw - 1 - j) * dil;
+        if (s >= t) {
+            continue;
+        }
+        int rows = (int)((t - s) * b);
+        const float *gys = gy + s * b * cout;
+        if (gx) {
+            CALLB(be->gemm(ctx->st, 0, 0, rows, cin, cout, 1.0f, gys, cout, 0,
+                           wr + (int64_t)j * cout * cin, cin, 0, 1.0f, gx,
+                           cin, 0, 1));
+        }
+        if (gwr) {
+            CALLB(be->gemm(ctx->st, 1, 0, cout, cin, rows, 1.0f, gys, cout, 0,
+                           F(x), cin, 0, 1.0f, gwr + (int64_t)j * cout * cin,
+                           cin, 0, 1));
+        }
+    }
+    if (gw) {
+        int64_t s[4] = {1, kw, cout, cin};
+        int perm[4] = {0, 2, 3, 1}; /* [1, KW, COUT, CIN] -> [1, COUT, CIN, KW] */
+        CALLB(be->permute(ctx->st, gwr, gw, s, perm, 1));
+    }
+    if (gb) {
+        CALLB(be->reduce(ctx->st, gy, gb, 1, (int64_t)t * b, cout, 1.0f, 1));
+    }
+    return 0;
+}
+
+struct gr_tensor *gr_conv1d_causal(struct gr_ctx *ctx, struct gr_tensor *x,
+                                   struct gr_tensor *w,
+                                   struct gr_tensor *bias, int dilation)
+{
+    const char *op = "gr_conv1d_causal";
+    if (!arg_ok(ctx, op, x, "x", GR_F32) || !arg_ok(ctx, op, w, "w", GR_F32) ||
+        (bias && !arg_ok(ctx, op, bias, "bias", GR_F32))) {
+        return NULL;
+    }
+    char s1[96], s2[96];
+    if (x->ndim != 3 || w->ndim != 3 || w->shape[1] != x->shape[2]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: x %s must be [T, B, CIN] and w %s "
+                       "[COUT, CIN, KW]", op, SHAPE_STR(x, s1),
+                       SHAPE_STR(w, s2));
+    }
+    if (bias && (bias->ndim != 1 || bias->shape[0] != w->shape[0])) {
+        return gr_fail(ctx, GR_EINVAL, "%s: bias %s, want [%lld]", op,
+                       SHAPE_STR(bias, s1), (long long)w->shape[0]);
+    }
+    if (dilation < 1) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dilation %d < 1", op, dilation);
+    }
+    int64_t t = x->shape[0], b = x->shape[1], cin = x->shape[2];
+    int64_t cout = w->shape[0], kw = w->shape[2];
+    if (t * b > INT32_MAX || cin > INT32_MAX || cout > INT32_MAX) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dimensions too large", op);
+    }
+    NEED(gemm);
+    NEED(permute);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, gr_shape3(t, b, cout),
+                                      bias == NULL);
+    float *wr = y ? gr_step_floats(ctx, kw * cout * cin) : NULL;
+    if (!wr) {
+        return NULL;
+    }
+    int64_t s[4] = {1, cout, cin, kw};
+    int perm[4] = {0, 3, 1, 2}; /* [1, COUT, CIN, KW] -> [1, KW, COUT, CIN] */
+    CALL(ctx->be->permute(ctx->st, F(w), wr, s, perm, 0));
+    if (bias) {
+        CALL(ctx->be->rows_set(ctx->st, F(y), F(bias), t * b, cout));
+    }
+    for (int64_t j = 0; j < kw; j++) {
+        int64_t sh = (kw - 1 - j) * dilation;
+        if (sh >= t) {
+            continue;
+        }
+        CALL(ctx->be->gemm(ctx->st, 0, 1, (int)((t - sh) * b), (int)cout,
+                           (int)cin, 1.0f, F(x), (int)cin, 0,
+                           wr + j * cout * cin, (int)cin, 0, 1.0f,
+                           F(y) + sh * b * cout, (int)cout, 0, 1));
+    }
+    struct gr_tensor *in[3] = {x, w, bias};
+    if (wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = record(ctx, op, conv_bwd, 3, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->aux[0] = wr;
+        nd->i[0] = t;
+        nd->i[1] = b;
+        nd->i[2] = cin;
+        nd->i[3] = cout;
+        nd->i[4] = kw;
+        nd->i[5] = dilation;
+    }
+    return y;
+}
+
+/* ---- fused cells ---- */
+
+static int lstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *g = nd->in[0], *cp = nd->in[1];
+    struct gr_tensor *h = nd->out[0], *c = nd->out[1];
+    float *gg = gr_grad_buf(ctx, g);
+    float *gcp = gr_grad_buf(ctx, cp);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    if (!gg && !gcp) {
+        return 0;
+    }
+    CALLB(ctx->be->lstm_bwd(ctx->st, F(g), F(cp), F(c),
+                            h->grad ? F(h->grad) : NULL,
+                            c->grad ? F(c->grad) : NULL, gg, gcp, nd->i[0],
+                            nd->i[1]));
+    return 0;
+}
+
+int gr_lstm_cell(struct gr_ctx *ctx, struct gr_tensor *gates,
+                 struct gr_tensor *c_prev, struct gr_tensor **h_out,
+                 struct gr_tensor **c_out)
+{
+    const char *op = "gr_lstm_cell";
+    *h_out = NULL;
+    *c_out = NULL;
+    if (!arg_ok(ctx, op, gates, "gates", GR_F32) ||
+        !arg_ok(ctx, op, c_prev, "c_prev", GR_F32)) {
+        return ctx->status ? ctx->status : GR_EINVAL;
+    }
+    char s1[96], s2[96];
+    if (gates->ndim != 2 || c_prev->ndim != 2 ||
+        gates->shape[0] != c_prev->shape[0] ||
+        gates->shape[1] != 4 * c_prev->shape[1]) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: gates %s must be [B, 4H] "
+                            "for c_prev %s [B, H]", op, SHAPE_STR(gates, s1),
+                            SHAPE_STR(c_prev, s2));
+    }
+    if (!ctx->be->lstm_fwd) {
+        return gr_fail_code(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
+                            "device %s", op, ctx->be->name);
+    }
+    int64_t b = c_prev->shape[0], hd = c_prev->shape[1];
+    struct gr_tensor *h = gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0);
+    struct gr_tensor *c = h ? gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0)
+                            : NULL;
+    if (!c) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->lstm_fwd(ctx->st, F(gates), F(c_prev), F(h), F(c), b, hd));
+    struct gr_tensor *in[2] = {gates, c_prev};
+    if (wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = record(ctx, op, lstm_cell_bwd, 2, in, h);
+        if (!nd) {
+            return ctx->status;
+        }
+        nd->out[1] = c;
+        nd->n_out = 2;
+        c->requires_grad = 1;
+        c->node_ = h->node_;
+        nd->i[0] = b;
+        nd->i[1] = hd;
+    }
+    *h_out = h;
+    *c_out = c;
+    return 0;
+}
+
+static int onlstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *z = nd->in[0], *cp = nd->in[1];
+    struct gr_tensor *h = nd->out[0], *c = nd->out[1];
+    float *gz = gr_grad_buf(ctx, z);
+    float *gcp = gr_grad_buf(ctx, cp);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    if (!gz && !gcp) {
+        return 0;
+    }
+    int64_t nc = nd->i[1] / nd->i[2];
+    float *scratch = gr_step_floats(ctx, nd->i[0] * 2 * nc);
+    if (!scratch) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->onlstm_bwd(ctx->st, F(z), F(cp), F(c), nd->aux[0],
+                              h->grad ? F(h->grad) : NULL,
+                              c->grad ? F(c->grad) : NULL, gz, gcp, scratch,
+                              nd->i[0], nd->i[1], nd->i[2]));
+    return 0;
+}
+
+int gr_onlstm_cell(struct gr_ctx *ctx, struct gr_tensor *z,
+                   struct gr_tensor *c_prev, int chunk,
+                   struct gr_tensor **h_out, struct gr_tensor **c_out,
+                   struct gr_tensor **df_out, struct gr_tensor **di_out)
+{
+    const char *op = "gr_onlstm_cell";
+    *h_out = NULL;
+    *c_out = NULL;
+    if (df_out) {
+        *df_out = NULL;
+    }
+    if (di_out) {
+        *di_out = NULL;
+    }
+    if (!arg_ok(ctx, op, z, "z", GR_F32) ||
+        !arg_ok(ctx, op, c_prev, "c_prev", GR_F32)) {
+        return ctx->status ? ctx->status : GR_EINVAL;
+    }
+    char s1[96], s2[96];
+    if (c_prev->ndim != 2 || chunk < 1 || c_prev->shape[1] % chunk != 0) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: c_prev %s must be [B, H] "
+                            "with H a multiple of the chunk size %d", op,
+                            SHAPE_STR(c_prev, s1), chunk);
+    }
+    int64_t b = c_prev->shape[0], hd = c_prev->shape[1], nc = hd / chunk;
+    if (z->ndim != 2 || z->shape[0] != b || z->shape[1] != 2 * nc + 4 * hd) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: z %s must be [B, 2n+4H] = "
+                            "[%lld, %lld] for c_prev %s, chunk %d", op,
+                            SHAPE_STR(z, s1), (long long)b,
+                            (long long)(2 * nc + 4 * hd),
+                            SHAPE_STR(c_prev, s2), chunk);
+    }
+    if (!ctx->be->onlstm_fwd) {
+        return gr_fail_code(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
+                            "device %s", op, ctx->be->name);
+    }
+    struct gr_tensor *h = gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0);
+    struct gr_tensor *c = h ? gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0)
+                            : NULL;
+    struct gr_tensor *df = c ? gr_new_step(ctx, GR_F32, gr_shape1(b), 0)
+                             : NULL;
+    struct gr_tensor *di = df ? gr_new_step(ctx, GR_F32, gr_shape1(b), 0)
+                              : NULL;
+    float *save = di ? gr_step_floats(ctx, b * 4 * nc) : NULL;
+    if (!save) {
+        return ctx->status;
+    }
+    CALLB(ctx->be->onlstm_fwd(ctx->st, F(z), F(c_prev), F(h), F(c), F(df),
+                              F(di), save, b, hd, chunk));
+    struct gr_tensor *in[2] = {z, c_prev};
+    if (wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = record(ctx, op, onlstm_cell_bwd, 2, in, h);
+        if (!nd) {
+            return ctx->status;
+        }
+        nd->out[1] = c;
+        nd->n_out = 2;
+        c->requires_grad = 1;
+        c->node_ = h->node_;
+        nd->aux[0] = save;
+        nd->i[0] = b;
+        nd->i[1] = hd;
+        nd->i[2] = chunk;
+    }
+    *h_out = h;
+    *c_out = c;
+    if (df_out) {
+        *df_out = df;
+    }
+    if (di_out) {
+        *di_out = di;
+    }
+    return 0;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# grove nlp tasks | corpus | parse | syneval as a user meets them: results on
+# stdout, the numbers of lm_and_parsing.md, honest set names, and one-line
+# errors with exit 2 (command line) or 1 (bad data).
+#   test_cli_nlp.sh PATH/TO/grove SHARED_DATA_DIR   (77 when the data is absent)
+set -u
+grove=$1
+data=$2
+fails=0
+checks=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect RC PATTERN ARGS...: exit status RC and PATTERN (grep -E) in stdout
+# (RC 0) or in the single stderr line (RC != 0).
+expect() {
+    local want_rc=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -ne "$want_rc" ]; then
+        fail "grove $*: exit $rc, want $want_rc"; cat "$tmp/err"; return
+    fi
+    if [ "$want_rc" -eq 0 ]; then
+        grep -Eq -- "$pattern" "$tmp/out" || { fail "grove $*: no /$pattern/ in stdout"; cat "$tmp/out"; }
+    else
+        [ "$(wc -l <"$tmp/err")" -eq 1 ] || { fail "grove $*: stderr is not one line"; cat "$tmp/err"; }
+        [ -s "$tmp/out" ] && fail "grove $*: printed on stdout"
+        grep -Eq -- "$pattern" "$tmp/err" || { fail "grove $*: no /$pattern/ in: $(cat "$tmp/err")"; }
+    fi
+}
+
+# Without data: the command line itself.
+expect 0 "^parse +unsupervised" nlp tasks
+expect 0 "syneval.*Marvin" nlp tasks
+expect 0 "not built yet" nlp tasks
+expect 2 "--trees PATH is required" nlp parse --baseline right
+expect 2 "--baseline is required.*not built yet" nlp parse --trees x.zip
+expect 2 "--baseline expects right, left, balanced or random, got 'up'" nlp parse --trees x --baseline up
+expect 2 "--max-len must be 1 or more" nlp parse --trees x --baseline right --max-len 0
+expect 2 "--split expects all or test" nlp parse --trees x --baseline right --split dev
+expect 2 "unknown option '--checkpoint'" nlp parse --trees x --checkpoint m.ckpt
+expect 2 "--data DIR is required" nlp corpus
+expect 2 "--model expects unigram" nlp syneval --data x --model onlstm --ptb y
+expect 1 "cannot read /nonexistent/trees.zip" nlp parse --trees /nonexistent/trees.zip --baseline left
+printf 'PK\003\004 this is no zip archive, only its magic' >"$tmp/fake.zip"
+expect 1 "fake.zip: no end-of-central-directory record" nlp parse --trees "$tmp/fake.zip" --baseline left
+printf '( (S (NN a) (VB b) )\n' >"$tmp/open.mrg"
+expect 1 "open.mrg:1: the tree begun here \(byte 0\) is not closed" nlp parse --trees "$tmp/open.mrg" --baseline right
+printf '( (S (NN a) (VB b) (NN c)) )\n' >"$tmp/wsj_0101.mrg"
+expect 0 "f1_sentence_mean +0\.00" nlp parse --trees "$tmp/wsj_0101.mrg" --baseline left
+expect 0 "NLTK-sample WSJ, all lengths: 1 sentences" nlp parse --trees "$tmp/wsj_0101.mrg" --baseline left
+
+if [ ! -d "$data/treebank_sample" ] || [ ! -d "$data/ptb" ] || [ ! -d "$data/syneval" ]; then
+    echo "nlp_cli: $checks checks, $fails failed; shared data absent ($data): data checks skipped"
+    [ "$fails" -eq 0 ] || exit 1
+    exit 77
+fi
+zip=$data/treebank_sample/treebank.zip
+
+expect 0 "^set: +NLTK-sample WSJ10: 555 sentences" nlp parse --trees "$zip" --baseline right --max-len 10
+expect 0 "^f1_sentence_mean +58\.60 " nlp parse --trees "$zip" --baseline right --max-len 10
+expect 0 "^f1_corpus_evalb +63\.26 " nlp parse --trees "$zip" --baseline right --max-len 10
+expect 0 "^f1_corpus_nontrivial +13\.36 " nlp parse --trees "$zip" --baseline left --max-len 10
+expect 0 "^f1_sentence_mean +24\.13 " nlp parse --trees "$zip" --baseline balanced
+expect 0 "^mean depth +10\.95 " nlp parse --trees "$zip" --baseline left
+expect 0 "^  PP +41\.86 %  \(3,890 of 9,292\)" nlp parse --trees "$zip" --baseline right
+expect 0 "^set: +NLTK-sample WSJ, all lengths: 3,914 sentences" nlp parse --trees "$zip" --baseline random --seed 3
+expect 0 "^  SINV " nlp parse --trees "$zip" --baseline left --all-labels
+expect 0 "^  predicted: \(a \(lorillard" nlp parse --trees "$zip" --baseline right --max-len 10 --show 1
+# never a bare "WSJ10" for the sample
+checks=$((checks + 1))
+"$grove" nlp parse --trees "$zip" --baseline right --max-len 10 >"$tmp/p" 2>&1
+if grep -E "(^|[^-])WSJ10" "$tmp/p" | grep -vq "NLTK-sample WSJ10"; then
+    fail "the sample is called WSJ10 somewhere"; grep WSJ10 "$tmp/p"
+fi
+expect 0 "test +82,430 +3,761 +639\.30 +B=1: 82,430 rows" nlp corpus --data "$data/ptb"
+expect 0 "10,000 types" nlp corpus --data "$data/ptb"
+expect 1 "no ptb.train.txt or train.txt" nlp corpus --data "$tmp"
+expect 0 "30 word types .* 33,940 items collapse" nlp syneval --data "$data/syneval/marvin_linzen_2018.tsv" --ptb "$data/ptb" --quiet
+expect 0 "^NPI across a relative clause +10,560 +0 +0\.00 " nlp syneval --data "$data/syneval/marvin_linzen_2018.tsv" --ptb "$data/ptb" --quiet
+expect 1 "header" nlp syneval --data "$data/ptb/ptb.test.txt" --ptb "$data/ptb"
+
+echo "nlp_cli: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]
