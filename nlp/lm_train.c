@@ -47,7 +47,7 @@ int32_t nlp_lm_window_length(struct gr_philox_stream *s, int32_t bptt)
     double base = u < 0.95 ? (double)bptt : (double)bptt / 2.0;
     double u1 = (double)gr_philox_next_uniform(s);
     double u2 = (double)gr_philox_next_uniform(s);
-    double z = sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+    double z = sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
     double t = trunc(base + 5.0 * z);
     if (t < 5.0) {
         t = 5.0;
