@@ -33,7 +33,7 @@ static const struct rule rules[] = {
     {"render", "core envs replays render", BIT(LIB_SDL) | BIT(LIB_PNG)},
     {"agents", "core kernels envs replays agents", 0},
     {"nlp", "core kernels nlp", 0},
-    {"cli", "core kernels envs replays render agents nlp cli",
+    {"cli", "core kernels envs replays render agents nlp cli bench",
      BIT(LIB_SDL) | BIT(LIB_PNG) | BIT(LIB_MSGPACK) | BIT(LIB_CBLAS) |
          BIT(LIB_CUDA)},
 };
