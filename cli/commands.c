@@ -9,5 +9,7 @@ const struct cli_command *const cli_commands[] = {
     &cmd_nlp_corpus,
     &cmd_nlp_parse,
     &cmd_nlp_syneval,
+    &cmd_nlp_lm_train,
+    &cmd_nlp_lm_eval,
     NULL,
 };

@@ -10,4 +10,7 @@ extern const struct cli_command cmd_nlp_corpus;
 extern const struct cli_command cmd_nlp_parse;
 extern const struct cli_command cmd_nlp_syneval;
 
+extern const struct cli_command cmd_nlp_lm_train;
+extern const struct cli_command cmd_nlp_lm_eval;
+
 #endif

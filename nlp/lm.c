@@ -597,6 +597,114 @@ int nlp_lm_sentences(struct nlp_lm *m, const int32_t *ids, int32_t n,
     return rc;
 }
 
+/* ---- many sequences ---- */
+
+struct seq_ref {
+    int32_t len, index;
+};
+
+static int seq_cmp(const void *a, const void *b)
+{
+    const struct seq_ref *x = a, *y = b;
+    if (x->len != y->len) {
+        return x->len < y->len ? -1 : 1;
+    }
+    return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+int nlp_lm_run_sequences(struct nlp_lm *m, int32_t n,
+                         const int32_t *const *ids, const int32_t *lens,
+                         int32_t max_batch, double *logprob, int32_t layer,
+                         float *const *df, struct gr_progress *progress)
+{
+    if (n <= 0) {
+        return 0;
+    }
+    if (max_batch < 1) {
+        return gr_error(GR_EINVAL, "max_batch must be >= 1");
+    }
+    if (df != NULL && (layer < 0 || layer >= m->cfg.nlayers)) {
+        return gr_error(GR_EINVAL, "layer %d does not exist (the model has "
+                                   "%d layers)",
+                        (int)layer + 1, (int)m->cfg.nlayers);
+    }
+    struct seq_ref *order = malloc((size_t)n * sizeof *order);
+    int32_t max_len = 1;
+    if (order == NULL) {
+        return gr_error(GR_ENOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (lens[i] < 1) {
+            free(order);
+            return gr_error(GR_EINVAL, "sequence %d is empty", (int)i);
+        }
+        order[i].len = lens[i];
+        order[i].index = i;
+        max_len = lens[i] > max_len ? lens[i] : max_len;
+    }
+    qsort(order, (size_t)n, sizeof *order, seq_cmp);
+    size_t cap = (size_t)max_len * (size_t)max_batch;
+    int32_t *buf = malloc(cap * sizeof *buf);
+    float *lp = malloc(cap * sizeof *lp);
+    float *dbuf = df ? malloc(cap * (size_t)m->cfg.nlayers * sizeof *dbuf)
+                     : NULL;
+    int rc = 0;
+    if (buf == NULL || lp == NULL || (df != NULL && dbuf == NULL)) {
+        rc = gr_error(GR_ENOMEM, "out of memory");
+    }
+    for (int32_t s = 0; rc == 0 && s < n;) {
+        int32_t len = order[s].len, b = 0;
+        while (s + b < n && b < max_batch && order[s + b].len == len) {
+            b++;
+        }
+        for (int32_t j = 0; j < b; j++) {
+            const int32_t *src = ids[order[s + j].index];
+            for (int32_t t = 0; t < len; t++) {
+                buf[(size_t)t * b + j] = src[t];
+            }
+        }
+        rc = nlp_lm_sentences(m, buf, len, b, dbuf,
+                              logprob ? lp : NULL);
+        for (int32_t j = 0; rc == 0 && j < b; j++) {
+            int32_t i = order[s + j].index;
+            if (logprob != NULL) {
+                double sum = 0.0;
+                for (int32_t t = 0; t + 1 < len; t++) {
+                    sum += (double)lp[(size_t)t * b + j];
+                }
+                logprob[i] = sum;
+            }
+            if (df != NULL) {
+                const float *dl = dbuf + (size_t)layer * len * b;
+                for (int32_t t = 0; t < len; t++) {
+                    df[i][t] = dl[(size_t)t * b + j];
+                }
+            }
+        }
+        s += b;
+        if (progress != NULL) {
+            gr_progress_update(progress, (uint64_t)s);
+        }
+    }
+    free(order);
+    free(buf);
+    free(lp);
+    free(dbuf);
+    return rc;
+}
+
+int nlp_lm_syneval_score(void *scorer, int32_t n, const int32_t *const *ids,
+                         const int32_t *lens, double *logprob)
+{
+    struct nlp_lm_scorer *sc = scorer;
+    int rc = nlp_lm_run_sequences(sc->lm, n, ids, lens, sc->max_batch,
+                                  logprob, -1, NULL, NULL);
+    if (rc == 0 && sc->progress != NULL) {
+        gr_progress_update(sc->progress, sc->progress->done + (uint64_t)n);
+    }
+    return rc;
+}
+
 /* ---- config text ---- */
 
 int nlp_text_printf(struct nlp_text *t, const char *fmt, ...)

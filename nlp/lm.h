@@ -232,6 +232,29 @@ int nlp_lm_evaluate(struct nlp_lm *m, const int32_t *data, size_t rows,
 int nlp_lm_sentences(struct nlp_lm *m, const int32_t *ids, int32_t n,
                      int32_t batch, float *df_out, float *logp_out);
 
+/* Many sequences of different lengths (parsing, syneval): sequences are
+ * grouped by length and run in batches of at most max_batch with a fresh
+ * zero state each (evaluation mode). ids[i] has lens[i] >= 1 tokens. For
+ * every i, when not NULL:
+ *   logprob[i] = Σ_{t=1..lens[i]-1} log p(ids[i][t] | ids[i][<t]);
+ *   df[i][t]   = forget distance of layer `layer` (0-based) at step t,
+ *                t < lens[i] (ON-LSTM only).
+ * `progress` (may be NULL) is advanced by one per sequence. */
+struct gr_progress;
+int nlp_lm_run_sequences(struct nlp_lm *m, int32_t n,
+                         const int32_t *const *ids, const int32_t *lens,
+                         int32_t max_batch, double *logprob, int32_t layer,
+                         float *const *df, struct gr_progress *progress);
+
+/* An nlp_syneval_score_fn (nlp/syneval.h) over a struct nlp_lm_scorer. */
+struct nlp_lm_scorer {
+    struct nlp_lm *lm;
+    int32_t max_batch;            /* sequences per forward call */
+    struct gr_progress *progress; /* may be NULL */
+};
+int nlp_lm_syneval_score(void *scorer, int32_t n, const int32_t *const *ids,
+                         const int32_t *lens, double *logprob);
+
 /* ---- configuration text (checkpoints) ---- */
 
 /* Appends "key value" lines of the model configuration to buf (a
