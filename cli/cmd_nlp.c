@@ -188,8 +188,8 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
                 "WSJ10 is 10)",
                 &max_len),
         CLI_STRING("split", "all|test", "all",
-                   "all: sections 00-24 (WSJ10 with --max-len 10); test: "
-                   "section 23 (WSJ test)",
+                   "all: sections 00-24 (WSJ10 with --max-len 10 on the "
+                   "full WSJ); test: section 23 (WSJ test)",
                    &split_text),
         CLI_FLAG("all-labels", "per-label recall for every label, not only "
                  "ADJP NP PP INTJ", &all_labels),
@@ -198,8 +198,8 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
                 &show),
         CLI_END,
     };
-    int rc = cli_parse(cmd, opts, CLI_COMMON_SEED | CLI_COMMON_QUIET, 0, 0,
-                       argc, argv, &common, &first);
+    int rc = cli_parse(cmd, opts, CLI_COMMON_SEED, 0, 0, argc, argv, &common,
+                       &first);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
@@ -247,6 +247,20 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
     struct nlp_treebank tb;
     if (nlp_treebank_read(&tb, trees) < 0) {
         return cli_fail(cmd);
+    }
+    if (split == NLP_TREES_TEST) {
+        int has23 = 0;
+        for (int32_t f = 0; f < tb.n_files; f++) {
+            has23 |= tb.files[f].section == 23;
+        }
+        if (!has23) {
+            gr_error(GR_EINVAL, "--split test needs WSJ section 23 "
+                     "(wsj_23NN.mrg), which %s does not hold%s", trees,
+                     nlp_treebank_coverage(&tb) == 1
+                         ? " (NLTK's sample is sections 00-01)" : "");
+            nlp_treebank_free(&tb);
+            return cli_fail(cmd);
+        }
     }
     int32_t max_words = 1;
     for (int32_t i = 0; i < tb.n_sentences; i++) {
@@ -403,7 +417,7 @@ const struct cli_command cmd_nlp_parse = {
     "per-label recall, depth.",
     "",
     "Reads the gold trees and preprocesses them as the ON-LSTM reference does "
-    "(lm_and_parsing.md §2),\nthen scores the chosen parser. Examples:\n"
+    "(lm_and_parsing.md section 2),\nthen scores the chosen parser. Examples:\n"
     "  grove nlp parse --trees treebank.zip --baseline right --max-len 10   "
     "# NLTK-sample WSJ10\n"
     "  grove nlp parse --trees /data/wsj --baseline left --split test       "

@@ -257,7 +257,9 @@ static int inflate_stored(struct bitreader *br, struct output *o)
     if (len > o->cap - o->len) {
         return output_full(o, br);
     }
-    memcpy(o->buf + o->len, br->in + br->pos, len);
+    if (len > 0) {
+        memcpy(o->buf + o->len, br->in + br->pos, len);
+    }
     o->len += len;
     br->pos += len;
     return 0;

@@ -172,8 +172,10 @@ int nlp_tree_format(const char *const *words, int32_t m,
     if (cap > 0) {
         buf[0] = '\0';
     }
-    memcpy(work, spans, (size_t)n * sizeof *work);
-    qsort(work, (size_t)n, sizeof *work, span_preorder);
+    if (n > 0) {
+        memcpy(work, spans, (size_t)n * sizeof *work);
+        qsort(work, (size_t)n, sizeof *work, span_preorder);
+    }
     for (int32_t i = 0; i < n; i++) {
         if (work[i].start < 0 || work[i].end > m ||
             work[i].end - work[i].start < 2 ||
@@ -260,7 +262,9 @@ static int32_t clean_spans(const struct nlp_span *src, int32_t n, int32_t m,
         }
         dst[k++] = src[i];
     }
-    qsort(dst, (size_t)k, sizeof *dst, span_cmp);
+    if (k > 1) {
+        qsort(dst, (size_t)k, sizeof *dst, span_cmp);
+    }
     int32_t u = 0;
     for (int32_t i = 0; i < k; i++) {
         if (u == 0 || span_cmp(&dst[u - 1], &dst[i]) != 0) {
@@ -291,6 +295,9 @@ static int contains(const struct nlp_span *a, int32_t n, int32_t start,
                     int32_t end)
 {
     struct nlp_span key = {start, end};
+    if (n == 0) {
+        return 0;
+    }
     return bsearch(&key, a, (size_t)n, sizeof *a, span_cmp) != NULL;
 }
 

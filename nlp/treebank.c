@@ -408,7 +408,9 @@ static int process_tree(struct file_ctx *fc, size_t n_nodes, int32_t index)
     if (rc < 0) {
         return rc;
     }
-    qsort(st->items, n_items, sizeof *st->items, cmp_labeled);
+    if (n_items > 1) {
+        qsort(st->items, n_items, sizeof *st->items, cmp_labeled);
+    }
     for (size_t i = 0; i < n_items; i++) {
         if (i > 0 && cmp_labeled(&st->items[i - 1], &st->items[i]) == 0) {
             continue;
@@ -770,7 +772,9 @@ static int read_zip(struct nlp_treebank *tb, const char *path)
                       "(expected NLTK's treebank.zip or a zip of the WSJ "
                       ".mrg files)", path, z.n_entries);
     }
-    qsort(pl.items, pl.n, sizeof *pl.items, cmp_pending);
+    if (pl.n > 1) {
+        qsort(pl.items, pl.n, sizeof *pl.items, cmp_pending);
+    }
     if (rc == 0) {
         rc = check_duplicates(&pl, path);
     }
@@ -800,7 +804,9 @@ static int read_folder(struct nlp_treebank *tb, const char *path)
                       "below (expected WSJ/NN/WSJ_NNNN.MRG, "
                       "wsj/NN/wsj_NNNN.mrg or NLTK's combined/)", path);
     }
-    qsort(pl.items, pl.n, sizeof *pl.items, cmp_pending);
+    if (pl.n > 1) {
+        qsort(pl.items, pl.n, sizeof *pl.items, cmp_pending);
+    }
     if (rc == 0) {
         rc = check_duplicates(&pl, path);
     }

@@ -149,6 +149,42 @@ static void test_malformed(void)
     expect_bad("(S (NN a b c))", "more than two atoms");
 }
 
+/* Every single-character change of a valid file (a bracket, a space, a
+ * deletion): read, or refused with a message; never a crash (ASan in CI). */
+static void test_mutations(void)
+{
+    size_t n = strlen(hand_mrg);
+    char *buf = malloc(n + 1);
+    const char repl[3] = {'(', ')', ' '};
+    int ok = 0, refused = 0;
+    for (size_t p = 0; p < n; p++) {
+        for (int k = 0; k < 4; k++) {
+            size_t len = n;
+            memcpy(buf, hand_mrg, n + 1);
+            if (k < 3) {
+                buf[p] = repl[k];
+            } else {
+                memmove(buf + p, buf + p + 1, n - p);
+                len--;
+            }
+            struct nlp_treebank tb;
+            gr_clear_error();
+            int rc = nlp_treebank_read_text(&tb, buf, len, "m.mrg");
+            if (rc == 0) {
+                ok++;
+                CHECK(tb.n_sentences >= 1);
+                nlp_treebank_free(&tb);
+            } else {
+                refused++;
+                CHECK(rc == GR_EFORMAT);
+                CHECK(strncmp(gr_last_error(), "m.mrg:", 6) == 0);
+            }
+        }
+    }
+    printf("mutated trees: %d read, %d refused\n", ok, refused);
+    free(buf);
+}
+
 static void write_file(const char *path, const char *text)
 {
     CHECK(gr_write_file_atomic(path, text, strlen(text), 1) == 0);
@@ -316,6 +352,7 @@ int main(int argc, char **argv)
 {
     test_hand_trees();
     test_malformed();
+    test_mutations();
     test_folder();
     if (argc < 2 || !gr_path_exists(argv[1])) {
         printf("treebank folder %s is absent: data checks skipped\n",
