@@ -9,9 +9,12 @@
 #include "cli/lm_common.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/progress.h"
 #include "nlp/corpus.h"
 #include "nlp/lm.h"
 #include "nlp/lm_train.h"
+#include "nlp/syneval.h"
+#include "nlp/treebank.h"
 
 int lm_cli_ctx_config(const struct cli_command *cmd,
                       const struct cli_common *common,
@@ -339,6 +342,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
         return rc;
     }
+    rc = 0;
     struct nlp_lm_loaded ld;
     if (nlp_lm_load(&ld, ckpt, &cc) < 0) {
         return cli_fail(cmd);
@@ -415,3 +419,152 @@ const struct cli_command cmd_nlp_lm_eval = {
     NULL,
     run_eval,
 };
+
+/* ---- helpers of grove nlp parse / syneval --checkpoint ------------------ */
+
+/* The ids of <eos> and <unk> in a model's vocabulary. */
+static int special_ids(const struct nlp_lm_loaded *ld, const char *ckpt,
+                       int32_t *eos, int32_t *unk)
+{
+    *eos = nlp_vocab_find(&ld->vocab, "<eos>", 5);
+    *unk = nlp_vocab_find(&ld->vocab, "<unk>", 5);
+    if (*eos < 0) {
+        return gr_error(GR_EFORMAT, "%s: the vocabulary has no <eos>", ckpt);
+    }
+    return 0;
+}
+
+void lm_cli_free_distances(float **dist, int32_t n)
+{
+    if (dist == NULL) {
+        return;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        free(dist[i]);
+    }
+    free(dist);
+}
+
+int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
+                           int layer, const struct nlp_treebank *tb,
+                           const unsigned char *want, int quiet,
+                           float ***dist_out, char *desc, size_t cap)
+{
+    *dist_out = NULL;
+    struct nlp_lm_loaded ld;
+    int rc = nlp_lm_load(&ld, ckpt, cc);
+    if (rc < 0) {
+        return rc;
+    }
+    int32_t eos, unk;
+    if ((rc = special_ids(&ld, ckpt, &eos, &unk)) < 0) {
+        nlp_lm_loaded_free(&ld);
+        return rc;
+    }
+    if (ld.lm.cfg.kind != NLP_LM_ONLSTM) {
+        nlp_lm_loaded_free(&ld);
+        return gr_error(GR_EINVAL, "%s is an LSTM language model: parsing "
+                                   "needs the ON-LSTM's distances",
+                        ckpt);
+    }
+    if (layer < 1 || layer > ld.lm.cfg.nlayers) {
+        rc = gr_error(GR_EINVAL, "--layer %d: the model has layers 1 to %d",
+                      layer, (int)ld.lm.cfg.nlayers);
+        nlp_lm_loaded_free(&ld);
+        return rc;
+    }
+    int32_t n = tb->n_sentences, n_sel = 0;
+    float **dist = calloc((size_t)(n > 0 ? n : 1), sizeof *dist);
+    float **full = calloc((size_t)(n > 0 ? n : 1), sizeof *full);
+    int32_t **ids = calloc((size_t)(n > 0 ? n : 1), sizeof *ids);
+    int32_t *lens = calloc((size_t)(n > 0 ? n : 1), sizeof *lens);
+    int64_t n_unknown = 0, n_words = 0;
+    if (dist == NULL || full == NULL || ids == NULL || lens == NULL) {
+        rc = gr_error(GR_ENOMEM, "out of memory");
+    }
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        const struct nlp_sentence *s = &tb->sentences[i];
+        if (!want[i] || s->n_words < 1) {
+            continue;
+        }
+        ids[n_sel] = malloc((size_t)(s->n_words + 2) * sizeof **ids);
+        full[n_sel] = malloc((size_t)(s->n_words + 2) * sizeof **full);
+        dist[i] = malloc((size_t)s->n_words * sizeof **dist);
+        if (ids[n_sel] == NULL || full[n_sel] == NULL || dist[i] == NULL) {
+            rc = gr_error(GR_ENOMEM, "out of memory");
+            n_sel++;
+            break;
+        }
+        n_unknown += nlp_sentence_ids(s, &ld.vocab, eos, unk, ids[n_sel]);
+        n_words += s->n_words;
+        lens[n_sel] = s->n_words + 2;
+        n_sel++;
+    }
+    if (rc == 0) {
+        struct gr_progress prog;
+        gr_progress_start(&prog, "distances", (uint64_t)n_sel, "sentences",
+                          quiet);
+        rc = nlp_lm_run_sequences(&ld.lm, n_sel, (const int32_t *const *)ids,
+                                  lens, 64, NULL, layer - 1, full, &prog);
+        gr_progress_finish(&prog);
+    }
+    /* drop the first and the last step (the two <eos>) */
+    for (int32_t i = 0, k = 0; rc == 0 && i < n; i++) {
+        if (dist[i] != NULL) {
+            memcpy(dist[i], full[k] + 1,
+                   (size_t)(lens[k] - 2) * sizeof **dist);
+            k++;
+        }
+    }
+    for (int32_t k = 0; k < n_sel; k++) {
+        free(ids[k]);
+        free(full[k]);
+    }
+    free(ids);
+    free(full);
+    free(lens);
+    if (rc == 0) {
+        snprintf(desc, cap,
+                 "ON-LSTM syntactic distances (layer %d of %d, forget "
+                 "distance), greedy top-down split; %s, %lld of %lld words "
+                 "unknown (-> <unk>)",
+                 layer, (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
+                 (long long)n_words);
+        *dist_out = dist;
+    } else {
+        lm_cli_free_distances(dist, n);
+    }
+    nlp_lm_loaded_free(&ld);
+    return rc;
+}
+
+int lm_cli_syneval(const char *ckpt, const struct gr_ctx_config *cc,
+                   const struct nlp_syneval *set, int32_t batch, int quiet,
+                   struct nlp_syneval_results *res, int32_t *vocab_size,
+                   char *desc, size_t cap)
+{
+    struct nlp_lm_loaded ld;
+    int rc = nlp_lm_load(&ld, ckpt, cc);
+    if (rc < 0) {
+        return rc;
+    }
+    int32_t eos, unk;
+    if ((rc = special_ids(&ld, ckpt, &eos, &unk)) < 0) {
+        nlp_lm_loaded_free(&ld);
+        return rc;
+    }
+    struct gr_progress prog;
+    gr_progress_start(&prog, "scoring", 0, "sentences", quiet);
+    struct nlp_lm_scorer sc = {&ld.lm, batch, &prog};
+    rc = nlp_syneval_run(set, &ld.vocab, eos, unk, nlp_lm_syneval_score, &sc,
+                         4096, res);
+    gr_progress_finish(&prog);
+    *vocab_size = ld.vocab.size;
+    snprintf(desc, cap,
+             "%s language model from %s (%d layers; sum of log p over the "
+             "words and the final '.')",
+             ld.lm.cfg.kind == NLP_LM_ONLSTM ? "ON-LSTM" : "LSTM", ckpt,
+             (int)ld.lm.cfg.nlayers);
+    nlp_lm_loaded_free(&ld);
+    return rc;
+}
