@@ -11,5 +11,6 @@ const struct cli_command *const cli_commands[] = {
     &cmd_nlp_syneval,
     &cmd_nlp_lm_train,
     &cmd_nlp_lm_eval,
+    &cmd_bench_nlp,
     NULL,
 };

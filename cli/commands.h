@@ -12,5 +12,6 @@ extern const struct cli_command cmd_nlp_syneval;
 
 extern const struct cli_command cmd_nlp_lm_train;
 extern const struct cli_command cmd_nlp_lm_eval;
+extern const struct cli_command cmd_bench_nlp;
 
 #endif
