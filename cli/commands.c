@@ -5,6 +5,17 @@
 
 const struct cli_command *const cli_commands[] = {
     &cmd_version,
+    &cmd_craft_run,
+    &cmd_craft_demos,
+    &cmd_craft_play,
+    &cmd_replay_info,
+    &cmd_replay_verify,
+    &cmd_replay_dump,
+    &cmd_replay_export,
+    &cmd_replay_play,
+    &cmd_plot,
+    &cmd_bench_craft,
+    &cmd_bench_kernels,
     &cmd_nlp_tasks,
     &cmd_nlp_corpus,
     &cmd_nlp_parse,

@@ -5,6 +5,17 @@
 #include "cli/cli.h"
 
 extern const struct cli_command cmd_version;
+extern const struct cli_command cmd_craft_run;
+extern const struct cli_command cmd_bench_craft;
+extern const struct cli_command cmd_plot;
+extern const struct cli_command cmd_replay_export;
+extern const struct cli_command cmd_replay_play;
+extern const struct cli_command cmd_craft_play;
+extern const struct cli_command cmd_craft_demos;
+extern const struct cli_command cmd_replay_info;
+extern const struct cli_command cmd_replay_verify;
+extern const struct cli_command cmd_replay_dump;
+extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_nlp_tasks;
 extern const struct cli_command cmd_nlp_corpus;
 extern const struct cli_command cmd_nlp_parse;

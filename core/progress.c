@@ -92,9 +92,14 @@ static void draw(struct gr_progress *p, double now, int final)
             bar[i] = i < filled ? '#' : '.';
         }
         bar[BAR_WIDTH] = '\0';
+        /* The bar only where it is redrawn in place; logs get numbers. */
+        char bar_text[BAR_WIDTH + 4] = "";
+        if (p->is_tty) {
+            snprintf(bar_text, sizeof bar_text, " [%s]", bar);
+        }
         n = snprintf(line, sizeof line,
-                     "%s [%s] %llu/%llu %s  %s %s/s  %s elapsed  ETA %s",
-                     p->label, p->is_tty ? bar : "",
+                     "%s%s %llu/%llu %s  %s %s/s  %s elapsed  ETA %s",
+                     p->label, bar_text,
                      (unsigned long long)p->done,
                      (unsigned long long)p->total, p->unit, rate_text,
                      p->unit, elapsed_text, eta_text);

@@ -169,18 +169,21 @@ struct gr_backend {
                     const float *lse, int64_t rows, int64_t v, int32_t ignore,
                     const float *gloss, const float *count, float *glogits);
 
+    /* act [b, 5H] receives (σ(i), σ(f), tanh(g), σ(o), tanh(c)) so that
+     * the backward needs no transcendental function. */
     int (*lstm_fwd)(void *st, const float *gates, const float *c_prev,
-                    float *h, float *c, int64_t b, int64_t hdim);
-    int (*lstm_bwd)(void *st, const float *gates, const float *c_prev,
-                    const float *c, const float *gh, const float *gc,
-                    float *ggates, float *gc_prev, int64_t b, int64_t hdim);
-    /* save: [b, 4n] = (ĩ, f̃, softmax of ẑ_i, softmax of ẑ_f) */
+                    float *h, float *c, float *act, int64_t b, int64_t hdim);
+    int (*lstm_bwd)(void *st, const float *act, const float *c_prev,
+                    const float *gh, const float *gc, float *ggates,
+                    float *gc_prev, int64_t b, int64_t hdim);
+    /* save: [b, 4n] = (ĩ, f̃, softmax of ẑ_i, softmax of ẑ_f); act [b, 5H]
+     * = (σ(o), tanh(ĉ), σ(i), σ(f), tanh(c)) */
     int (*onlstm_fwd)(void *st, const float *z, const float *c_prev,
                       float *h, float *c, float *df, float *di, float *save,
-                      int64_t b, int64_t hdim, int64_t chunk);
-    int (*onlstm_bwd)(void *st, const float *z, const float *c_prev,
-                      const float *c, const float *save, const float *gh,
-                      const float *gc, float *gz, float *gc_prev,
+                      float *act, int64_t b, int64_t hdim, int64_t chunk);
+    int (*onlstm_bwd)(void *st, const float *c_prev, const float *save,
+                      const float *act, const float *gh, const float *gc,
+                      float *gz, float *gc_prev,
                       float *scratch /* [b, 2n] */, int64_t b, int64_t hdim,
                       int64_t chunk);
 

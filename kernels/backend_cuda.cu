@@ -1283,43 +1283,46 @@ int cu_xent_bwd(void *st, const float *logits, const int32_t *targets,
 /* ---- fused cells ---- */
 
 __global__ void k_lstm_fwd(const float *gates, const float *c_prev, float *h,
-                           float *c, int64_t b, int64_t hd)
+                           float *c, float *act, int64_t b, int64_t hd)
 {
     GRID_STRIDE(k, b * hd)
     {
         int64_t r = k / hd, u = k % hd;
         const float *g = gates + r * 4 * hd;
+        float *a = act + r * 5 * hd;
         float i = d_sigmoid(g[u]);
         float f = d_sigmoid(g[hd + u]);
         float gg = tanhf(g[2 * hd + u]);
         float o = d_sigmoid(g[3 * hd + u]);
         float cn = f * c_prev[k] + i * gg;
+        float tc = tanhf(cn);
         c[k] = cn;
-        h[k] = o * tanhf(cn);
+        h[k] = o * tc;
+        a[u] = i;
+        a[hd + u] = f;
+        a[2 * hd + u] = gg;
+        a[3 * hd + u] = o;
+        a[4 * hd + u] = tc;
     }
 }
 
 int cu_lstm_fwd(void *st, const float *gates, const float *c_prev, float *h,
-                float *c, int64_t b, int64_t hd)
+                float *c, float *act, int64_t b, int64_t hd)
 {
     (void)st;
-    LAUNCH(k_lstm_fwd, b * hd, gates, c_prev, h, c, b, hd);
+    LAUNCH(k_lstm_fwd, b * hd, gates, c_prev, h, c, act, b, hd);
 }
 
-__global__ void k_lstm_bwd(const float *gates, const float *c_prev,
-                           const float *c, const float *gh, const float *gc,
-                           float *ggates, float *gc_prev, int64_t b,
-                           int64_t hd)
+__global__ void k_lstm_bwd(const float *act, const float *c_prev,
+                           const float *gh, const float *gc, float *ggates,
+                           float *gc_prev, int64_t b, int64_t hd)
 {
     GRID_STRIDE(k, b * hd)
     {
         int64_t r = k / hd, u = k % hd;
-        const float *g = gates + r * 4 * hd;
-        float i = d_sigmoid(g[u]);
-        float f = d_sigmoid(g[hd + u]);
-        float gg = tanhf(g[2 * hd + u]);
-        float o = d_sigmoid(g[3 * hd + u]);
-        float tc = tanhf(c[k]);
+        const float *a = act + r * 5 * hd;
+        float i = a[u], f = a[hd + u], gg = a[2 * hd + u];
+        float o = a[3 * hd + u], tc = a[4 * hd + u];
         float dh = gh ? gh[k] : 0.0f;
         float dc = (gc ? gc[k] : 0.0f) + dh * o * (1.0f - tc * tc);
         if (ggates) {
@@ -1335,13 +1338,12 @@ __global__ void k_lstm_bwd(const float *gates, const float *c_prev,
     }
 }
 
-int cu_lstm_bwd(void *st, const float *gates, const float *c_prev,
-                const float *c, const float *gh, const float *gc,
-                float *ggates, float *gc_prev, int64_t b, int64_t hd)
+int cu_lstm_bwd(void *st, const float *act, const float *c_prev,
+                const float *gh, const float *gc, float *ggates,
+                float *gc_prev, int64_t b, int64_t hd)
 {
     (void)st;
-    LAUNCH(k_lstm_bwd, b * hd, gates, c_prev, c, gh, gc, ggates, gc_prev, b,
-           hd);
+    LAUNCH(k_lstm_bwd, b * hd, act, c_prev, gh, gc, ggates, gc_prev, b, hd);
 }
 
 /* master gates of each row: save [b, 4n] = (ĩ, f̃, p_i, p_f), distances */
@@ -1370,7 +1372,8 @@ __global__ void k_onlstm_master(const float *z, float *df, float *di,
 
 __global__ void k_onlstm_units(const float *z, const float *c_prev,
                                const float *save, float *h, float *c,
-                               int64_t b, int64_t hd, int64_t chunk)
+                               float *act, int64_t b, int64_t hd,
+                               int64_t chunk)
 {
     int64_t n = hd / chunk, w = 2 * n + 4 * hd;
     GRID_STRIDE(q, b * hd)
@@ -1378,18 +1381,29 @@ __global__ void k_onlstm_units(const float *z, const float *c_prev,
         int64_t r = q / hd, u = q % hd, k = u / chunk;
         const float *zr = z + r * w;
         const float *mi = save + r * 4 * n, *mf = mi + n;
+        float *a = act + r * 5 * hd;
+        float o = d_sigmoid(zr[2 * n + u]);
+        float ch = tanhf(zr[2 * n + hd + u]);
+        float ig = d_sigmoid(zr[2 * n + 2 * hd + u]);
+        float fg = d_sigmoid(zr[2 * n + 3 * hd + u]);
         float om = mf[k] * mi[k];
-        float fh = d_sigmoid(zr[2 * n + 3 * hd + u]) * om + (mf[k] - om);
-        float ih = d_sigmoid(zr[2 * n + 2 * hd + u]) * om + (mi[k] - om);
-        float cn = fh * c_prev[q] + ih * tanhf(zr[2 * n + hd + u]);
+        float fh = fg * om + (mf[k] - om);
+        float ih = ig * om + (mi[k] - om);
+        float cn = fh * c_prev[q] + ih * ch;
+        float tc = tanhf(cn);
         c[q] = cn;
-        h[q] = d_sigmoid(zr[2 * n + u]) * tanhf(cn);
+        h[q] = o * tc;
+        a[u] = o;
+        a[hd + u] = ch;
+        a[2 * hd + u] = ig;
+        a[3 * hd + u] = fg;
+        a[4 * hd + u] = tc;
     }
 }
 
 int cu_onlstm_fwd(void *st, const float *z, const float *c_prev, float *h,
-                  float *c, float *df, float *di, float *save, int64_t b,
-                  int64_t hd, int64_t chunk)
+                  float *c, float *df, float *di, float *save, float *act,
+                  int64_t b, int64_t hd, int64_t chunk)
 {
     (void)st;
     k_onlstm_master<<<blocks_for(b), kBlock>>>(z, df, di, save, b, hd, chunk);
@@ -1397,35 +1411,32 @@ int cu_onlstm_fwd(void *st, const float *z, const float *c_prev, float *h,
     if (rc < 0) {
         return rc;
     }
-    LAUNCH(k_onlstm_units, b * hd, z, c_prev, save, h, c, b, hd, chunk);
+    LAUNCH(k_onlstm_units, b * hd, z, c_prev, save, h, c, act, b, hd, chunk);
 }
 
 /* One thread per (row, chunk): the C units of the chunk in order; writes
  * the per-unit gradients and the chunk's master-gate gradients. */
-__global__ void k_onlstm_bwd_units(const float *z, const float *c_prev,
-                                   const float *c, const float *save,
-                                   const float *gh, const float *gc,
-                                   float *gz, float *gc_prev, float *scratch,
-                                   int64_t b, int64_t hd, int64_t chunk)
+__global__ void k_onlstm_bwd_units(const float *c_prev, const float *save,
+                                   const float *act, const float *gh,
+                                   const float *gc, float *gz, float *gc_prev,
+                                   float *scratch, int64_t b, int64_t hd,
+                                   int64_t chunk)
 {
     int64_t n = hd / chunk, w = 2 * n + 4 * hd;
     GRID_STRIDE(rk, b * n)
     {
         int64_t r = rk / n, k = rk % n;
-        const float *zr = z + r * w;
         const float *mi = save + r * 4 * n, *mf = mi + n;
+        const float *a = act + r * 5 * hd;
         float *gzr = gz ? gz + r * w : NULL;
         float gmi = 0.0f, gmf = 0.0f;
         float om = mf[k] * mi[k];
         for (int64_t j = 0; j < chunk; j++) {
             int64_t u = k * chunk + j, q = r * hd + u;
-            float o = d_sigmoid(zr[2 * n + u]);
-            float ch = tanhf(zr[2 * n + hd + u]);
-            float ig = d_sigmoid(zr[2 * n + 2 * hd + u]);
-            float fg = d_sigmoid(zr[2 * n + 3 * hd + u]);
+            float o = a[u], ch = a[hd + u], ig = a[2 * hd + u];
+            float fg = a[3 * hd + u], tc = a[4 * hd + u];
             float fh = fg * om + (mf[k] - om);
             float ih = ig * om + (mi[k] - om);
-            float tc = tanhf(c[q]);
             float dh = gh ? gh[q] : 0.0f;
             float dc = (gc ? gc[q] : 0.0f) + dh * o * (1.0f - tc * tc);
             float dih = dc * ch, dfh = dc * c_prev[q];
@@ -1462,15 +1473,15 @@ __global__ void k_onlstm_bwd_master(const float *save, const float *scratch,
     }
 }
 
-int cu_onlstm_bwd(void *st, const float *z, const float *c_prev,
-                  const float *c, const float *save, const float *gh,
-                  const float *gc, float *gz, float *gc_prev, float *scratch,
-                  int64_t b, int64_t hd, int64_t chunk)
+int cu_onlstm_bwd(void *st, const float *c_prev, const float *save,
+                  const float *act, const float *gh, const float *gc,
+                  float *gz, float *gc_prev, float *scratch, int64_t b,
+                  int64_t hd, int64_t chunk)
 {
     (void)st;
     int64_t n = hd / chunk;
     k_onlstm_bwd_units<<<blocks_for(b * n), kBlock>>>(
-        z, c_prev, c, save, gh, gc, gz, gc_prev, scratch, b, hd, chunk);
+        c_prev, save, act, gh, gc, gz, gc_prev, scratch, b, hd, chunk);
     int rc = check_launch("k_onlstm_bwd_units");
     if (rc < 0 || !gz) {
         return rc;

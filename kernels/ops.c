@@ -1715,7 +1715,7 @@ static int lstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     if (!gg && !gcp) {
         return 0;
     }
-    CALLB(ctx->be->lstm_bwd(ctx->st, F(g), F(cp), F(c),
+    CALLB(ctx->be->lstm_bwd(ctx->st, nd->aux[0], F(cp),
                             h->grad ? F(h->grad) : NULL,
                             c->grad ? F(c->grad) : NULL, gg, gcp, nd->i[0],
                             nd->i[1]));
@@ -1749,10 +1749,12 @@ int gr_lstm_cell(struct gr_ctx *ctx, struct gr_tensor *gates,
     struct gr_tensor *h = gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0);
     struct gr_tensor *c = h ? gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0)
                             : NULL;
-    if (!c) {
+    float *act = c ? gr_step_floats(ctx, 5 * b * hd) : NULL;
+    if (!act) {
         return ctx->status;
     }
-    CALLB(ctx->be->lstm_fwd(ctx->st, F(gates), F(c_prev), F(h), F(c), b, hd));
+    CALLB(ctx->be->lstm_fwd(ctx->st, F(gates), F(c_prev), F(h), F(c), act, b,
+                            hd));
     struct gr_tensor *in[2] = {gates, c_prev};
     if (wants_grad(ctx, 2, in)) {
         struct gr_node *nd = record(ctx, op, lstm_cell_bwd, 2, in, h);
@@ -1763,6 +1765,7 @@ int gr_lstm_cell(struct gr_ctx *ctx, struct gr_tensor *gates,
         nd->n_out = 2;
         c->requires_grad = 1;
         c->node_ = h->node_;
+        nd->aux[0] = act;
         nd->i[0] = b;
         nd->i[1] = hd;
     }
@@ -1788,7 +1791,7 @@ static int onlstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     if (!scratch) {
         return ctx->status;
     }
-    CALLB(ctx->be->onlstm_bwd(ctx->st, F(z), F(cp), F(c), nd->aux[0],
+    CALLB(ctx->be->onlstm_bwd(ctx->st, F(cp), nd->aux[0], nd->aux[1],
                               h->grad ? F(h->grad) : NULL,
                               c->grad ? F(c->grad) : NULL, gz, gcp, scratch,
                               nd->i[0], nd->i[1], nd->i[2]));
@@ -1839,11 +1842,12 @@ int gr_onlstm_cell(struct gr_ctx *ctx, struct gr_tensor *z,
     struct gr_tensor *di = df ? gr_new_step(ctx, GR_F32, gr_shape1(b), 0)
                               : NULL;
     float *save = di ? gr_step_floats(ctx, b * 4 * nc) : NULL;
-    if (!save) {
+    float *act = save ? gr_step_floats(ctx, b * 5 * hd) : NULL;
+    if (!act) {
         return ctx->status;
     }
     CALLB(ctx->be->onlstm_fwd(ctx->st, F(z), F(c_prev), F(h), F(c), F(df),
-                              F(di), save, b, hd, chunk));
+                              F(di), save, act, b, hd, chunk));
     struct gr_tensor *in[2] = {z, c_prev};
     if (wants_grad(ctx, 2, in)) {
         struct gr_node *nd = record(ctx, op, onlstm_cell_bwd, 2, in, h);
@@ -1855,6 +1859,7 @@ int gr_onlstm_cell(struct gr_ctx *ctx, struct gr_tensor *z,
         c->requires_grad = 1;
         c->node_ = h->node_;
         nd->aux[0] = save;
+        nd->aux[1] = act;
         nd->i[0] = b;
         nd->i[1] = hd;
         nd->i[2] = chunk;

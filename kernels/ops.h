@@ -98,8 +98,8 @@ struct gr_tensor *gr_abs(struct gr_ctx *ctx, struct gr_tensor *x);
 struct gr_tensor *gr_square(struct gr_ctx *ctx, struct gr_tensor *x);
 struct gr_tensor *gr_sqrt(struct gr_ctx *ctx, struct gr_tensor *x);
 
-/* min(max(x, lo), hi); the gradient passes where lo < x < hi (PPO's ratio
- * clipping). */
+/* min(max(x, lo), hi); the gradient passes where lo <= x <= hi (as
+ * torch.clamp; PPO's ratio clipping). */
 struct gr_tensor *gr_clamp(struct gr_ctx *ctx, struct gr_tensor *x, float lo,
                            float hi);
 

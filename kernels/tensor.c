@@ -760,9 +760,18 @@ int gr_tensor_rand_uniform(struct gr_tensor *t, float lo, float hi,
     if (!v) {
         return gr_error(GR_ENOMEM, "out of host memory");
     }
+    /* Word i of the draw, one Philox block per four words (the same
+     * numbers as gr_rng_uniform(key, i), four times fewer blocks). */
     uint64_t key = gr_rng_key(rng);
-    for (int64_t i = 0; i < t->numel; i++) {
-        v[i] = lo + (hi - lo) * gr_rng_uniform(key, (uint64_t)i);
+    uint32_t k2[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+    for (int64_t i = 0; i < t->numel; i += 4) {
+        uint64_t blk = (uint64_t)i >> 2;
+        uint32_t ctr[4] = {(uint32_t)blk, (uint32_t)(blk >> 32), 0u, 0u};
+        uint32_t w[4];
+        gr_philox4x32_10(ctr, k2, w);
+        for (int j = 0; j < 4 && i + j < t->numel; j++) {
+            v[i + j] = lo + (hi - lo) * gr_u32_to_uniform(w[j]);
+        }
     }
     return fill_host_values(t, v);
 }

@@ -34,4 +34,34 @@ else
     echo "== ci-cuda: skipped, no nvcc on PATH or in /usr/local/cuda/bin" >&2
 fi
 variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON
+# The replay reader's libFuzzer target, for a bounded time, where clang is
+# present (tests/fuzz/). A crash fails the run and its input is kept in
+# tests/fuzz/regressions/, which ctest (replays_fuzz_regressions) replays in
+# every build from then on: fix the reader, then commit the input.
+if command -v clang >/dev/null 2>&1; then
+    t0=$SECONDS
+    fz=build/ci-fuzz
+    echo "== ci-fuzz: configure and build (clang, libFuzzer)" >&2
+    CC=clang cmake -S . -B "$fz" -DGROVE_WERROR=ON -DGROVE_CUDA=OFF \
+        -DGROVE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        >build-ci-fuzz.log 2>&1 || { cat build-ci-fuzz.log; exit 1; }
+    cmake --build "$fz" --target fuzz_replay_reader -j"$jobs" \
+        >>build-ci-fuzz.log 2>&1 || { cat build-ci-fuzz.log; exit 1; }
+    rm -rf "$fz/corpus" "$fz/crashes"
+    mkdir -p "$fz/corpus" "$fz/crashes"
+    cp tests/fixtures/replays/*.replay tests/fuzz/regressions/* "$fz/corpus/"
+    if ! "$fz/tests/fuzz/fuzz_replay_reader" -max_total_time=25 \
+        -rss_limit_mb=2048 -artifact_prefix="$fz/crashes/" "$fz/corpus" \
+        >"$fz/fuzz.log" 2>&1; then
+        tail -40 "$fz/fuzz.log"
+        for c in "$fz"/crashes/*; do
+            [ -f "$c" ] && cp "$c" "tests/fuzz/regressions/$(basename "$c")" &&
+                echo "== ci-fuzz: kept tests/fuzz/regressions/$(basename "$c")" >&2
+        done
+        exit 1
+    fi
+    echo "== ci-fuzz: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$fz/fuzz.log"), no crash ($((SECONDS - t0)) s)" >&2
+else
+    echo "== ci-fuzz: skipped, no clang" >&2
+fi
 rm -f build-ci-*.log

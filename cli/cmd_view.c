@@ -1,0 +1,340 @@
+/* Seeing things: grove plot, grove replay export, grove replay play and
+ * grove craft play (render/). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/build_info.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "envs/craft.h"
+#include "render/plot.h"
+#include "render/pngfile.h"
+#include "render/viewer.h"
+#include "render/window.h"
+
+/* --headless / --frames / --keys / --scale / --shot-dir, shared by the
+ * commands that open a window. */
+#define WINDOW_OPTIONS(v, headless_flag)                                     \
+    CLI_FLAG("headless", "no window even when a display is there (chosen "  \
+             "automatically when there is none)", &(headless_flag)),         \
+        CLI_INT("frames", "N", "0", "quit after N frames (0: run until "     \
+                "quit)", &(v).frames),                                       \
+        CLI_STRING("keys", "K1,K2,...", NULL, "scripted key presses, one "   \
+                   "per frame ('.' = none): space,right,s,q ...",           \
+                   &(v).keys),                                               \
+        CLI_INT("scale", "N", "0", "initial window scale (0: fit the "       \
+                "screen)", &(v).scale),                                      \
+        CLI_STRING("shot-dir", "DIR", ".", "folder for screenshots (key s)",  \
+                   &(v).shot_dir)
+
+static int check_window_options(const struct cli_command *cmd,
+                                const struct render_view_options *v)
+{
+    if (v->keys != NULL) {
+        char buf[4096];
+        if (strlen(v->keys) >= sizeof buf) {
+            return cli_usage_error(cmd, "--keys is too long");
+        }
+        snprintf(buf, sizeof buf, "%s", v->keys);
+        for (char *p = buf, *end; p != NULL; p = end) {
+            end = strchr(p, ',');
+            if (end != NULL) {
+                *end++ = '\0';
+            }
+            if (strcmp(p, ".") != 0 && render_key_parse(p) == RENDER_KEY_NONE) {
+                return cli_usage_error(cmd, "--keys: unknown key '%s' (space "
+                                       "left right up down plus minus home "
+                                       "end n p s q esc backspace enter, or "
+                                       "'.' for none)", p);
+            }
+        }
+    }
+    if (v->frames < 0) {
+        return cli_usage_error(cmd, "--frames must be >= 0 (got %d)",
+                               v->frames);
+    }
+    if (v->scale < 0 || v->scale > 16) {
+        return cli_usage_error(cmd, "--scale must be 0..16 (got %d)",
+                               v->scale);
+    }
+    return CLI_CONTINUE;
+}
+
+/* ---- grove plot ------------------------------------------------------------ */
+
+static int run_plot(const struct cli_command *cmd, int argc, char **argv)
+{
+    const char *x = NULL, *y = NULL, *title = NULL;
+    int width = 800, height = 480;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING("x", "COL", NULL, "column for the x axis (required)", &x),
+        CLI_STRING("y", "COL[,COL...]", NULL,
+                   "columns to plot against x, up to 8 (required)", &y),
+        CLI_STRING("title", "TEXT", NULL, "title (default: the file name)",
+                   &title),
+        CLI_INT("width", "PX", "800", "image width", &width),
+        CLI_INT("height", "PX", "480", "image height", &height),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_OUT | CLI_COMMON_FORCE, 1, 1,
+                       argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (x == NULL || y == NULL) {
+        return cli_usage_error(cmd, "--x and --y are required");
+    }
+    if (common.out == NULL) {
+        return cli_usage_error(cmd, "--out FILE.png is required");
+    }
+    if (width < 160 || height < 120 || width > 8192 || height > 8192) {
+        return cli_usage_error(cmd, "--width/--height must be 160..8192 and "
+                               "120..8192 (got %dx%d)", width, height);
+    }
+    char ybuf[1024];
+    if (strlen(y) >= sizeof ybuf) {
+        return cli_usage_error(cmd, "--y is too long");
+    }
+    snprintf(ybuf, sizeof ybuf, "%s", y);
+    char *ys[RENDER_PLOT_MAX_SERIES];
+    int n_y = cli_split_list(ybuf, ys, RENDER_PLOT_MAX_SERIES);
+    if (n_y < 0) {
+        return cli_usage_error(cmd, "--y takes 1 to %d column names separated "
+                               "by commas, none empty (got '%s')",
+                               RENDER_PLOT_MAX_SERIES, y);
+    }
+    struct render_csv csv;
+    if (render_csv_read(argv[first], &csv) < 0) {
+        return cli_fail(cmd);
+    }
+    struct render_plot_options po = render_plot_defaults();
+    po.width = width;
+    po.height = height;
+    po.title = title;
+    struct render_image img;
+    rc = render_plot_csv(&csv, x, (const char *const *)ys, n_y, &po, &img);
+    render_csv_free(&csv);
+    if (rc < 0) {
+        return cli_fail(cmd);
+    }
+    rc = render_png_write(common.out, &img, common.force);
+    render_image_free(&img);
+    if (rc < 0) {
+        return cli_fail(cmd);
+    }
+    printf("wrote %s\n", common.out);
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_plot = {
+    "plot",
+    "Line plot of CSV columns (learning curves) as a PNG.",
+    "FILE.csv",
+    "The first line of the CSV names the columns. Empty cells are gaps in "
+    "the line; any other cell that is not a number is an error naming its "
+    "line. Example: grove plot runs/x/metrics.csv --x global_step --y "
+    "charts/episodic_return --out return.png",
+    run_plot,
+};
+
+/* ---- grove replay export ----------------------------------------------------- */
+
+static int run_replay_export(const struct cli_command *cmd, int argc,
+                             char **argv)
+{
+    struct render_export_options eo;
+    memset(&eo, 0, sizeof eo);
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_INT("episode", "E", "-1", "only episode E (from 0; -1: all)",
+                &eo.episode),
+        CLI_INT("every", "K", "1", "a frame every K steps (the last state "
+                "always)", &eo.every),
+        CLI_FLAG("sheet", "one contact sheet per episode instead of one PNG "
+                 "per frame", &eo.sheet),
+        CLI_INT("scale", "N", "1", "integer upscale of every image (1..8)",
+                &eo.scale),
+        CLI_FLAG("recover", "export the complete episodes of a truncated "
+                 "file", &eo.recover),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts,
+                       CLI_COMMON_OUT | CLI_COMMON_FORCE | CLI_COMMON_QUIET, 1,
+                       1, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (common.out == NULL) {
+        return cli_usage_error(cmd, "--out DIR is required");
+    }
+    if (eo.every < 1) {
+        return cli_usage_error(cmd, "--every must be >= 1 (got %d)", eo.every);
+    }
+    if (eo.scale < 1 || eo.scale > 8) {
+        return cli_usage_error(cmd, "--scale must be 1..8 (got %d)", eo.scale);
+    }
+    if (eo.episode < -1) {
+        return cli_usage_error(cmd, "--episode must be >= 0 (or -1 for all)");
+    }
+    eo.out_dir = common.out;
+    eo.force = common.force;
+    eo.quiet = common.quiet;
+    eo.log = stdout;
+    if (render_replay_export(argv[first], &eo, NULL) < 0) {
+        return cli_fail(cmd);
+    }
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_replay_export = {
+    "replay export",
+    "Write a replay's frames (or contact sheets) as PNG files; no display "
+    "needed.",
+    "FILE",
+    "Frames are DIR/ep0003_t0012.png (episode 3, step 12); with --sheet, "
+    "DIR/ep0003_sheet.png. Existing files are refused without --force, "
+    "before anything is written.",
+    run_replay_export,
+};
+
+/* ---- grove replay play ------------------------------------------------------- */
+
+static int run_replay_play(const struct cli_command *cmd, int argc,
+                           char **argv)
+{
+    struct render_view_options v;
+    render_view_options_default(&v);
+    int headless = 0;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_INT("episode", "E", "0", "first episode shown (from 0)",
+                &v.episode),
+        CLI_INT("speed", "N", "8", "steps per second when playing",
+                &v.speed),
+        CLI_FLAG("recover", "play the complete episodes of a truncated file",
+                 &v.recover),
+        WINDOW_OPTIONS(v, headless),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_FORCE, 1, 1, argc, argv,
+                       &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    rc = check_window_options(cmd, &v);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (v.episode < 0) {
+        return cli_usage_error(cmd, "--episode must be >= 0");
+    }
+    if (v.speed < 1 || v.speed > 60) {
+        return cli_usage_error(cmd, "--speed must be 1..60 (got %d)", v.speed);
+    }
+    if (headless) {
+        v.headless = 1;
+    }
+    v.force = common.force;
+    v.log = stdout;
+    if (render_replay_play(argv[first], &v) < 0) {
+        return cli_fail(cmd);
+    }
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_replay_play = {
+    "replay play",
+    "Watch a replay in a window: pause, step, seek, change episode.",
+    "FILE",
+    "Keys: space pause/resume, right/left one step forward/back, +/- speed, "
+    "home/end first/last step, n/p next/previous episode, s save a PNG "
+    "screenshot (in --shot-dir), q or Esc quit. The title shows the file, "
+    "episode and step. Without a display it runs headless.",
+    run_replay_play,
+};
+
+/* ---- grove craft play -------------------------------------------------------- */
+
+#define MAX_PLAY_TASKS 32
+
+static int run_craft_play(const struct cli_command *cmd, int argc,
+                          char **argv)
+{
+    struct render_live_options lo;
+    memset(&lo, 0, sizeof lo);
+    render_view_options_default(&lo.view);
+    const char *tasks_text = "AC";
+    const char *record = NULL;
+    int headless = 0;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING("tasks", "T1,T2,...", "AC", "tasks played in turn: OCN "
+                   "letters (AC, CAD) or OMPN names (make bed)", &tasks_text),
+        CLI_STRING("record", "FILE", NULL, "record finished episodes as a "
+                   "replay (agent kind human)", &record),
+        WINDOW_OPTIONS(lo.view, headless),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_SEED | CLI_COMMON_FORCE, 0, 0,
+                       argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    rc = check_window_options(cmd, &lo.view);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    char buf[1024];
+    if (strlen(tasks_text) >= sizeof buf) {
+        return cli_usage_error(cmd, "--tasks is too long");
+    }
+    snprintf(buf, sizeof buf, "%s", tasks_text);
+    char *names[MAX_PLAY_TASKS];
+    int n = cli_split_list(buf, names, MAX_PLAY_TASKS);
+    if (n < 0) {
+        return cli_usage_error(cmd, "--tasks takes 1 to %d task names "
+                               "separated by commas (got '%s')",
+                               MAX_PLAY_TASKS, tasks_text);
+    }
+    struct craft_task tasks[MAX_PLAY_TASKS];
+    for (int i = 0; i < n; i++) {
+        if (craft_task_parse(names[i], &tasks[i]) < 0) {
+            return cli_usage_error(cmd, "--tasks: %s", gr_last_error());
+        }
+    }
+    craft_config_default(&lo.config);
+    lo.tasks = tasks;
+    lo.n_tasks = n;
+    lo.seed = common.seed;
+    lo.record = record;
+    lo.force = common.force;
+    lo.version = GROVE_VERSION;
+    lo.view.force = common.force;
+    lo.view.log = stdout;
+    if (headless) {
+        lo.view.headless = 1;
+    }
+    if (render_craft_play(&lo) < 0) {
+        return cli_fail(cmd);
+    }
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_craft_play = {
+    "craft play",
+    "Play Craft yourself in a window (arrows, space); record it as a replay.",
+    "",
+    "Keys: arrows move (a move towards an occupied cell only turns), space "
+    "USE on the faced cell (outlined), backspace a new episode, s screenshot, "
+    "q or Esc quit; after an episode ends any key starts the next, with the "
+    "next task of --tasks. Episode n uses seed mix64(mix64(S ^ 0) ^ n). "
+    "With --record, every finished episode is written (agent kind human); "
+    "an unfinished one is not.",
+    run_craft_play,
+};
