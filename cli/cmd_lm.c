@@ -15,6 +15,8 @@
 #include "nlp/lm_train.h"
 #include "nlp/syneval.h"
 #include "nlp/treebank.h"
+#include "render/plot.h"
+#include "render/pngfile.h"
 
 int lm_cli_ctx_config(const struct cli_command *cmd,
                       const struct cli_common *common,
@@ -35,6 +37,48 @@ int lm_cli_ctx_config(const struct cli_command *cmd,
 }
 
 /* ---- grove nlp lm train ------------------------------------------------- */
+
+/* After every epoch: curve.png (train and valid perplexity per epoch) from
+ * the run's metrics.csv. A failure to draw is reported once and does not
+ * stop training. */
+struct curve {
+    const char *dir;
+    int failed;
+};
+
+static int write_curve(void *user, const struct nlp_lm_epoch_log *e)
+{
+    (void)e;
+    struct curve *cv = user;
+    char csv_path[GR_PATH_MAX], png_path[GR_PATH_MAX];
+    if (cv->failed ||
+        gr_path_join(csv_path, sizeof csv_path, cv->dir, "metrics.csv") < 0 ||
+        gr_path_join(png_path, sizeof png_path, cv->dir, "curve.png") < 0) {
+        return 0;
+    }
+    struct render_csv csv;
+    if (render_csv_read(csv_path, &csv) < 0) {
+        cv->failed = 1;
+    } else {
+        const char *ys[2] = {"train_ppl", "val_ppl"};
+        struct render_plot_options po = render_plot_defaults();
+        po.title = "perplexity per epoch (train: with dropout; valid: exact)";
+        po.x_label = "epoch";
+        struct render_image img;
+        if (render_plot_csv(&csv, "epoch", ys, 2, &po, &img) < 0) {
+            cv->failed = 1;
+        } else {
+            cv->failed = render_png_write(png_path, &img, 1) < 0;
+            render_image_free(&img);
+        }
+        render_csv_free(&csv);
+    }
+    if (cv->failed) {
+        fprintf(stderr, "grove nlp lm train: no curve.png: %s\n",
+                gr_last_error());
+    }
+    return 0;
+}
 
 static int parse_when(const struct cli_command *cmd, const char *text,
                       struct nlp_lm_train_config *tc)
@@ -233,7 +277,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
     struct nlp_lm_train_result res;
-    rc = nlp_lm_train(&tc, &corpus, &cc, NULL, NULL, &res);
+    struct curve cv = {common.out, 0};
+    rc = nlp_lm_train(&tc, &corpus, &cc, write_curve, &cv, &res);
     nlp_corpus_free(&corpus);
     if (rc < 0) {
         return cli_fail(cmd);
@@ -266,9 +311,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
             return cli_fail(cmd);
         }
     }
-    printf("files:      metrics.csv (one row per epoch), best.ckpt, "
-           "last.ckpt, summary.txt; no curve PNG (render/'s plot is not in "
-           "this build)\n");
+    printf("files:      metrics.csv (one row per epoch), curve.png, best.ckpt, "
+           "last.ckpt, summary.txt\n");
     return CLI_EXIT_OK;
 }
 
