@@ -228,7 +228,8 @@ int nlp_lm_evaluate(struct nlp_lm *m, const int32_t *data, size_t rows,
  *   df_out [nlayers, n, B]: forget distances of every layer and step
  *          (ON-LSTM only; GR_EINVAL for the LSTM);
  *   logp_out [n - 1, B]: log p(ids[t+1] | ids[..t]) for t < n - 1.
- * Resets the step arena. Uses the state tag "sent". */
+ * Resets the step arena before and after; carries no state (it starts
+ * from zeros and keeps nothing). */
 int nlp_lm_sentences(struct nlp_lm *m, const int32_t *ids, int32_t n,
                      int32_t batch, float *df_out, float *logp_out);
 

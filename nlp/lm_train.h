@@ -13,11 +13,12 @@
  * random draw is a Philox stream keyed by (seed, epoch, window, purpose,
  * layer), so a run is reproducible and the same on CPU and CUDA.
  *
- * A run folder (--out) holds: `command`, `config` (core/files.h),
+ * A run folder (out_dir) gets: `command`, `config` (core/files.h),
  * `metrics.csv` (one row per epoch, columns documented in nlp/README.md),
  * `best.ckpt` (parameters of the best validation epoch, averaged ones in
  * the ASGD phase), `last.ckpt` (parameters, optimizer state and the
- * schedule's state, for --resume), `summary.txt` (final test numbers).
+ * schedule's state, for resume). `grove nlp lm train` adds `summary.txt`
+ * and `curve.png`.
  *
  * A checkpoint's config text (kernels/checkpoint.h) is "grove-lm 1", the
  * model configuration (nlp_lm_config_write), the training configuration
