@@ -159,12 +159,19 @@ static int run_baseline(const struct bench_case *bc,
         snprintf(why, cap, "%.300s not found", script);
         return -1;
     }
-    char cmd[GR_PATH_MAX * 2 + 512];
+    /* torch.set_num_threads does not reach the BLAS: pin its threads
+     * through the environment too. */
+    char env[96] = "";
+    if (o->threads > 0) {
+        snprintf(env, sizeof env, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d ",
+                 o->threads, o->threads);
+    }
+    char cmd[GR_PATH_MAX * 2 + 640];
     snprintf(cmd, sizeof cmd,
-             "'%s' '%s' speed --vocab %d --emsize %d --nhid %d --nlayers %d "
+             "%s'%s' '%s' speed --vocab %d --emsize %d --nhid %d --nlayers %d "
              "--chunk %d --batch %d --bptt %d --windows %d --warmup %d "
              "--threads %d --device %s 2>&1",
-             o->python, script, bc->vocab, bc->emsize, bc->nhid, bc->nlayers,
+             env, o->python, script, bc->vocab, bc->emsize, bc->nhid, bc->nlayers,
              bc->chunk, bc->batch, bc->bptt, o->windows, o->warmup,
              o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu");
     FILE *p = popen(cmd, "r");

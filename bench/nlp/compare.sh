@@ -32,7 +32,8 @@ t0=$SECONDS
 "$grove" nlp lm train --data "$data" --out "$out/grove" --force --epochs "$epochs" \
     --threads "$threads" --test-batch-size 1 --quiet "$@" >"$out/grove.txt" 2>&1 &
 gpid=$!
-/usr/bin/python3 "$here/onlstm_ref.py" train --data "$data" --epochs "$epochs" \
+OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+    /usr/bin/python3 "$here/onlstm_ref.py" train --data "$data" --epochs "$epochs" \
     --threads "$threads" --test-batch 1 "${py_args[@]}" >"$out/pytorch.csv" 2>"$out/pytorch.err" &
 ppid=$!
 wait $gpid || { cat "$out/grove.txt"; exit 1; }
