@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/lm_common.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "nlp/corpus.h"
@@ -55,8 +56,8 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "--compat), bits per token\n"
         "  status:  corpus, vocabulary, batching and the unigram oracle: "
         "available (grove nlp corpus --data DIR);\n"
-        "           the language models: not built yet (they need the kernel "
-        "layer)\n"
+        "           the language models: available (grove nlp lm train "
+        "--model onlstm|lstm, grove nlp lm eval)\n"
         "\n"
         "parse    unsupervised constituency parsing\n"
         "  data:    WSJ trees: NLTK's treebank.zip (sections 00-01, read "
@@ -71,8 +72,8 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "mean depth\n"
         "  status:  tree reader, evaluator and baselines: available (grove "
         "nlp parse --baseline ...);\n"
-        "           the parser from distances is built and tested, parsing "
-        "with ON-LSTM needs the model: not built yet\n"
+        "           parsing with a trained ON-LSTM: available (grove nlp "
+        "parse --checkpoint FILE)\n"
         "\n"
         "syneval  targeted syntactic evaluation (Marvin & Linzen 2018)\n"
         "  data:    marvin_linzen_2018.tsv (22 tasks, 163,124 minimal pairs "
@@ -83,7 +84,8 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "           because they collapse after the <unk> mapping\n"
         "  status:  reading, mapping and scoring: available with the unigram "
         "scorer (grove nlp syneval --model unigram);\n"
-        "           the LSTM / ON-LSTM scorers: not built yet\n");
+        "           the LSTM / ON-LSTM scorers: available (grove nlp "
+        "syneval --checkpoint FILE)\n");
     return CLI_EXIT_OK;
 }
 
@@ -166,23 +168,31 @@ const struct cli_command cmd_nlp_corpus = {
 
 /* ---- grove nlp parse ---------------------------------------------------- */
 
-enum baseline { B_RIGHT, B_LEFT, B_BALANCED, B_RANDOM };
+enum baseline { B_RIGHT, B_LEFT, B_BALANCED, B_RANDOM, B_MODEL };
 
 static int run_parse(const struct cli_command *cmd, int argc, char **argv)
 {
     struct cli_common common;
     int first = 0;
     const char *trees = NULL, *baseline_text = NULL, *split_text = NULL;
-    int max_len = -1, show = 0, all_labels = 0;
+    const char *ckpt = NULL;
+    int max_len = -1, show = 0, all_labels = 0, layer = 2;
     const struct cli_option opts[] = {
         CLI_STRING("trees", "PATH", NULL,
                    "gold trees: treebank.zip, a folder of wsj_NNNN.mrg (the "
                    "full WSJ) or one .mrg file",
                    &trees),
         CLI_STRING("baseline", "right|left|balanced|random", NULL,
-                   "parse with this baseline (required until the ON-LSTM "
-                   "model exists)",
+                   "parse with this baseline (needs no model)",
                    &baseline_text),
+        CLI_STRING("checkpoint", "FILE", NULL,
+                   "parse with the syntactic distances of this ON-LSTM "
+                   "(grove nlp lm train's best.ckpt)",
+                   &ckpt),
+        CLI_INT("layer", "L", "2",
+                "with --checkpoint: the layer whose distances are used "
+                "(1-based; the reference uses 2)",
+                &layer),
         CLI_INT("max-len", "N", NULL,
                 "only sentences of at most N words (default: all lengths; "
                 "WSJ10 is 10)",
@@ -198,22 +208,30 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
                 &show),
         CLI_END,
     };
-    int rc = cli_parse(cmd, opts, CLI_COMMON_SEED, 0, 0, argc, argv, &common,
-                       &first);
+    int rc = cli_parse(cmd, opts,
+                       CLI_COMMON_SEED | CLI_COMMON_DEVICE |
+                           CLI_COMMON_THREADS | CLI_COMMON_QUIET,
+                       0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
     if (trees == NULL) {
         return cli_usage_error(cmd, "--trees PATH is required");
     }
-    if (baseline_text == NULL) {
-        return cli_usage_error(cmd, "--baseline is required (parsing with "
-                               "ON-LSTM distances needs the model, which is "
-                               "not built yet)");
+    if ((baseline_text == NULL) == (ckpt == NULL)) {
+        return cli_usage_error(cmd, "give either --checkpoint FILE (an "
+                               "ON-LSTM) or --baseline NAME");
     }
     enum baseline which;
     const char *parser_name;
-    if (strcmp(baseline_text, "right") == 0) {
+    char model_desc[1024];
+    struct gr_ctx_config cc;
+    if (ckpt != NULL) {
+        which = B_MODEL, parser_name = model_desc;
+        if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
+            return rc;
+        }
+    } else if (strcmp(baseline_text, "right") == 0) {
         which = B_RIGHT, parser_name = "right-branching baseline";
     } else if (strcmp(baseline_text, "left") == 0) {
         which = B_LEFT, parser_name = "left-branching baseline";
@@ -280,6 +298,27 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
         gr_error(GR_ENOMEM, "out of memory");
         return cli_fail(cmd);
     }
+    float **dist = NULL;
+    if (which == B_MODEL) {
+        unsigned char *want = calloc((size_t)tb.n_sentences + 1, 1);
+        for (int32_t i = 0; want != NULL && i < tb.n_sentences; i++) {
+            want[i] = (unsigned char)nlp_treebank_selected(&tb, i, split,
+                                                           max_len);
+        }
+        rc = want == NULL ? gr_error(GR_ENOMEM, "out of memory")
+                          : lm_cli_parse_distances(ckpt, &cc, layer, &tb, want,
+                                                   common.quiet, &dist,
+                                                   model_desc,
+                                                   sizeof model_desc);
+        free(want);
+        if (rc < 0) {
+            free(pred);
+            free(work);
+            free(text);
+            nlp_treebank_free(&tb);
+            return cli_fail(cmd);
+        }
+    }
     struct gr_philox_stream rng = gr_philox_stream_init(common.seed, 0);
     struct nlp_parse_eval ev;
     nlp_parse_eval_init(&ev);
@@ -302,6 +341,7 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
         case B_LEFT: n = nlp_parse_left_branching(m, pred); break;
         case B_BALANCED: n = nlp_parse_balanced(m, pred); break;
         case B_RANDOM: n = nlp_parse_random(m, &rng, pred, work); break;
+        case B_MODEL: n = nlp_parse_distances(dist[i], m, pred); break;
         }
         rc = nlp_parse_eval_add(&ev, m, pred, n, s->gold, s->n_gold,
                                 s->labeled, s->n_labeled);
@@ -324,6 +364,7 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
         free(work);
         free(text);
         nlp_parse_eval_free(&ev);
+        lm_cli_free_distances(dist, tb.n_sentences);
         nlp_treebank_free(&tb);
         return cli_fail(cmd);
     }
@@ -407,6 +448,7 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
     free(work);
     free(text);
     nlp_parse_eval_free(&ev);
+    lm_cli_free_distances(dist, tb.n_sentences);
     nlp_treebank_free(&tb);
     return CLI_EXIT_OK;
 }
@@ -459,36 +501,132 @@ static void print_acc(const struct nlp_syneval_case *c, int k)
     }
 }
 
+/* Prints a syneval run's results (stdout). */
+static void print_syneval(const char *data, const struct nlp_syneval *setp,
+                          const struct nlp_syneval_results *resp,
+                          const char *scorer, int32_t vocab_size)
+{
+    char a[32], b[32];
+    printf("data:       %s (%s items, %d tasks)\n", data,
+           thousands(setp->n_items, a, sizeof a), setp->tasks.size);
+    printf("scorer:     %s\n", scorer);
+    printf("vocabulary: %d word types of the data are not in the %s-word "
+           "vocabulary (-> <unk>)%s; %s items collapse to identical "
+           "sentences and are skipped\n",
+           resp->oov.size, thousands(vocab_size, b, sizeof b),
+           resp->dot_is_unk ? ", '.' too" : "",
+           thousands(resp->n_skipped, a, sizeof a));
+    printf("\n%-42s %7s %7s  %-17s  %-17s  %-17s\n", "case (animate + "
+           "inanimate pooled)", "items", "skipped", "accuracy",
+           "thesis ON-LSTM", "thesis LSTM");
+    for (int32_t k = 0; k < resp->n_cases; k++) {
+        const struct nlp_syneval_case *cs = &resp->cases[k];
+        printf("%-42s %7s %7s ", cs->title, thousands(cs->items, a, sizeof a),
+               thousands(cs->skipped, b, sizeof b));
+        int nk = cs->is_triple ? 3 : 1;
+        for (int j = 0; j < 3; j++) {
+            if (j < nk) {
+                print_acc(cs, j);
+            } else {
+                printf("      ");
+            }
+        }
+        printf("  ");
+        for (int j = 0; j < 3; j++) {
+            if (j < nk && !isnan(cs->published_onlstm[j])) {
+                printf(" %5.2f", cs->published_onlstm[j]);
+            } else {
+                printf("      ");
+            }
+        }
+        printf("  ");
+        for (int j = 0; j < 3; j++) {
+            if (j < nk && !isnan(cs->published_lstm[j])) {
+                printf(" %5.2f", cs->published_lstm[j]);
+            } else {
+                printf("      ");
+            }
+        }
+        printf("\n");
+    }
+    printf("\naccuracy: pairs G > U (strict: a tie is wrong); NPI triples G > "
+           "I, I > U, G > U; over items not skipped.\n"
+           "thesis columns: Table 3.3, LMs trained on ~90M words of "
+           "Wikipedia, not comparable to a PTB-trained model.\n");
+}
+
+/* grove nlp syneval --checkpoint: the language model as scorer. */
+static int syneval_report(const struct cli_command *cmd, const char *data,
+                          const char *ckpt, const struct gr_ctx_config *cc,
+                          int32_t batch, int quiet)
+{
+    struct nlp_syneval set;
+    if (nlp_syneval_read(&set, data) < 0) {
+        return cli_fail(cmd);
+    }
+    struct nlp_syneval_results res;
+    char scorer[1024];
+    int32_t vocab_size = 0;
+    if (lm_cli_syneval(ckpt, cc, &set, batch, quiet, &res, &vocab_size,
+                       scorer, sizeof scorer) < 0) {
+        nlp_syneval_free(&set);
+        return cli_fail(cmd);
+    }
+    print_syneval(data, &set, &res, scorer, vocab_size);
+    nlp_syneval_results_free(&res);
+    nlp_syneval_free(&set);
+    return CLI_EXIT_OK;
+}
+
 static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
 {
     struct cli_common common;
     int first = 0;
-    const char *data = NULL, *ptb = NULL, *model = NULL;
+    const char *data = NULL, *ptb = NULL, *model = NULL, *ckpt = NULL;
+    int batch = 64;
     const struct cli_option opts[] = {
         CLI_STRING("data", "FILE", NULL,
                    "the Marvin & Linzen TSV (marvin_linzen_2018.tsv)", &data),
         CLI_STRING("model", "unigram", "unigram",
-                   "the scorer: unigram (estimated on PTB train); the LSTM "
-                   "and ON-LSTM scorers come with their models",
+                   "the scorer without --checkpoint: unigram (estimated on "
+                   "PTB train)",
                    &model),
+        CLI_STRING("checkpoint", "FILE", NULL,
+                   "score with this LSTM or ON-LSTM language model (grove "
+                   "nlp lm train's best.ckpt; its own vocabulary)",
+                   &ckpt),
+        CLI_INT("batch-size", "N", "64",
+                "with --checkpoint: sentences per forward pass", &batch),
         CLI_STRING("ptb", "DIR", NULL,
                    "PTB folder: the vocabulary (unknown words -> <unk>) and "
                    "the unigram counts",
                    &ptb),
         CLI_END,
     };
-    int rc = cli_parse(cmd, opts, CLI_COMMON_QUIET, 0, 0, argc, argv, &common,
-                       &first);
+    int rc = cli_parse(cmd, opts,
+                       CLI_COMMON_QUIET | CLI_COMMON_DEVICE |
+                           CLI_COMMON_THREADS,
+                       0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
     if (data == NULL) {
         return cli_usage_error(cmd, "--data FILE is required");
     }
+    if (ckpt != NULL) {
+        if (batch < 1) {
+            return cli_usage_error(cmd, "--batch-size must be 1 or more");
+        }
+        struct gr_ctx_config cc;
+        if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
+            return rc;
+        }
+        return syneval_report(cmd, data, ckpt, &cc, batch, common.quiet);
+    }
     if (strcmp(model, "unigram") != 0) {
         return cli_usage_error(cmd, "--model expects unigram (the LSTM and "
-                               "ON-LSTM language models are not built yet), "
-                               "got '%s'", model);
+                               "ON-LSTM language models are scored with "
+                               "--checkpoint FILE), got '%s'", model);
     }
     if (ptb == NULL) {
         return cli_usage_error(cmd, "--ptb DIR is required (vocabulary and "
@@ -525,54 +663,11 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
         nlp_corpus_free(&c);
         return cli_fail(cmd);
     }
-    char a[32], b[32];
-    printf("data:       %s (%s items, %d tasks)\n", data,
-           thousands(set.n_items, a, sizeof a), set.tasks.size);
-    printf("scorer:     unigram LM estimated on %s/train (sum of log p over "
-           "the words and the final '.')\n", ptb);
-    printf("vocabulary: %d word types of the data are not in the %s-word "
-           "vocabulary (-> <unk>)%s; %s items collapse to identical "
-           "sentences and are skipped\n",
-           res.oov.size, thousands(c.vocab.size, b, sizeof b),
-           res.dot_is_unk ? ", '.' too" : "",
-           thousands(res.n_skipped, a, sizeof a));
-    printf("\n%-42s %7s %7s  %-17s  %-17s  %-17s\n", "case (animate + "
-           "inanimate pooled)", "items", "skipped", "accuracy",
-           "thesis ON-LSTM", "thesis LSTM");
-    for (int32_t k = 0; k < res.n_cases; k++) {
-        const struct nlp_syneval_case *cs = &res.cases[k];
-        printf("%-42s %7s %7s ", cs->title, thousands(cs->items, a, sizeof a),
-               thousands(cs->skipped, b, sizeof b));
-        int nk = cs->is_triple ? 3 : 1;
-        for (int j = 0; j < 3; j++) {
-            if (j < nk) {
-                print_acc(cs, j);
-            } else {
-                printf("      ");
-            }
-        }
-        printf("  ");
-        for (int j = 0; j < 3; j++) {
-            if (j < nk && !isnan(cs->published_onlstm[j])) {
-                printf(" %5.2f", cs->published_onlstm[j]);
-            } else {
-                printf("      ");
-            }
-        }
-        printf("  ");
-        for (int j = 0; j < 3; j++) {
-            if (j < nk && !isnan(cs->published_lstm[j])) {
-                printf(" %5.2f", cs->published_lstm[j]);
-            } else {
-                printf("      ");
-            }
-        }
-        printf("\n");
-    }
-    printf("\naccuracy: pairs G > U (strict: a tie is wrong); NPI triples G > "
-           "I, I > U, G > U; over items not skipped.\n"
-           "thesis columns: Table 3.3, LMs trained on ~90M words of "
-           "Wikipedia, not comparable to a PTB-trained model.\n");
+    char scorer[1024];
+    snprintf(scorer, sizeof scorer,
+             "unigram LM estimated on %s/train (sum of log p over the words "
+             "and the final '.')", ptb);
+    print_syneval(data, &set, &res, scorer, c.vocab.size);
     nlp_syneval_results_free(&res);
     nlp_syneval_free(&set);
     nlp_unigram_free(&u);

@@ -19,10 +19,13 @@ const struct cli_command *const cli_commands[] = {
     &cmd_watch,
     &cmd_nlp_tasks,
     &cmd_nlp_corpus,
+    &cmd_nlp_lm_train,
+    &cmd_nlp_lm_eval,
     &cmd_nlp_parse,
     &cmd_nlp_syneval,
     &cmd_bench_craft,
     &cmd_bench_kernels,
     &cmd_bench_ocn,
+    &cmd_bench_nlp,
     NULL,
 };

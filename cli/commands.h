@@ -19,10 +19,13 @@ extern const struct cli_command cmd_eval_options;
 extern const struct cli_command cmd_watch;
 extern const struct cli_command cmd_nlp_tasks;
 extern const struct cli_command cmd_nlp_corpus;
+extern const struct cli_command cmd_nlp_lm_train;
+extern const struct cli_command cmd_nlp_lm_eval;
 extern const struct cli_command cmd_nlp_parse;
 extern const struct cli_command cmd_nlp_syneval;
 extern const struct cli_command cmd_bench_craft;
 extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_bench_ocn;
+extern const struct cli_command cmd_bench_nlp;
 
 #endif

@@ -36,13 +36,14 @@ expect() {
 # Without data: the command line itself.
 expect 0 "^parse +unsupervised" nlp tasks
 expect 0 "syneval.*Marvin" nlp tasks
-expect 0 "not built yet" nlp tasks
+expect 0 "nlp parse --checkpoint FILE" nlp tasks
 expect 2 "--trees PATH is required" nlp parse --baseline right
-expect 2 "--baseline is required.*not built yet" nlp parse --trees x.zip
+expect 2 "either --checkpoint FILE .* or --baseline NAME" nlp parse --trees x.zip
+expect 2 "either --checkpoint FILE .* or --baseline NAME" nlp parse --trees x.zip --baseline left --checkpoint m.ckpt
 expect 2 "--baseline expects right, left, balanced or random, got 'up'" nlp parse --trees x --baseline up
 expect 2 "--max-len must be 1 or more" nlp parse --trees x --baseline right --max-len 0
 expect 2 "--split expects all or test" nlp parse --trees x --baseline right --split dev
-expect 2 "unknown option '--checkpoint'" nlp parse --trees x --checkpoint m.ckpt
+expect 2 "unknown option '--checkpoints'" nlp parse --trees x --checkpoints m.ckpt
 expect 2 "--data DIR is required" nlp corpus
 expect 2 "--model expects unigram" nlp syneval --data x --model onlstm --ptb y
 expect 1 "cannot read /nonexistent/trees.zip" nlp parse --trees /nonexistent/trees.zip --baseline left

@@ -1,0 +1,319 @@
+/* bench/nlp/bench_nlp.c — ON-LSTM LM training throughput, grove vs the
+ * PyTorch reference in the same run (see bench_nlp.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "bench/nlp/bench_nlp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/progress.h"
+#include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "kernels/tape.h"
+#include "nlp/lm.h"
+
+#ifndef GROVE_SOURCE_DIR
+#define GROVE_SOURCE_DIR "."
+#endif
+
+struct bench_case {
+    const char *name;
+    const char *what;
+    int emsize, nhid, nlayers, chunk, batch, bptt, vocab;
+};
+
+static const struct bench_case full_cases[] = {
+    {"published", "published size: 400/1150/400, chunk 10, B 20, T 70", 400,
+     1150, 3, 10, 20, 70, 10000},
+    {"batch1", "published size at batch 1", 400, 1150, 3, 10, 1, 70, 10000},
+    {"small", "hidden 256: 128/256/128, chunk 8, B 20, T 70", 128, 256, 3, 8,
+     20, 70, 10000},
+};
+
+static const struct bench_case quick_cases[] = {
+    {"published", "quick: 40/60/40, chunk 10, B 4, T 10", 40, 60, 3, 10, 4,
+     10, 500},
+    {"batch1", "quick: 40/60/40 at batch 1", 40, 60, 3, 10, 1, 10, 500},
+    {"small", "quick: 16/32/16, chunk 8, B 4, T 10", 16, 32, 3, 8, 4, 10,
+     500},
+};
+
+#define N_CASES 3
+
+void bench_nlp_options_default(struct bench_nlp_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->windows = 3;
+    o->warmup = 1;
+    o->device = GR_DEVICE_CPU;
+    o->baseline = 1;
+    o->python = "/usr/bin/python3";
+    o->build = "?";
+    o->commit = "?";
+}
+
+const char *bench_nlp_case_names(void)
+{
+    return "published,batch1,small";
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* grove: median seconds per training window. */
+static int run_grove(const struct bench_case *bc,
+                     const struct bench_nlp_options *o, double *sec)
+{
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = o->device;
+    cc.threads = o->threads;
+    struct gr_ctx *ctx = NULL;
+    int rc = gr_ctx_new(&ctx, &cc);
+    if (rc < 0) {
+        return rc;
+    }
+    struct nlp_lm_config cfg;
+    nlp_lm_config_default(&cfg, NLP_LM_ONLSTM, bc->vocab);
+    cfg.emsize = bc->emsize;
+    cfg.nhid = bc->nhid;
+    cfg.nlayers = bc->nlayers;
+    cfg.chunk = bc->chunk;
+    struct nlp_lm lm;
+    struct nlp_lm_state st;
+    struct gr_optim *opt = NULL;
+    struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_SGD);
+    oc.lr = 30.0f;
+    oc.weight_decay = 1.2e-6f;
+    int n = o->warmup + o->windows;
+    double *times = calloc((size_t)n, sizeof *times);
+    int32_t *ids = malloc((size_t)(bc->bptt + 1) * bc->batch * sizeof *ids);
+    if (times == NULL || ids == NULL) {
+        rc = gr_error(GR_ENOMEM, "out of memory");
+    }
+    if (rc == 0) {
+        rc = nlp_lm_init(&lm, ctx, &cfg, 141);
+    }
+    if (rc == 0) {
+        rc = nlp_lm_state_init(&st, &lm, "bench", bc->batch);
+    }
+    if (rc == 0) {
+        rc = gr_optim_new(&opt, ctx, "sgd", &oc);
+    }
+    struct gr_philox_stream s = gr_philox_stream_init(7, 0);
+    for (int i = 0; rc == 0 && i < (bc->bptt + 1) * bc->batch; i++) {
+        ids[i] = (int32_t)(gr_philox_next_u32(&s) % (uint32_t)bc->vocab);
+    }
+    for (int k = 0; rc == 0 && k < n; k++) {
+        gr_ctx_sync(ctx);
+        double t0 = gr_now_seconds();
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *in = gr_tensor_from_host(
+            ctx, GR_I32, gr_shape2(bc->bptt, bc->batch), ids);
+        struct gr_tensor *tg = gr_tensor_from_host(
+            ctx, GR_I32, gr_shape1((int64_t)bc->bptt * bc->batch),
+            ids + bc->batch);
+        struct nlp_lm_drop drop = nlp_lm_drop_train(141, 1, k);
+        struct nlp_lm_out out;
+        rc = nlp_lm_forward(&lm, &st, in, tg, &drop, &out);
+        if (rc == 0) {
+            rc = gr_backward(ctx, out.loss);
+        }
+        if (rc == 0) {
+            rc = gr_clip_grad_norm(ctx, NULL, 0.25f, NULL);
+        }
+        if (rc == 0) {
+            rc = gr_optim_step(opt);
+        }
+        gr_ctx_sync(ctx);
+        times[k] = gr_now_seconds() - t0;
+    }
+    if (rc == 0) {
+        qsort(times + o->warmup, (size_t)o->windows, sizeof *times,
+              cmp_double);
+        *sec = times[o->warmup + o->windows / 2];
+    }
+    gr_optim_free(opt);
+    gr_ctx_free(ctx);
+    free(times);
+    free(ids);
+    return rc;
+}
+
+/* The PyTorch reference: median seconds per window, or a reason. */
+static int run_baseline(const struct bench_case *bc,
+                        const struct bench_nlp_options *o, double *sec,
+                        char *why, size_t cap)
+{
+    char script[GR_PATH_MAX];
+    snprintf(script, sizeof script, "%s",
+             o->script ? o->script
+                       : GROVE_SOURCE_DIR "/bench/nlp/onlstm_ref.py");
+    if (!gr_path_exists(script)) {
+        snprintf(why, cap, "%.300s not found", script);
+        return -1;
+    }
+    /* torch.set_num_threads does not reach the BLAS: pin its threads
+     * through the environment too. */
+    char env[96] = "";
+    if (o->threads > 0) {
+        snprintf(env, sizeof env, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d ",
+                 o->threads, o->threads);
+    }
+    char cmd[GR_PATH_MAX * 2 + 640];
+    snprintf(cmd, sizeof cmd,
+             "%s'%s' '%s' speed --vocab %d --emsize %d --nhid %d --nlayers %d "
+             "--chunk %d --batch %d --bptt %d --windows %d --warmup %d "
+             "--threads %d --device %s 2>&1",
+             env, o->python, script, bc->vocab, bc->emsize, bc->nhid, bc->nlayers,
+             bc->chunk, bc->batch, bc->bptt, o->windows, o->warmup,
+             o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu");
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        snprintf(why, cap, "cannot run %.300s", o->python);
+        return -1;
+    }
+    char line[1024], last[1024] = "";
+    int found = 0;
+    while (fgets(line, sizeof line, p) != NULL) {
+        double tps = 0.0, s = 0.0;
+        if (sscanf(line, "tokens_per_s %lf seconds_per_window %lf", &tps,
+                   &s) == 2) {
+            *sec = s;
+            found = 1;
+        } else {
+            line[strcspn(line, "\n")] = '\0';
+            if (line[0]) {
+                snprintf(last, sizeof last, "%s", line);
+            }
+        }
+    }
+    int status = pclose(p);
+    if (!found || status != 0) {
+        snprintf(why, cap, "the PyTorch reference failed (%.300s)",
+                 last[0] ? last : "no output");
+        return -1;
+    }
+    return 0;
+}
+
+static void cpu_name(char *out, size_t cap)
+{
+    snprintf(out, cap, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL) {
+        return;
+    }
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c != NULL) {
+                c += 2;
+                c[strcspn(c, "\n")] = '\0';
+                snprintf(out, cap, "%s", c);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static int selected(const char *list, const char *name)
+{
+    if (list == NULL || list[0] == '\0') {
+        return 1;
+    }
+    size_t n = strlen(name);
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) {
+            return 1;
+        }
+        p += len + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
+int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
+{
+    if (o->windows < 1 || o->warmup < 0) {
+        return gr_error(GR_EINVAL, "windows must be >= 1, warmup >= 0");
+    }
+    const struct bench_case *cases = o->quick ? quick_cases : full_cases;
+    /* unknown case names */
+    if (o->cases != NULL) {
+        const char *p = o->cases;
+        while (*p) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            int ok = 0;
+            for (int i = 0; i < N_CASES; i++) {
+                ok |= strlen(cases[i].name) == len &&
+                      strncmp(cases[i].name, p, len) == 0;
+            }
+            if (!ok) {
+                return gr_error(GR_EINVAL, "unknown case '%.*s' (cases: %s)",
+                                (int)len, p, bench_nlp_case_names());
+            }
+            p += len + (comma ? 1 : 0);
+        }
+    }
+    char cpu[256];
+    cpu_name(cpu, sizeof cpu);
+    fprintf(out, "# ON-LSTM LM training throughput (tokens/s: forward, "
+                 "backward, clip, SGD step of one window)\n");
+    fprintf(out, "cpu: %s; threads: %d%s; device: %s; build: %s; commit: "
+                 "%s\n",
+            cpu, o->threads, o->threads == 0 ? " (all cores)" : "",
+            gr_device_name(o->device), o->build, o->commit);
+    fprintf(out, "baseline: PyTorch reference bench/nlp/onlstm_ref.py "
+                 "(%s); %d warm-up + median of %d windows each\n\n",
+            o->baseline ? o->python : "not run", o->warmup, o->windows);
+    fprintf(out, "| case | grove | baseline | ratio |\n");
+    fprintf(out, "|---|---|---|---|\n");
+    fflush(out);
+    char notes[N_CASES][512];
+    memset(notes, 0, sizeof notes);
+    int n_notes = 0;
+    for (int i = 0; i < N_CASES; i++) {
+        const struct bench_case *bc = &cases[i];
+        if (!selected(o->cases, bc->name)) {
+            continue;
+        }
+        double gs = 0.0, bs = 0.0;
+        int rc = run_grove(bc, o, &gs);
+        if (rc < 0) {
+            return gr_error_wrap(rc, "case %s", bc->name);
+        }
+        double gt = (double)bc->batch * bc->bptt / gs;
+        char why[400] = "";
+        int have_b = o->baseline &&
+                     run_baseline(bc, o, &bs, why, sizeof why) == 0;
+        if (have_b) {
+            double bt = (double)bc->batch * bc->bptt / bs;
+            fprintf(out, "| %s (%s) | %.0f tok/s | %.0f tok/s | %.2fx |\n",
+                    bc->name, bc->what, gt, bt, gt / bt);
+        } else {
+            fprintf(out, "| %s (%s) | %.0f tok/s | n/a | n/a |\n", bc->name,
+                    bc->what, gt);
+            if (o->baseline) {
+                snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
+                         bc->name, why);
+            }
+        }
+        fflush(out);
+    }
+    for (int i = 0; i < n_notes; i++) {
+        fprintf(out, "\nbaseline n/a for %s\n", notes[i]);
+    }
+    return 0;
+}

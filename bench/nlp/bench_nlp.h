@@ -1,0 +1,54 @@
+/* bench/nlp/bench_nlp.h — training throughput of the ON-LSTM language model
+ * (tokens per second: forward, backward, clipping and the SGD step of one
+ * BPTT window) against the PyTorch reference (bench/nlp/onlstm_ref.py, the
+ * reference's structure: one input-side product per layer per window, a
+ * Python loop over steps) measured in the same run.
+ *
+ * Cases (issue 9 "Benchmark"): the published size (3 layers, 400/1150/400,
+ * chunk 10, batch 20, BPTT 70, V 10,000); batch 1; a small configuration
+ * (hidden 256). Each side runs `warmup` windows, then `windows` timed ones;
+ * the median window time gives tokens/s = B·T / median. Output: a header
+ * (CPU, threads, device, build, commit) and a Markdown table
+ * `case | grove | baseline | ratio` (tokens/s; ratio = grove / baseline).
+ *
+ * Memory: each case builds its own context and frees it. Not thread-safe
+ * (one run at a time). Errors: 0 or a negative GR_E* code (core/error.h);
+ * a baseline that cannot run (no python3, no torch) is reported in the
+ * table as "n/a" with the reason below it, not as a failure.
+ *
+ *   struct bench_nlp_options o;
+ *   bench_nlp_options_default(&o);
+ *   o.build = "Release, gcc 12";
+ *   bench_nlp_run(&o, stdout);
+ */
+#ifndef GROVE_BENCH_NLP_H
+#define GROVE_BENCH_NLP_H
+
+#include <stdio.h>
+
+#include "kernels/tensor.h"
+
+struct bench_nlp_options {
+    int windows;          /* timed windows per side (default 3) */
+    int warmup;           /* untimed windows first (default 1) */
+    int threads;          /* CPU threads for both sides, 0 = all cores */
+    enum gr_device device; /* grove's device (the baseline uses the same) */
+    const char *cases;    /* comma-separated names, NULL = all */
+    int quick;            /* tiny sizes (CI smoke run), not the issue's */
+    int baseline;         /* 1: run the PyTorch reference too */
+    const char *python;   /* interpreter (default /usr/bin/python3) */
+    const char *script;   /* onlstm_ref.py (default: the source tree's) */
+    const char *build;    /* build description for the header */
+    const char *commit;   /* commit description for the header */
+};
+
+void bench_nlp_options_default(struct bench_nlp_options *o);
+
+/* The case names, comma-separated ("published,batch1,small"). */
+const char *bench_nlp_case_names(void);
+
+/* Runs the benchmark and prints the header and table to `out`. GR_EINVAL
+ * for an unknown case name. */
+int bench_nlp_run(const struct bench_nlp_options *o, FILE *out);
+
+#endif

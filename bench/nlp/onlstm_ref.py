@@ -1,0 +1,314 @@
+#!/usr/bin/python3
+"""The ON-LSTM language model of on_lstm.md written in PyTorch the way the
+reference (yikangshen/Ordered-Neurons) runs it: one input-side Linear per
+layer per window, then a Python loop over time steps with the hidden-side
+Linear (DropConnect mask sampled once per forward call, kept weights not
+rescaled), cumax master gates, locked dropouts, embedding dropout, a tied
+decoder, AR/TAR, clip_grad_norm_, SGD with weight decay -> NT-ASGD.
+grove's baseline for `grove bench nlp` and for the scaled comparison run.
+
+  speed: training tokens per second on random tokens (fixed window T)
+    onlstm_ref.py speed --emsize 400 --nhid 1150 --batch 20 --bptt 70 \
+        --windows 3 --warmup 1 --threads 2
+    prints one line: "tokens_per_s 1234.5 seconds_per_window 1.23"
+  train: the schedule of main.py (on_lstm.md §8) on PTB, one CSV row per
+    epoch (epoch,val_loss,val_ppl,seconds) on stdout, test ppl at the end
+    onlstm_ref.py train --data DIR --epochs 5 --max-batches 0 ...
+
+Run with Debian's python3-torch (/usr/bin/python3).
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def cumax(x):
+    return torch.cumsum(F.softmax(x, dim=-1), dim=-1)
+
+
+class Cell(nn.Module):
+    """One ON-LSTM layer (on_lstm.md §3): rows mi, mf, o, c, i, f."""
+
+    def __init__(self, n_in, n_hid, chunk, wdrop):
+        super().__init__()
+        self.n_hid, self.chunk, self.n = n_hid, chunk, n_hid // chunk
+        rows = 4 * n_hid + 2 * self.n
+        self.ih = nn.Linear(n_in, rows)
+        self.hh = nn.Linear(n_hid, rows)
+        self.wdrop = wdrop
+        self.u = None
+
+    def sample_mask(self, training):
+        w = self.hh.weight
+        if not training:
+            self.u = w * (1 - self.wdrop)
+        elif self.wdrop > 0:
+            keep = torch.empty_like(w).bernoulli_(1 - self.wdrop)
+            self.u = w * keep  # dropped -> 0, kept not rescaled
+        else:
+            self.u = w
+
+    def step(self, xi, h, c):
+        B, n, C = xi.shape[0], self.n, self.chunk
+        z = xi + F.linear(h, self.u, self.hh.bias)
+        mi = 1.0 - cumax(z[:, :n])
+        mf = cumax(z[:, n:2 * n])
+        g = z[:, 2 * n:].view(B, 4 * n, C)
+        o, cc, i, f = g.chunk(4, 1)
+        o, cc, i, f = torch.sigmoid(o), torch.tanh(cc), torch.sigmoid(i), \
+            torch.sigmoid(f)
+        df = 1.0 - mf.sum(-1) / n
+        mi, mf = mi[:, :, None], mf[:, :, None]
+        ov = mf * mi
+        c = (f * ov + (mf - ov)) * c + (i * ov + (mi - ov)) * cc
+        h = o * torch.tanh(c)
+        return h.view(B, -1), c, df
+
+
+def locked(x, p, training):
+    if not training or p == 0:
+        return x
+    m = x.new_empty(1, x.size(1), x.size(2)).bernoulli_(1 - p) / (1 - p)
+    return x * m
+
+
+class LM(nn.Module):
+    def __init__(self, a, ntok):
+        super().__init__()
+        sizes = [a.emsize] + [a.nhid] * (a.nlayers - 1) + [a.emsize]
+        self.cells = nn.ModuleList(
+            [Cell(sizes[i], sizes[i + 1], a.chunk, a.wdrop)
+             for i in range(a.nlayers)])
+        self.encoder = nn.Embedding(ntok, a.emsize)
+        self.decoder_bias = nn.Parameter(torch.zeros(ntok))
+        self.encoder.weight.data.uniform_(-0.1, 0.1)
+        self.a = a
+
+    def init_hidden(self, bsz):
+        w = self.encoder.weight
+        return [(w.new_zeros(bsz, c.n_hid), w.new_zeros(bsz, c.n, c.chunk))
+                for c in self.cells]
+
+    def forward(self, x, hidden):
+        a, tr = self.a, self.training
+        w = self.encoder.weight
+        if tr and a.dropoute > 0:
+            m = w.new_empty(w.size(0), 1).bernoulli_(1 - a.dropoute)
+            w = w * (m / (1 - a.dropoute))
+        y = locked(F.embedding(x, w), a.dropouti, tr)
+        new_hidden, raw = [], None
+        for l, cell in enumerate(self.cells):
+            cell.sample_mask(tr)
+            xi = cell.ih(y)  # one product for the window
+            h, c = hidden[l]
+            outs = []
+            for t in range(x.size(0)):
+                h, c, _ = cell.step(xi[t], h, c)
+                outs.append(h)
+            y = torch.stack(outs)
+            new_hidden.append((h, c))
+            if l < len(self.cells) - 1:
+                y = locked(y, a.dropouth, tr)
+            else:
+                raw = y
+        out = locked(raw, a.dropout, tr)
+        logits = F.linear(out.view(-1, out.size(2)), self.encoder.weight,
+                          self.decoder_bias)
+        return logits, new_hidden, raw
+
+
+def detach(hidden):
+    return [(h.detach(), c.detach()) for h, c in hidden]
+
+
+def train_step(model, opt, params, data, targets, hidden, a):
+    model.train()
+    hidden = detach(hidden)
+    opt.zero_grad()
+    logits, hidden, raw = model(data, hidden)
+    raw_loss = F.cross_entropy(logits, targets.view(-1))
+    loss = raw_loss + a.alpha * raw.pow(2).mean()  # AR on the raw output
+    if raw.size(0) > 1:
+        loss = loss + a.beta * (raw[1:] - raw[:-1]).pow(2).mean()
+    loss.backward()
+    if a.clip:
+        torch.nn.utils.clip_grad_norm_(params, a.clip)
+    opt.step()
+    return raw_loss.item(), hidden
+
+
+def speed(a):
+    dev = torch.device(a.device)
+    model = LM(a, a.vocab).to(dev)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=a.lr, weight_decay=a.wdecay)
+    g = torch.Generator().manual_seed(a.seed)
+    data = torch.randint(0, a.vocab, (a.bptt + 1, a.batch),
+                         generator=g).to(dev)
+    hidden = model.init_hidden(a.batch)
+    times = []
+    for k in range(a.warmup + a.windows):
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        _, hidden = train_step(model, opt, params, data[:-1], data[1:],
+                               hidden, a)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        if k >= a.warmup:
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    med = times[len(times) // 2]
+    print("tokens_per_s %.3f seconds_per_window %.6f" %
+          (a.bptt * a.batch / med, med))
+
+
+# ---- training (main.py's schedule) ----
+
+def read_corpus(d):
+    vocab, splits = {}, []
+    for name in ("train", "valid", "test"):
+        p = os.path.join(d, "ptb.%s.txt" % name)
+        if not os.path.exists(p):
+            p = os.path.join(d, "%s.txt" % name)
+        ids = []
+        with open(p) as f:
+            for line in f:
+                for w in line.split() + ["<eos>"]:
+                    if w not in vocab:
+                        vocab[w] = len(vocab)
+                    ids.append(vocab[w])
+        splits.append(torch.tensor(ids, dtype=torch.long))
+    return vocab, splits
+
+
+def batchify(ids, bsz, dev):
+    n = ids.size(0) // bsz
+    return ids[:n * bsz].view(bsz, n).t().contiguous().to(dev)
+
+
+def evaluate(model, src, bsz, a):
+    model.eval()
+    total = 0.0
+    hidden = model.init_hidden(bsz)
+    with torch.no_grad():
+        for i in range(0, src.size(0) - 1, a.bptt):
+            T = min(a.bptt, src.size(0) - 1 - i)
+            logits, hidden, _ = model(src[i:i + T], hidden)
+            total += T * F.cross_entropy(
+                logits, src[i + 1:i + 1 + T].reshape(-1)).item()
+    return total / src.size(0)  # the reference's divisor (rows)
+
+
+def train(a):
+    np.random.seed(a.seed)
+    torch.manual_seed(a.seed)
+    dev = torch.device(a.device)
+    vocab, (tr, va, te) = read_corpus(a.data)
+    train_data = batchify(tr, a.batch, dev)
+    val_data = batchify(va, 10, dev)
+    test_data = batchify(te, a.test_batch, dev)
+    model = LM(a, len(vocab)).to(dev)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=a.lr, weight_decay=a.wdecay)
+    best, hist, stored = None, [], 1e8
+    print("epoch,val_loss,val_ppl,seconds,phase", flush=True)
+    for epoch in range(1, a.epochs + 1):
+        t0 = time.time()
+        hidden = model.init_hidden(a.batch)
+        i, batch = 0, 0
+        while i < train_data.size(0) - 1 - 1:
+            if a.max_batches and batch >= a.max_batches:
+                break
+            bptt = a.bptt if np.random.random() < 0.95 else a.bptt / 2.
+            seq_len = max(5, int(np.random.normal(bptt, 5)))
+            lr2 = opt.param_groups[0]["lr"]
+            opt.param_groups[0]["lr"] = lr2 * seq_len / a.bptt
+            T = min(seq_len, train_data.size(0) - 1 - i)
+            _, hidden = train_step(model, opt, params, train_data[i:i + T],
+                                   train_data[i + 1:i + 1 + T], hidden, a)
+            opt.param_groups[0]["lr"] = lr2
+            batch += 1
+            i += seq_len
+        asgd = "t0" in opt.param_groups[0]
+        if asgd:
+            tmp = {}
+            for p in params:
+                tmp[p] = p.data.clone()
+                p.data = opt.state[p]["ax"].clone()
+            v = evaluate(model, val_data, 10, a)
+            if v < stored:
+                best = {k: t.clone() for k, t in model.state_dict().items()}
+                stored = v
+            for p in params:
+                p.data = tmp[p].clone()
+            if epoch == a.finetuning:
+                opt = torch.optim.ASGD(params, lr=a.lr, t0=0, lambd=0.,
+                                       weight_decay=a.wdecay)
+                hist = []
+        else:
+            v = evaluate(model, val_data, 10, a)
+            if v < stored:
+                best = {k: t.clone() for k, t in model.state_dict().items()}
+                stored = v
+            if len(hist) > a.nonmono and v > min(hist[:-a.nonmono]):
+                opt = torch.optim.ASGD(params, lr=a.lr, t0=0, lambd=0.,
+                                       weight_decay=a.wdecay)
+            hist.append(v)
+        print("%d,%.6f,%.4f,%.1f,%s" % (epoch, v, math.exp(v),
+                                        time.time() - t0,
+                                        "asgd" if asgd else "sgd"),
+              flush=True)
+    model.load_state_dict(best)
+    t = evaluate(model, test_data, a.test_batch, a)
+    print("test_loss %.6f test_ppl %.4f" % (t, math.exp(t)), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["speed", "train"])
+    p.add_argument("--data", default="")
+    p.add_argument("--vocab", type=int, default=10000)
+    p.add_argument("--emsize", type=int, default=400)
+    p.add_argument("--nhid", type=int, default=1150)
+    p.add_argument("--nlayers", type=int, default=3)
+    p.add_argument("--chunk", type=int, default=10)
+    p.add_argument("--batch", type=int, default=20)
+    p.add_argument("--test-batch", type=int, default=1)
+    p.add_argument("--bptt", type=int, default=70)
+    p.add_argument("--lr", type=float, default=30)
+    p.add_argument("--clip", type=float, default=0.25)
+    p.add_argument("--dropout", type=float, default=0.45)
+    p.add_argument("--dropouth", type=float, default=0.3)
+    p.add_argument("--dropouti", type=float, default=0.5)
+    p.add_argument("--dropoute", type=float, default=0.1)
+    p.add_argument("--wdrop", type=float, default=0.45)
+    p.add_argument("--alpha", type=float, default=2)
+    p.add_argument("--beta", type=float, default=1)
+    p.add_argument("--wdecay", type=float, default=1.2e-6)
+    p.add_argument("--nonmono", type=int, default=5)
+    p.add_argument("--finetuning", type=int, default=500)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--max-batches", type=int, default=0)
+    p.add_argument("--seed", type=int, default=141)
+    p.add_argument("--windows", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    a = p.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    if a.nhid % a.chunk or a.emsize % a.chunk:
+        sys.exit("layer sizes must be multiples of --chunk")
+    speed(a) if a.mode == "speed" else train(a)
+
+
+if __name__ == "__main__":
+    main()

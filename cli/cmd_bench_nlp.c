@@ -1,0 +1,69 @@
+/* grove bench nlp: ON-LSTM LM training tokens/s against the PyTorch
+ * reference, measured in the same run (bench/nlp/bench_nlp.h). */
+#include <stdio.h>
+
+#include "bench/nlp/bench_nlp.h"
+#include "cli/build_info.h"
+#include "cli/commands.h"
+#include "cli/lm_common.h"
+#include "core/error.h"
+
+static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct cli_common common;
+    int first = 0;
+    struct bench_nlp_options o;
+    bench_nlp_options_default(&o);
+    int no_baseline = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING("cases", "LIST", "published,batch1,small",
+                   "cases to run, comma-separated", &o.cases),
+        CLI_INT("windows", "N", "3", "timed windows per side (median)",
+                &o.windows),
+        CLI_INT("warmup", "N", "1", "untimed windows first", &o.warmup),
+        CLI_FLAG("quick", "tiny sizes (a CI smoke run, not the issue's "
+                 "cases)", &o.quick),
+        CLI_FLAG("no-baseline", "do not run the PyTorch reference",
+                 &no_baseline),
+        CLI_STRING("python", "PATH", "/usr/bin/python3",
+                   "interpreter with torch for the reference", &o.python),
+        CLI_STRING("script", "FILE", NULL,
+                   "the reference script (default: bench/nlp/onlstm_ref.py "
+                   "of the source tree)",
+                   &o.script),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_DEVICE | CLI_COMMON_THREADS, 0,
+                       0, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    struct gr_ctx_config cc;
+    if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
+        return rc;
+    }
+    if (o.windows < 1 || o.warmup < 0) {
+        return cli_usage_error(cmd, "--windows must be 1 or more, --warmup 0 "
+                               "or more");
+    }
+    o.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
+    o.threads = common.threads;
+    o.baseline = !no_baseline;
+    o.build = GROVE_BUILD_TYPE;
+    o.commit = GROVE_GIT_DESCRIBE;
+    if (bench_nlp_run(&o, stdout) < 0) {
+        return cli_fail(cmd);
+    }
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_bench_nlp = {
+    "bench nlp",
+    "Benchmark ON-LSTM LM training (tokens/s) against the PyTorch reference "
+    "in the same run.",
+    "",
+    "Cases: published (3 layers 400/1150/400, chunk 10, batch 20, BPTT 70), "
+    "batch1, small (hidden 256).\nPrints a Markdown table case | grove | "
+    "baseline | ratio (ratio = grove / PyTorch).",
+    run_bench_nlp,
+};
