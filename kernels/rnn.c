@@ -150,11 +150,17 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
         CALLB(be->gemm(st, 0, 0, rows, (int)in, (int)w, 1.0f, dg, (int)w, 0,
                        F(wih), (int)in, 0, 1.0f, gx, (int)in, 0, 1));
     }
-    if (gbi) {
-        CALLB(be->reduce(st, dg, gbi, 1, rows, w, 1.0f, 1));
-    }
-    if (gbh) {
-        CALLB(be->reduce(st, dg, gbh, 1, rows, w, 1.0f, 1));
+    /* Both biases get Σ_rows dG: reduce once, add to each. */
+    if (gbi && gbh) {
+        float *db = gr_step_floats(ctx, w);
+        if (!db) {
+            return ctx->status;
+        }
+        CALLB(be->reduce(st, dg, db, 1, rows, w, 1.0f, 0));
+        CALLB(be->copy2d(st, gbi, w, db, w, 1, w, 1));
+        CALLB(be->copy2d(st, gbh, w, db, w, 1, w, 1));
+    } else if (gbi || gbh) {
+        CALLB(be->reduce(st, dg, gbi ? gbi : gbh, 1, rows, w, 1.0f, 1));
     }
     return 0;
 }
