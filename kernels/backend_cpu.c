@@ -1122,29 +1122,39 @@ static int cpu_onlstm_bwd(void *st, const float *c_prev, const float *save,
         const float *mi = sv, *mf = sv + n, *pi = sv + 2 * n, *pf = sv + 3 * n;
         const float *a = act + r * 5 * hd;
         float *gzr = gz ? gz + r * w : NULL;
-        memset(tmp, 0, (size_t)(2 * n) * sizeof *tmp);
-        for (int64_t u = 0; u < hd; u++) {
-            int64_t k = u / chunk, q = r * hd + u;
-            float o = a[u], ch = a[hd + u], ig = a[2 * hd + u];
-            float fg = a[3 * hd + u], tc = a[4 * hd + u];
-            float om = mf[k] * mi[k];
-            float ih = ig * om + (mi[k] - om);
-            float fh = fg * om + (mf[k] - om);
-            float dh = gh ? gh[q] : 0.0f;
-            float dc = (gc ? gc[q] : 0.0f) + dh * o * (1.0f - tc * tc);
-            float dih = dc * ch, dfh = dc * c_prev[q];
-            float dom = dih * (ig - 1.0f) + dfh * (fg - 1.0f);
-            gmi[k] += dih + dom * mf[k];
-            gmf[k] += dfh + dom * mi[k];
-            if (gzr) {
-                gzr[2 * n + u] += dh * tc * o * (1.0f - o);
-                gzr[2 * n + hd + u] += dc * ih * (1.0f - ch * ch);
-                gzr[2 * n + 2 * hd + u] += dih * om * ig * (1.0f - ig);
-                gzr[2 * n + 3 * hd + u] += dfh * om * fg * (1.0f - fg);
+        const float *cp = c_prev + r * hd;
+        const float *ghr = gh ? gh + r * hd : NULL;
+        const float *gcr = gc ? gc + r * hd : NULL;
+        float *gpr = gc_prev ? gc_prev + r * hd : NULL;
+        /* Chunk by chunk (no division per element); the chunk sums run in
+         * the same order as an element loop would. */
+        for (int64_t k = 0; k < n; k++) {
+            float mik = mi[k], mfk = mf[k];
+            float om = mfk * mik, io = mik - om, fo = mfk - om;
+            float si = 0.0f, sf = 0.0f;
+            for (int64_t u = k * chunk; u < (k + 1) * chunk; u++) {
+                float o = a[u], ch = a[hd + u], ig = a[2 * hd + u];
+                float fg = a[3 * hd + u], tc = a[4 * hd + u];
+                float ih = ig * om + io;
+                float fh = fg * om + fo;
+                float dh = ghr ? ghr[u] : 0.0f;
+                float dc = (gcr ? gcr[u] : 0.0f) + dh * o * (1.0f - tc * tc);
+                float dih = dc * ch, dfh = dc * cp[u];
+                float dom = dih * (ig - 1.0f) + dfh * (fg - 1.0f);
+                si += dih + dom * mfk;
+                sf += dfh + dom * mik;
+                if (gzr) {
+                    gzr[2 * n + u] += dh * tc * o * (1.0f - o);
+                    gzr[2 * n + hd + u] += dc * ih * (1.0f - ch * ch);
+                    gzr[2 * n + 2 * hd + u] += dih * om * ig * (1.0f - ig);
+                    gzr[2 * n + 3 * hd + u] += dfh * om * fg * (1.0f - fg);
+                }
+                if (gpr) {
+                    gpr[u] += dc * fh;
+                }
             }
-            if (gc_prev) {
-                gc_prev[q] += dc * fh;
-            }
+            gmi[k] = si;
+            gmf[k] = sf;
         }
         if (gzr) {
             /* ĩ = 1 - cumax(ẑ_i): the gradient of its cumsum is -gmi. */
