@@ -108,6 +108,18 @@ struct gr_node *gr_tape_push(struct gr_ctx *ctx, const char *op,
                              gr_backward_fn fn, int n_in,
                              struct gr_tensor *const *in);
 
+/* The fused recurrent sequence (kernels/rnn.c) behind gr_lstm_forward
+ * (cell GR_RNN_LSTM) and gr_onlstm_forward (GR_RNN_ONLSTM, chunk): one tape
+ * node for the window. Arguments already checked by the layer (x [T, B,
+ * IN], u [gates, H], h0/c0 [B, H] or NULL); fills *out like the layers. */
+enum { GR_RNN_LSTM = 0, GR_RNN_ONLSTM = 1 };
+struct gr_rnn_out;
+int gr_rnn_seq(struct gr_ctx *ctx, int cell, int chunk, struct gr_tensor *x,
+               struct gr_tensor *w_ih, struct gr_tensor *b_ih,
+               struct gr_tensor *u, struct gr_tensor *b_hh,
+               struct gr_tensor *h0, struct gr_tensor *c0,
+               struct gr_rnn_out *out);
+
 int gr_shape_equal(const struct gr_tensor *a, const struct gr_tensor *b);
 void gr_tensor_shape_str(const struct gr_tensor *t, char *out, size_t cap);
 

@@ -196,28 +196,11 @@ int gr_lstm_forward(struct gr_ctx *ctx, const struct gr_lstm *l,
     if (rc < 0) {
         return rc;
     }
-    int64_t t_len = x->shape[0], b = x->shape[1];
-    struct gr_tensor *u = w_hh ? w_hh : l->w_hh;
-    /* The input side for all steps: one GEMM of (T·B) x IN by IN x 4H. */
-    struct gr_tensor *xw = gr_linear(ctx, x, l->w_ih, l->b_ih);
-    struct gr_tensor *h = h0 ? h0 : gr_zeros(ctx, gr_shape2(b, l->hidden));
-    struct gr_tensor *c = c0 ? c0 : gr_zeros(ctx, gr_shape2(b, l->hidden));
-    struct gr_tensor **hs = gr_host_scratch(ctx, (size_t)t_len * sizeof *hs);
-    if (!xw || !h || !c || !hs) {
-        return ctx->status;
-    }
-    for (int64_t t = 0; t < t_len; t++) {
-        struct gr_tensor *g =
-            gr_add(ctx, gr_select(ctx, xw, t), gr_linear(ctx, h, u, l->b_hh));
-        if (!g || gr_lstm_cell(ctx, g, c, &h, &c) < 0) {
-            return ctx->status;
-        }
-        hs[t] = h;
-    }
-    out->y = gr_stack(ctx, (int)t_len, hs);
-    out->h = h;
-    out->c = c;
-    return out->y ? 0 : ctx->status;
+    /* One node for the window: the input side as one GEMM over T·B rows,
+     * the hidden side per step, weight gradients as single GEMMs
+     * (kernels/rnn.c). */
+    return gr_rnn_seq(ctx, GR_RNN_LSTM, 1, x, l->w_ih, l->b_ih,
+                      w_hh ? w_hh : l->w_hh, l->b_hh, h0, c0, out);
 }
 
 int gr_onlstm_init(struct gr_onlstm *l, struct gr_ctx *ctx,
@@ -264,35 +247,8 @@ int gr_onlstm_forward(struct gr_ctx *ctx, const struct gr_onlstm *l,
     if (rc < 0) {
         return rc;
     }
-    int64_t t_len = x->shape[0], b = x->shape[1];
-    struct gr_tensor *u = w_hh ? w_hh : l->w_hh;
-    struct gr_tensor *xw = gr_linear(ctx, x, l->w_ih, l->b_ih);
-    struct gr_tensor *h = h0 ? h0 : gr_zeros(ctx, gr_shape2(b, l->hidden));
-    struct gr_tensor *c = c0 ? c0 : gr_zeros(ctx, gr_shape2(b, l->hidden));
-    struct gr_tensor **hs =
-        gr_host_scratch(ctx, 3 * (size_t)t_len * sizeof *hs);
-    if (!xw || !h || !c || !hs) {
-        return ctx->status;
-    }
-    struct gr_tensor **dfs = hs + t_len, **dis = hs + 2 * t_len;
-    for (int64_t t = 0; t < t_len; t++) {
-        struct gr_tensor *z =
-            gr_add(ctx, gr_select(ctx, xw, t), gr_linear(ctx, h, u, l->b_hh));
-        if (!z || gr_onlstm_cell(ctx, z, c, l->chunk, &h, &c, &dfs[t],
-                                 &dis[t]) < 0) {
-            return ctx->status;
-        }
-        hs[t] = h;
-    }
-    out->y = gr_stack(ctx, (int)t_len, hs);
-    /* Distances are not differentiated: stack them without a record. */
-    int was = gr_set_grad_enabled(ctx, 0);
-    out->df = gr_stack(ctx, (int)t_len, dfs);
-    out->di = gr_stack(ctx, (int)t_len, dis);
-    gr_set_grad_enabled(ctx, was);
-    out->h = h;
-    out->c = c;
-    return (out->y && out->df && out->di) ? 0 : ctx->status;
+    return gr_rnn_seq(ctx, GR_RNN_ONLSTM, l->chunk, x, l->w_ih, l->b_ih,
+                      w_hh ? w_hh : l->w_hh, l->b_hh, h0, c0, out);
 }
 
 struct gr_tensor *gr_dropconnect(struct gr_ctx *ctx, struct gr_tensor *w,
