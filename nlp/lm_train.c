@@ -515,7 +515,10 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         if (tc->max_batches > 0 && windows >= tc->max_batches) {
             break;
         }
-        int32_t T = nlp_lm_window_length(&ws, tc->bptt);
+        /* main.py scales the lr by the drawn length and advances by it;
+         * only the batch is cut at the end of the stream */
+        int32_t drawn = nlp_lm_window_length(&ws, tc->bptt);
+        int32_t T = drawn;
         if ((size_t)T > rows - 1 - i) {
             T = (int32_t)(rows - 1 - i);
         }
@@ -544,7 +547,7 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
             }
         }
         struct gr_optim *opt = current(tr);
-        gr_optim_set_lr(opt, (float)(tr->group_lr * T / tc->bptt));
+        gr_optim_set_lr(opt, (float)(tr->group_lr * drawn / tc->bptt));
         rc = gr_optim_step(opt);
         gr_optim_set_lr(opt, (float)tr->group_lr);
         if (rc < 0) {
@@ -563,7 +566,7 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         windows++;
         tokens += (int64_t)T * B;
         tr->global_step++;
-        i += (size_t)T;
+        i += (size_t)drawn;
         if (!tc->quiet) {
             char extra[96], eta[32];
             gr_format_duration(run_eta_s, eta, sizeof eta);

@@ -165,7 +165,7 @@ int main(void)
     snprintf(run_a, sizeof run_a, "%s/a", dir);
     snprintf(run_b, sizeof run_b, "%s/b", dir);
     CHECK(gr_mkdir_p(data) == 0);
-    write_split(data, "ptb.train.txt", 300, 1);
+    write_split(data, "ptb.train.txt", 80, 1);
     write_split(data, "ptb.valid.txt", 60, 2);
     write_split(data, "ptb.test.txt", 60, 3);
     struct nlp_corpus c;
