@@ -365,6 +365,51 @@ static void test_evaluate(void)
     gr_ctx_free(ctx);
 }
 
+/* nlp_lm_run_sequences (length groups, batches, reordering) gives every
+ * sequence the log-probability and distances it has when run alone. */
+static void test_run_sequences(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_lm_config cfg;
+    nlp_lm_config_default(&cfg, NLP_LM_ONLSTM, 31);
+    cfg.emsize = 8;
+    cfg.nhid = 12;
+    cfg.chunk = 4;
+    cfg.nlayers = 3;
+    struct nlp_lm lm;
+    CHECK(nlp_lm_init(&lm, ctx, &cfg, 8) == 0);
+    enum { N = 9 };
+    int32_t lens[N] = {5, 3, 5, 7, 3, 5, 1, 7, 5};
+    int32_t store[N][7];
+    const int32_t *ids[N];
+    float dbuf[N][7];
+    float *df[N];
+    for (int i = 0; i < N; i++) {
+        for (int t = 0; t < lens[i]; t++) {
+            store[i][t] = (i * 7 + t * 3 + 1) % 31;
+        }
+        ids[i] = store[i];
+        df[i] = dbuf[i];
+    }
+    double lp[N];
+    CHECK(nlp_lm_run_sequences(&lm, N, ids, lens, 2, lp, 1, df, NULL) == 0);
+    for (int i = 0; i < N; i++) {
+        float one[6], d1[3 * 7];
+        CHECK(nlp_lm_sentences(&lm, store[i], lens[i], 1, d1,
+                               lens[i] > 1 ? one : NULL) == 0);
+        double want = 0.0;
+        for (int t = 0; t + 1 < lens[i]; t++) {
+            want += one[t];
+        }
+        CHECK_MSG(fabs(lp[i] - want) <= 1e-5 * (1.0 + fabs(want)),
+                  "sequence %d: %.7g in a batch, %.7g alone", i, lp[i], want);
+        for (int t = 0; t < lens[i]; t++) {
+            CHECK_NEAR(df[i][t], d1[1 * lens[i] + t], 1e-6);
+        }
+    }
+    gr_ctx_free(ctx);
+}
+
 /* The rule of on_lstm.md §8.3, read directly: switch at the first epoch e
  * (1-based) with e > nonmono + 1 whose loss exceeds the best of epochs
  * 1 .. e - 1 - nonmono. */
@@ -535,6 +580,7 @@ int main(void)
     test_dead_top_chunk();
     test_ar_source();
     test_evaluate();
+    test_run_sequences();
     test_ntasgd();
     test_window_length();
     test_config_text_and_checkpoint();
