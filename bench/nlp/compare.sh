@@ -6,20 +6,48 @@
 # side by side per epoch (both with the reference's row divisor, the value
 # main.py prints) and the test perplexity of each best model.
 #
-#   bench/nlp/compare.sh GROVE PTB_DIR OUT_DIR EPOCHS THREADS [model flags]
-#   e.g. bench/nlp/compare.sh build/grove ../shared/data/ptb /tmp/cmp 6 1 \
-#            --emsize 128 --nhid 256 --chunk-size 8 --batch-size 80
+#   bench/nlp/compare.sh GROVE PTB_DIR OUT_DIR EPOCHS THREADS [--seeds LIST]
+#                        [model flags]
+#   e.g. bench/nlp/compare.sh build/grove ../shared/data/ptb /tmp/cmp 4 1 \
+#            --seeds 141,1,2,3,4 --emsize 128 --nhid 256 --chunk-size 8 \
+#            --batch-size 40
+#
+# One seed gives two curves whose gap is mostly seed noise early in
+# training (different random streams); --seeds runs every seed on both
+# sides (grove and PyTorch side by side, THREADS each) and compares the
+# means, with the spread. A seed whose outputs are already complete in
+# OUT_DIR/seed<S>/ is not run again, so an interrupted comparison resumes.
 # Model flags use grove's names (--emsize --nhid --nlayers --chunk-size
 # --batch-size --bptt --lr --clip --dropout --dropouth --dropouti --dropoute
-# --wdrop --seed --max-batches); the script maps them to the reference's.
-# The two runs go side by side (THREADS each).
+# --wdrop --max-batches); the script maps them to the reference's.
 set -euo pipefail
+if (($# < 5)); then
+    sed -n '9,13p' "$0" >&2
+    exit 2
+fi
 grove=$1 data=$2 out=$3 epochs=$4 threads=$5
 shift 5
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
+[[ -x $grove ]] || { echo "compare.sh: GROVE '$grove' is not an executable" >&2; exit 2; }
+for f in ptb.train.txt ptb.valid.txt ptb.test.txt; do
+    [[ -f $data/$f ]] || { echo "compare.sh: PTB_DIR '$data' has no $f" >&2; exit 2; }
+done
+[[ $epochs =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: EPOCHS '$epochs' is not a positive integer" >&2; exit 2; }
+[[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: THREADS '$threads' is not a positive integer" >&2; exit 2; }
+seeds=141
+args=()
+while (($#)); do
+    case $1 in
+    --seeds) seeds=${2:?--seeds needs a list like 141,1,2}; shift 2 ;;
+    --seed) seeds=${2:?--seed needs a value}; shift 2 ;;
+    *) args+=("$1"); shift ;;
+    esac
+done
+if ((${#args[@]} % 2)); then
+    echo "compare.sh: model flags come in pairs (--flag value): ${args[*]}" >&2
+    exit 2
+fi
 py_args=()
-args=("$@")
 for ((i = 0; i < ${#args[@]}; i += 2)); do
     flag=${args[i]} val=${args[i + 1]}
     case $flag in
@@ -28,27 +56,79 @@ for ((i = 0; i < ${#args[@]}; i += 2)); do
     *) py_args+=("$flag" "$val") ;;
     esac
 done
+mkdir -p "$out"
 t0=$SECONDS
-"$grove" nlp lm train --data "$data" --out "$out/grove" --force --epochs "$epochs" \
-    --threads "$threads" --test-batch-size 1 --quiet "$@" >"$out/grove.txt" 2>&1 &
-gpid=$!
-OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
-    /usr/bin/python3 "$here/onlstm_ref.py" train --data "$data" --epochs "$epochs" \
-    --threads "$threads" --test-batch 1 "${py_args[@]}" >"$out/pytorch.csv" 2>"$out/pytorch.err" &
-ppid=$!
-wait $gpid || { cat "$out/grove.txt"; exit 1; }
-wait $ppid || { cat "$out/pytorch.err"; exit 1; }
-echo "# grove vs PyTorch reference, $epochs epochs, $((SECONDS - t0)) s; flags: $*"
+IFS=, read -r -a seed_list <<<"$seeds"
+for s in "${seed_list[@]}"; do
+    [[ $s =~ ^[0-9]+$ ]] || { echo "compare.sh: bad seed '$s'" >&2; exit 2; }
+    d=$out/seed$s
+    mkdir -p "$d"
+    gpid= ppid=
+    if ! grep -q '^test_ppl ' "$d/grove/summary.txt" 2>/dev/null; then
+        "$grove" nlp lm train --data "$data" --out "$d/grove" --force \
+            --epochs "$epochs" --threads "$threads" --test-batch-size 1 \
+            --quiet --seed "$s" "${args[@]}" >"$d/grove.txt" 2>&1 &
+        gpid=$!
+    fi
+    if ! grep -q '^test_loss ' "$d/pytorch.csv" 2>/dev/null; then
+        OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+            /usr/bin/python3 "$here/onlstm_ref.py" train --data "$data" \
+            --epochs "$epochs" --threads "$threads" --test-batch 1 --seed "$s" \
+            "${py_args[@]}" >"$d/pytorch.csv" 2>"$d/pytorch.err" &
+        ppid=$!
+    fi
+    if [[ -n $gpid ]] && ! wait "$gpid"; then cat "$d/grove.txt" >&2; exit 1; fi
+    if [[ -n $ppid ]] && ! wait "$ppid"; then cat "$d/pytorch.err" >&2; exit 1; fi
+done
+
+# Per seed: grove's metrics.csv (val_ppl_compat = column 10) and
+# summary.txt; PyTorch's rows epoch,val_loss,val_ppl,seconds,phase and
+# "test_loss L test_ppl P".
+collect() {
+    for s in "${seed_list[@]}"; do
+        d=$out/seed$s
+        tail -n +2 "$d/grove/metrics.csv" | awk -F, -v s="$s" '{ print "g", s, $1, $10 }'
+        sed -n 's/^test_ppl \(.*\)/g '"$s"' test \1/p' "$d/grove/summary.txt"
+        grep -E '^[0-9]+,' "$d/pytorch.csv" | awk -F, -v s="$s" '{ print "p", s, $1, $3 }'
+        sed -n 's/.*test_ppl \([0-9.]*\).*/p '"$s"' test \1/p' "$d/pytorch.csv"
+    done
+}
+echo "# grove vs PyTorch reference: $epochs epochs, seeds $seeds, $((SECONDS - t0)) s; flags: ${args[*]}"
 echo
-echo "| epoch | grove valid ppl | PyTorch valid ppl | grove / PyTorch | grove s | PyTorch s |"
-echo "|---|---|---|---|---|---|"
-# grove: metrics.csv (val_ppl_compat = column 10, wall_s cumulative = 3);
-# PyTorch: epoch,val_loss,val_ppl,seconds,phase
-paste -d, <(tail -n +2 "$out/grove/metrics.csv") <(grep -E '^[0-9]+,' "$out/pytorch.csv") |
-    awk -F, 'BEGIN { prev = 0 }
-        { g = $10; p = $17; printf "| %d | %.2f | %.2f | %.4f | %.0f | %.0f |\n", $1, g, p, g / p, $3 - prev, $18; prev = $3 }'
+echo "Validation perplexity per epoch (the reference's row divisor on both sides) and"
+echo "test perplexity of the best model (batch 1); mean ± sample sd over the seeds."
 echo
-gt=$(sed -n 's/^test_ppl \(.*\)/\1/p' "$out/grove/summary.txt")
-gtc=$(sed -n 's/^test_ppl_compat \(.*\)/\1/p' "$out/grove/summary.txt")
-pt=$(sed -n 's/.*test_ppl \([0-9.]*\).*/\1/p' "$out/pytorch.csv")
-echo "test ppl (best model, batch 1): grove $gt (reference-compatible $gtc), PyTorch $pt"
+collect | awk '
+    { key = $3; v = $4 + 0; side = $1
+      n[side, key]++; sum[side, key] += v; sq[side, key] += v * v
+      val[side, key, $2] = v
+      if (!(key in seen)) { seen[key] = 1; order[++nk] = key } }
+    function sd(side, key,   m, k) {
+        k = n[side, key]; if (k < 2) return 0
+        m = sum[side, key] / k
+        m = (sq[side, key] - k * m * m) / (k - 1)
+        return m > 0 ? sqrt(m) : 0 }
+    END {
+        printf "| epoch | grove | PyTorch | grove / PyTorch (means) |\n|---|---|---|---|\n"
+        for (i = 1; i <= nk; i++) {
+            k = order[i]
+            if (!n["g", k] || !n["p", k]) continue
+            g = sum["g", k] / n["g", k]; p = sum["p", k] / n["p", k]
+            printf "| %s | %.2f ± %.2f (%d) | %.2f ± %.2f (%d) | %.4f |\n", k, g, sd("g", k), n["g", k], p, sd("p", k), n["p", k], g / p
+        }
+    }'
+echo
+echo "Per seed (grove / PyTorch):"
+echo
+collect | awk '
+    { v[$1, $2, $3] = $4; if (!($2 in ss)) { ss[$2] = 1; so[++ns] = $2 }
+      if (!($3 in ks)) { ks[$3] = 1; ko[++nk] = $3 } }
+    END {
+        printf "| seed |"; for (i = 1; i <= nk; i++) printf " %s |", ko[i]; printf "\n|---|"
+        for (i = 1; i <= nk; i++) printf "---|"; printf "\n"
+        for (j = 1; j <= ns; j++) {
+            printf "| %s |", so[j]
+            for (i = 1; i <= nk; i++) printf " %.1f / %.1f |", v["g", so[j], ko[i]], v["p", so[j], ko[i]]
+            printf "\n"
+        }
+    }'
