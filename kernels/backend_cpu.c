@@ -112,41 +112,8 @@ static int cpu_rows_set(void *st, float *y, const float *v, int64_t rows,
 
 /* ---- element-wise ---- */
 
-static float sigmoidf(float x)
-{
-    if (x >= 0.0f) {
-        return 1.0f / (1.0f + expf(-x));
-    }
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-
-/* tanh without glibc's expm1f (the profile's top entry): the odd Taylor
- * series up to x^13 for |x| < 0.4 (truncation < 2e-9 relative), else
- * 1 - 2/(e^{2|x|} + 1) (no cancellation worse than 2 ulps there). Within
- * ~2 ulps of tanhf over the whole range (tests/kernels/test_ops.c checks
- * it against a double reference). */
-static float tanh_f(float x)
-{
-    float a = fabsf(x);
-    if (a < 0.4f) {
-        float x2 = x * x;
-        float p = 21844.0f / 6081075.0f;
-        p = p * x2 - 1382.0f / 155925.0f;
-        p = p * x2 + 62.0f / 2835.0f;
-        p = p * x2 - 17.0f / 315.0f;
-        p = p * x2 + 2.0f / 15.0f;
-        p = p * x2 - 1.0f / 3.0f;
-        return x + x * x2 * p;
-    }
-    if (a > 9.0f) {
-        return x > 0 ? 1.0f : -1.0f;
-    }
-    float t = 1.0f - 2.0f / (expf(2.0f * a) + 1.0f);
-    return x > 0 ? t : -t;
-}
-
-/* ---- vectorised activations for the fused cells ----
+/* ---- vectorised activations (the fused cells and the sigmoid and tanh
+ * ops) ----
  *
  * The recurrent cells spend most of their time in exp. These evaluate
  * exp, sigmoid and tanh four lanes at a time (SSE2, part of every x86-64)
@@ -293,27 +260,34 @@ static void tanh_n(const float *x, float *y, int64_t n)
     }
 }
 
+/* The element-wise ops below switch on the op once per call (or once per
+ * innermost run) and then run a plain loop the compiler vectorises: a
+ * switch inside the loop kept every element scalar, and these generic ops
+ * are most of the element-wise time of the OCN's update. sigmoid and tanh
+ * use the vectorised activations above. */
+#define EACH(n, body)                                                        \
+    for (int64_t i = 0; i < (n); i++) {                                      \
+        body;                                                                \
+    }
+
 static int cpu_unary_fwd(void *st, int op, const float *x, float *y,
                          int64_t n, float a, float b)
 {
     (void)st;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i], r;
-        switch (op) {
-        case GR_U_SIGMOID: r = sigmoidf(v); break;
-        case GR_U_TANH: r = tanh_f(v); break;
-        case GR_U_RELU: r = v > 0.0f ? v : 0.0f; break;
-        case GR_U_ELU: r = v > 0.0f ? v : expm1f(v); break;
-        case GR_U_EXP: r = expf(v); break;
-        case GR_U_LOG: r = logf(v); break;
-        case GR_U_ABS: r = fabsf(v); break;
-        case GR_U_SQUARE: r = v * v; break;
-        case GR_U_SQRT: r = sqrtf(v); break;
-        case GR_U_AFFINE: r = a * v + b; break;
-        case GR_U_CLAMP: r = v < a ? a : (v > b ? b : v); break;
-        default: return gr_error(GR_EINVAL, "unknown unary op %d", op);
-        }
-        y[i] = r;
+    switch (op) {
+    case GR_U_SIGMOID: sigmoid_n(x, y, n); break;
+    case GR_U_TANH: tanh_n(x, y, n); break;
+    case GR_U_RELU: EACH(n, y[i] = x[i] > 0.0f ? x[i] : 0.0f) break;
+    case GR_U_ELU: EACH(n, y[i] = x[i] > 0.0f ? x[i] : expm1f(x[i])) break;
+    case GR_U_EXP: EACH(n, y[i] = expf(x[i])) break;
+    case GR_U_LOG: EACH(n, y[i] = logf(x[i])) break;
+    case GR_U_ABS: EACH(n, y[i] = fabsf(x[i])) break;
+    case GR_U_SQUARE: EACH(n, y[i] = x[i] * x[i]) break;
+    case GR_U_SQRT: EACH(n, y[i] = sqrtf(x[i])) break;
+    case GR_U_AFFINE: EACH(n, y[i] = a * x[i] + b) break;
+    case GR_U_CLAMP:
+        EACH(n, y[i] = x[i] < a ? a : (x[i] > b ? b : x[i])) break;
+    default: return gr_error(GR_EINVAL, "unknown unary op %d", op);
     }
     return 0;
 }
@@ -323,36 +297,54 @@ static int cpu_unary_bwd(void *st, int op, const float *x, const float *y,
                          float b)
 {
     (void)st;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i], o = y[i], g = gy[i], d;
-        switch (op) {
-        case GR_U_SIGMOID: d = o * (1.0f - o); break;
-        case GR_U_TANH: d = 1.0f - o * o; break;
-        case GR_U_RELU: d = v > 0.0f ? 1.0f : 0.0f; break;
-        case GR_U_ELU: d = v > 0.0f ? 1.0f : o + 1.0f; break;
-        case GR_U_EXP: d = o; break;
-        case GR_U_LOG: d = 1.0f / v; break;
-        case GR_U_ABS: d = v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : 0.0f); break;
-        case GR_U_SQUARE: d = 2.0f * v; break;
-        case GR_U_SQRT: d = 0.5f / o; break;
-        case GR_U_AFFINE: d = a; break;
-        case GR_U_CLAMP: d = (v >= a && v <= b) ? 1.0f : 0.0f; break;
-        default: return gr_error(GR_EINVAL, "unknown unary op %d", op);
-        }
-        gx[i] += g * d;
+    switch (op) {
+    case GR_U_SIGMOID: EACH(n, gx[i] += gy[i] * (y[i] * (1.0f - y[i]))) break;
+    case GR_U_TANH: EACH(n, gx[i] += gy[i] * (1.0f - y[i] * y[i])) break;
+    case GR_U_RELU:
+        EACH(n, gx[i] += gy[i] * (x[i] > 0.0f ? 1.0f : 0.0f)) break;
+    case GR_U_ELU:
+        EACH(n, gx[i] += gy[i] * (x[i] > 0.0f ? 1.0f : y[i] + 1.0f)) break;
+    case GR_U_EXP: EACH(n, gx[i] += gy[i] * y[i]) break;
+    case GR_U_LOG: EACH(n, gx[i] += gy[i] * (1.0f / x[i])) break;
+    case GR_U_ABS:
+        EACH(n, gx[i] += gy[i] * (x[i] > 0.0f ? 1.0f
+                                  : (x[i] < 0.0f ? -1.0f : 0.0f))) break;
+    case GR_U_SQUARE: EACH(n, gx[i] += gy[i] * (2.0f * x[i])) break;
+    case GR_U_SQRT: EACH(n, gx[i] += gy[i] * (0.5f / y[i])) break;
+    case GR_U_AFFINE: EACH(n, gx[i] += gy[i] * a) break;
+    case GR_U_CLAMP:
+        EACH(n, gx[i] += gy[i] * ((x[i] >= a && x[i] <= b) ? 1.0f : 0.0f))
+        break;
+    default: return gr_error(GR_EINVAL, "unknown unary op %d", op);
     }
     return 0;
 }
 
-static float binary_f(int op, float a, float b)
+/* One innermost run of a broadcast binary op: n elements of a (contiguous)
+ * against b with element stride bs (1: contiguous, 0: one value). EXPR
+ * combines x = a[i] and z = the matching b. */
+#define BIN_RUN(EXPR)                                                        \
+    do {                                                                     \
+        if (bs == 1) {                                                       \
+            EACH(n, float x = a[i]; float z = b[i]; y[i] = (EXPR))           \
+        } else if (bs == 0) {                                                \
+            const float z = b[0];                                            \
+            EACH(n, float x = a[i]; y[i] = (EXPR))                           \
+        } else {                                                             \
+            EACH(n, float x = a[i]; float z = b[i * bs]; y[i] = (EXPR))      \
+        }                                                                    \
+    } while (0)
+
+static void binary_run(int op, const float *a, const float *b, int64_t bs,
+                       float *y, int64_t n)
 {
     switch (op) {
-    case GR_B_ADD: return a + b;
-    case GR_B_SUB: return a - b;
-    case GR_B_MUL: return a * b;
-    case GR_B_DIV: return a / b;
-    case GR_B_MIN: return a <= b ? a : b;
-    default: return a >= b ? a : b;
+    case GR_B_ADD: BIN_RUN(x + z); break;
+    case GR_B_SUB: BIN_RUN(x - z); break;
+    case GR_B_MUL: BIN_RUN(x * z); break;
+    case GR_B_DIV: BIN_RUN(x / z); break;
+    case GR_B_MIN: BIN_RUN(x <= z ? x : z); break;
+    default: BIN_RUN(x >= z ? x : z); break;
     }
 }
 
@@ -366,13 +358,68 @@ static int cpu_binary_fwd(void *st, int op, const float *a, const float *b,
         for (int64_t d1 = 0; d1 < s[1]; d1++) {
             for (int64_t d2 = 0; d2 < s[2]; d2++) {
                 const float *bp = b + d0 * bs[0] + d1 * bs[1] + d2 * bs[2];
-                for (int64_t d3 = 0; d3 < s[3]; d3++, i++) {
-                    y[i] = binary_f(op, a[i], bp[d3 * bs[3]]);
-                }
+                binary_run(op, a + i, bp, bs[3], y + i, s[3]);
+                i += s[3];
             }
         }
     }
     return 0;
+}
+
+/* ∂/∂a of one innermost run: ga[i] += DA(g, x, z). */
+#define BWD_A(DA)                                                            \
+    do {                                                                     \
+        if (bs == 1) {                                                       \
+            EACH(n, float g = gy[i]; float x = a[i]; float z = b[i];         \
+                 (void)x; (void)z; ga[i] += (DA))                            \
+        } else {                                                             \
+            EACH(n, float g = gy[i]; float x = a[i]; float z = b[i * bs];    \
+                 (void)x; (void)z; ga[i] += (DA))                            \
+        }                                                                    \
+    } while (0)
+
+/* ∂/∂b of one innermost run: gb[i·bs] += DB(g, x, z); with bs = 0 the run
+ * is summed first and added once. */
+#define BWD_B(DB)                                                            \
+    do {                                                                     \
+        if (bs == 0) {                                                       \
+            const float z = b[0];                                            \
+            float sum = 0.0f;                                                \
+            (void)z;                                                \
+            EACH(n, float g = gy[i]; float x = a[i]; (void)x; sum += (DB))   \
+            gb[0] += sum;                                                    \
+        } else {                                                             \
+            EACH(n, float g = gy[i]; float x = a[i]; float z = b[i * bs];    \
+                 (void)x; (void)z; gb[i * bs] += (DB))                       \
+        }                                                                    \
+    } while (0)
+
+static void binary_bwd_run(int op, const float *a, const float *b,
+                           int64_t bs, const float *gy, float *ga, float *gb,
+                           int64_t n)
+{
+    /* ga and gb may be the same buffer (x·x): the a-part runs first, then
+     * the b-part, as the element-by-element loop did per element. */
+    if (ga) {
+        switch (op) {
+        case GR_B_ADD:
+        case GR_B_SUB: BWD_A(g); break;
+        case GR_B_MUL: BWD_A(g * z); break;
+        case GR_B_DIV: BWD_A(g / z); break;
+        case GR_B_MIN: BWD_A(x <= z ? g : 0.0f); break;
+        default: BWD_A(x >= z ? g : 0.0f); break;
+        }
+    }
+    if (gb) {
+        switch (op) {
+        case GR_B_ADD: BWD_B(g); break;
+        case GR_B_SUB: BWD_B(-g); break;
+        case GR_B_MUL: BWD_B(g * x); break;
+        case GR_B_DIV: BWD_B(-g * x / (z * z)); break;
+        case GR_B_MIN: BWD_B(x <= z ? 0.0f : g); break;
+        default: BWD_B(x >= z ? 0.0f : g); break;
+        }
+    }
 }
 
 static int cpu_binary_bwd(void *st, int op, const float *a, const float *b,
@@ -386,33 +433,9 @@ static int cpu_binary_bwd(void *st, int op, const float *a, const float *b,
         for (int64_t d1 = 0; d1 < s[1]; d1++) {
             for (int64_t d2 = 0; d2 < s[2]; d2++) {
                 int64_t bo = d0 * bs[0] + d1 * bs[1] + d2 * bs[2];
-                for (int64_t d3 = 0; d3 < s[3]; d3++, i++) {
-                    int64_t bi = bo + d3 * bs[3];
-                    float g = gy[i], av = a[i], bv = b[bi], da, db;
-                    switch (op) {
-                    case GR_B_ADD: da = g; db = g; break;
-                    case GR_B_SUB: da = g; db = -g; break;
-                    case GR_B_MUL: da = g * bv; db = g * av; break;
-                    case GR_B_DIV:
-                        da = g / bv;
-                        db = -g * av / (bv * bv);
-                        break;
-                    case GR_B_MIN:
-                        da = av <= bv ? g : 0.0f;
-                        db = av <= bv ? 0.0f : g;
-                        break;
-                    default:
-                        da = av >= bv ? g : 0.0f;
-                        db = av >= bv ? 0.0f : g;
-                        break;
-                    }
-                    if (ga) {
-                        ga[i] += da;
-                    }
-                    if (gb) {
-                        gb[bi] += db;
-                    }
-                }
+                binary_bwd_run(op, a + i, b + bo, bs[3], gy + i,
+                               ga ? ga + i : NULL, gb ? gb + bo : NULL, s[3]);
+                i += s[3];
             }
         }
     }
