@@ -353,6 +353,66 @@ static void fmt_num(char *out, size_t cap, int have, double v, int digits)
     }
 }
 
+/* Matrix-product FLOPs of one training step of a recurrent case: forward
+ * X W_ih^T and h_{t-1} U^T; backward dW_ih, dU and dh_{t-1} = dG U (the
+ * input has no gradient here). Gate width 4H, plus 2H/C for the ON-LSTM's
+ * master gates. */
+static double rnn_step_flop(const struct bcase *c)
+{
+    double w = 4.0 * c->h + (c->kind == K_ONLSTM ? 2.0 * c->h / c->chunk : 0);
+    double rows = (double)c->t * c->b;
+    double input_side = 2.0 * rows * c->in * w;            /* fwd, dW_ih */
+    double hidden_side = 2.0 * rows * c->h * w;            /* fwd, dU */
+    double dh = 2.0 * (double)(c->t - 1) * c->b * c->h * w; /* dh_{t-1} */
+    return 2.0 * input_side + 2.0 * hidden_side + dh;
+}
+
+/* The roofline of the training steps: no implementation can run a step
+ * faster than its matrix products at the best SGEMM rate this run
+ * measured (large square products, so the bound is generous), and so no
+ * speed-up over the baseline can exceed baseline time / that floor. */
+static void print_floor(FILE *out, const struct bcase *cs, int nc,
+                        int threads)
+{
+    double best = 0;
+    int best_n = 0;
+    for (int i = 0; i < nc; i++) {
+        const struct bcase *c = &cs[i];
+        if (c->kind == K_SGEMM && c->have_g) {
+            double r = 2.0 * c->n * (double)c->n * c->n * c->k / c->g_s;
+            if (r > best) {
+                best = r;
+                best_n = c->n;
+            }
+        }
+    }
+    if (best <= 0) {
+        return;
+    }
+    fprintf(out, "\n### Matrix-product floor (%d thread%s)\n\n"
+            "A step's matrix products (forward X W_ih^T and h U^T; backward "
+            "dW_ih, dU, dh) at the best SGEMM rate above (%.1f GFLOP/s, "
+            "%dx%dx%d): no step can be faster than the floor, so no ratio "
+            "can exceed baseline / floor.\n\n",
+            threads, threads == 1 ? "" : "s", best / 1e9, best_n, best_n,
+            best_n);
+    fprintf(out, "| case | GFLOP per step | floor (ms) | grove / floor | "
+            "largest possible ratio |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < nc; i++) {
+        const struct bcase *c = &cs[i];
+        if (c->kind == K_SGEMM) {
+            continue;
+        }
+        double flop = rnn_step_flop(c), floor_s = flop / best;
+        char g[32], m[32];
+        fmt_num(g, sizeof g, c->have_g, c->g_s / floor_s, 2);
+        fmt_num(m, sizeof m, c->have_t, c->t_s / floor_s, 2);
+        fprintf(out, "| %.*s | %.3f | %.2f | %s | %s |\n",
+                (int)(strlen(c->label) - 5), c->label, flop / 1e9,
+                floor_s * 1e3, g, m);
+    }
+}
+
 int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
 {
     int threads = o->threads;
@@ -459,6 +519,7 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
                 c->t_peak / c->g_peak, 2);
         fprintf(out, "| %s | %s | %s | %s |\n", label, g, t, r);
     }
+    print_floor(out, cs, nc, threads);
     fflush(out);
     return 0;
 }
