@@ -130,10 +130,13 @@ struct gr_backend {
     int (*sparse_mm_fwd)(void *st, const int32_t *idx, const float *val,
                          const float *table, float *y, int64_t rows,
                          int64_t nz, int64_t out);
+    /* gval[r, j] += gy[r, :] · table[idx[r, j], :];
+     * gtable[id, :] += Σ over entries with that id of val · gy[r, :]
+     * (either may be NULL); the table has n_table rows */
     int (*sparse_mm_bwd)(void *st, const int32_t *idx, const float *val,
                          const float *table, const float *gy, float *gval,
                          float *gtable, int64_t rows, int64_t nz,
-                         int64_t out);
+                         int64_t out, int64_t n_table);
     /* y[r, j] = x[r, idx[r, j]]; x rows of n, idx/y rows of k */
     int (*gather_fwd)(void *st, const float *x, const int32_t *idx, float *y,
                       int64_t rows, int64_t n, int64_t k);

@@ -733,9 +733,10 @@ static int cpu_sparse_mm_fwd(void *st, const int32_t *idx, const float *val,
 static int cpu_sparse_mm_bwd(void *st, const int32_t *idx, const float *val,
                              const float *table, const float *gy, float *gval,
                              float *gtable, int64_t rows, int64_t nz,
-                             int64_t out)
+                             int64_t out, int64_t n_table)
 {
     (void)st;
+    (void)n_table;
     for (int64_t r = 0; r < rows; r++) {
         const float *gr = gy + r * out;
         for (int64_t j = 0; j < nz; j++) {

@@ -30,12 +30,8 @@ struct cuda_state {
     int device;
     cublasHandle_t blas;
     double *d_scratch;  /* one double for sumsq */
-    int32_t *h_idx;     /* host staging for the sparse transpose */
-    size_t h_idx_cap;
-    int32_t *h_csr;
-    size_t h_csr_cap;
-    int32_t *d_csr;     /* device copy of the sparse transpose */
-    size_t d_csr_cap;
+    float *d_dense;     /* the sparse backward's densified rows */
+    size_t d_dense_cap; /* floats */
 };
 
 const int kBlock = 256;
@@ -868,33 +864,33 @@ __global__ void k_sparse_bwd_val(const int32_t *idx, const float *table,
     }
 }
 
-/* gtable[id, o] += Σ over the entries of row id (in (r, j) order, from a
- * host-built list `order` with offsets `start`) of val · gy[r, o]. */
-__global__ void k_sparse_bwd_table(const int32_t *start, const int32_t *order,
-                                   const float *val, const float *gy,
-                                   float *gtable, int64_t n_ids, int64_t nz,
-                                   int64_t out)
+/* Row r of a dense [rows, n_table] block gets the sparse row r: one thread
+ * per row, entries in j order (a repeated id adds up in a fixed order). */
+__global__ void k_sparse_densify(const int32_t *idx, const float *val,
+                                 float *dense, int64_t rows, int64_t nz,
+                                 int64_t n_table)
 {
-    GRID_STRIDE(i, n_ids * out)
+    GRID_STRIDE(r, rows)
     {
-        int64_t id = i / out, o = i % out;
-        int32_t b = start[id], e = start[id + 1];
-        if (b == e) {
-            continue;
+        float *d = dense + r * n_table;
+        for (int64_t j = 0; j < nz; j++) {
+            int32_t id = idx[r * nz + j];
+            if (id >= 0) {
+                d[id] += val ? val[r * nz + j] : 1.0f;
+            }
         }
-        float s = 0.0f;
-        for (int32_t q = b; q < e; q++) {
-            int64_t ent = order[q];
-            int64_t r = ent / nz;
-            s += (val ? val[ent] : 1.0f) * gy[r * out + o];
-        }
-        gtable[id * out + o] += s;
     }
 }
 
+/* The table gradient is X^T gy with X the sparse rows made dense: a block
+ * of rows is densified on the device and multiplied by cuBLAS, so nothing
+ * goes through the host and no thread walks a long list of entries alone
+ * (an observation feature present in every row has rows · 1 entries).
+ * Deterministic: fixed-order densify, then one SGEMM per block. */
 int cu_sparse_bwd(void *st, const int32_t *idx, const float *val,
                   const float *table, const float *gy, float *gval,
-                  float *gtable, int64_t rows, int64_t nz, int64_t out)
+                  float *gtable, int64_t rows, int64_t nz, int64_t out,
+                  int64_t n_table)
 {
     cuda_state *s = (cuda_state *)st;
     if (gval) {
@@ -905,91 +901,56 @@ int cu_sparse_bwd(void *st, const int32_t *idx, const float *val,
             return rc;
         }
     }
-    if (!gtable) {
+    if (!gtable || rows == 0 || n_table == 0) {
         return 0;
     }
-    /* A deterministic transpose: the entries of each table row in (r, j)
-     * order, built on the host by a stable counting sort (the indices are
-     * small: rows · nz i32). The host buffers are kept between calls. */
-    int64_t m = rows * nz;
-    int32_t max_id = -1;
-    size_t need = (size_t)m;
-    if (need > s->h_idx_cap) {
-        int32_t *p = (int32_t *)realloc(s->h_idx, need * sizeof *p);
-        if (!p) {
-            return gr_error(GR_ENOMEM, "out of host memory");
-        }
-        s->h_idx = p;
-        s->h_idx_cap = need;
+    /* Blocks of at most 16 Mi floats (64 MiB) of dense rows. */
+    const int64_t cap_floats = (int64_t)1 << 24;
+    int64_t block = cap_floats / n_table;
+    if (block < 1) {
+        block = 1;
     }
-    int rc = cu_d2h(st, s->h_idx, idx, (size_t)m * sizeof(int32_t));
-    if (rc < 0) {
-        return rc;
+    if (block > rows) {
+        block = rows;
     }
-    for (int64_t i = 0; i < m; i++) {
-        if (s->h_idx[i] > max_id) {
-            max_id = s->h_idx[i];
-        }
-    }
-    if (max_id < 0) {
-        return 0;
-    }
-    int64_t n_ids = (int64_t)max_id + 1;
-    size_t need2 = (size_t)(n_ids + 1 + m);
-    if (need2 > s->h_csr_cap) {
-        int32_t *p = (int32_t *)realloc(s->h_csr, need2 * sizeof *p);
-        if (!p) {
-            return gr_error(GR_ENOMEM, "out of host memory");
-        }
-        s->h_csr = p;
-        s->h_csr_cap = need2;
-    }
-    int32_t *start = s->h_csr, *order = s->h_csr + n_ids + 1;
-    memset(start, 0, (size_t)(n_ids + 1) * sizeof *start);
-    for (int64_t i = 0; i < m; i++) {
-        if (s->h_idx[i] >= 0) {
-            start[s->h_idx[i] + 1]++;
-        }
-    }
-    for (int64_t k = 0; k < n_ids; k++) {
-        start[k + 1] += start[k];
-    }
-    int32_t used = start[n_ids];
-    for (int64_t i = 0; i < m; i++) { /* stable: entries in (r, j) order */
-        int32_t id = s->h_idx[i];
-        if (id >= 0) {
-            order[start[id]++] = (int32_t)i;
-        }
-    }
-    for (int64_t k = n_ids; k > 0; k--) { /* restore the starts */
-        start[k] = start[k - 1];
-    }
-    start[0] = 0;
-    size_t count = (size_t)(n_ids + 1 + used);
-    if (count > s->d_csr_cap) {
+    size_t need = (size_t)(block * n_table);
+    if (need > s->d_dense_cap) {
         /* grows during the first steps only, kept afterwards */
-        cudaFree(s->d_csr);
-        s->d_csr = NULL;
-        s->d_csr_cap = 0;
-        rc = check_rt(cudaMalloc(&s->d_csr, count * sizeof(int32_t)),
-                      "allocating the sparse index");
+        cudaFree(s->d_dense);
+        s->d_dense = NULL;
+        s->d_dense_cap = 0;
+        int rc = check_rt(cudaMalloc(&s->d_dense, need * sizeof(float)),
+                          "allocating the sparse backward's dense block");
         if (rc < 0) {
             return rc;
         }
-        s->d_csr_cap = count;
+        s->d_dense_cap = need;
     }
-    int32_t *d_csr = s->d_csr;
-    rc = cu_h2d(st, d_csr, start, (size_t)(n_ids + 1) * sizeof(int32_t));
-    if (rc == 0 && used > 0) {
-        rc = cu_h2d(st, d_csr + n_ids + 1, order,
-                    (size_t)used * sizeof(int32_t));
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+        int64_t n = rows - r0 < block ? rows - r0 : block;
+        int rc = check_rt(cudaMemsetAsync(s->d_dense, 0,
+                                          (size_t)(n * n_table) *
+                                              sizeof(float)),
+                          "clearing the sparse backward's dense block");
+        if (rc < 0) {
+            return rc;
+        }
+        k_sparse_densify<<<blocks_for(n), kBlock>>>(
+            idx + r0 * nz, val ? val + r0 * nz : NULL, s->d_dense, n, nz,
+            n_table);
+        rc = check_launch("k_sparse_densify");
+        if (rc < 0) {
+            return rc;
+        }
+        /* gtable [n_table, out] += X^T [n_table, n] · gy [n, out] */
+        rc = cu_gemm(st, 1, 0, (int)n_table, (int)out, (int)n, 1.0f,
+                     s->d_dense, (int)n_table, 0, gy + r0 * out, (int)out, 0,
+                     1.0f, gtable, (int)out, 0, 1);
+        if (rc < 0) {
+            return rc;
+        }
     }
-    if (rc == 0) {
-        k_sparse_bwd_table<<<blocks_for(n_ids * out), kBlock>>>(
-            d_csr, d_csr + n_ids + 1, val, gy, gtable, n_ids, nz, out);
-        rc = check_launch("k_sparse_bwd_table");
-    }
-    return rc;
+    return 0;
 }
 
 __global__ void k_gather_fwd(const float *x, const int32_t *idx, float *y,
@@ -1717,8 +1678,6 @@ extern "C" void gr_cuda_state_free(void *st)
         cublasDestroy(s->blas);
     }
     cudaFree(s->d_scratch);
-    cudaFree(s->d_csr);
-    free(s->h_idx);
-    free(s->h_csr);
+    cudaFree(s->d_dense);
     free(s);
 }

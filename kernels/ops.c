@@ -920,7 +920,7 @@ static int sparse_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     CALLB(ctx->be->sparse_mm_bwd(ctx->st, I(idx), val ? F(val) : NULL,
                                  F(table), F(nd->out[0]->grad), gval, gt,
                                  idx->shape[0], idx->shape[1],
-                                 table->shape[1]));
+                                 table->shape[1], table->shape[0]));
     return 0;
 }
 
