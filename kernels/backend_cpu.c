@@ -116,13 +116,14 @@ static int cpu_rows_set(void *st, float *y, const float *v, int64_t rows,
  * ops) ----
  *
  * The recurrent cells spend most of their time in exp. These evaluate
- * exp, sigmoid and tanh four lanes at a time (SSE2, part of every x86-64)
+ * exp, sigmoid and tanh several lanes at a time (4, or 8 with AVX2)
  * with a Cephes-style exp: n = round(x·log2 e), r = x - n·ln 2 in two
  * parts, a degree-7 polynomial, times 2^n built in the exponent bits
  * (within ~2 ulps of expf; x clamped to [-87, 88], where the cells'
- * results are exact 0/1 anyway). The scalar twins do the same float
- * operations in the same order, so a tail element gets the bits a lane
- * would. Without SSE2 the vector loops compile away and the twins run. */
+ * results are exact 0/1 anyway). The lanes (kernels/cpu_activations.inc)
+ * and the scalar twins exp_s, sigmoid_s and tanh_s do the same float
+ * operations in the same order, so every element gets the same bits
+ * whichever code runs it. */
 #define EXP_LO (-87.0f)
 #define EXP_HI 88.0f
 #define EXP_ROUND 12582912.0f /* 1.5·2^23: adding it rounds to integer */
@@ -180,67 +181,41 @@ static float tanh_s(float x)
     return x < 0.0f ? -t : t;
 }
 
-#if defined(__SSE2__)
-static inline __m128 exp_v(__m128 x)
-{
-    x = _mm_min_ps(_mm_max_ps(x, _mm_set1_ps(EXP_LO)), _mm_set1_ps(EXP_HI));
-    const __m128 rnd = _mm_set1_ps(EXP_ROUND);
-    __m128 n = _mm_sub_ps(
-        _mm_add_ps(_mm_mul_ps(x, _mm_set1_ps(EXP_LOG2E)), rnd), rnd);
-    __m128 r = _mm_sub_ps(x, _mm_mul_ps(n, _mm_set1_ps(EXP_LN2_HI)));
-    r = _mm_sub_ps(r, _mm_mul_ps(n, _mm_set1_ps(EXP_LN2_LO)));
-    __m128 p = _mm_set1_ps(EXP_P0);
-    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(EXP_P1));
-    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(EXP_P2));
-    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(EXP_P3));
-    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(EXP_P4));
-    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(EXP_P5));
-    p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(p, _mm_mul_ps(r, r)), r),
-                   _mm_set1_ps(1.0f));
-    __m128i e = _mm_slli_epi32(
-        _mm_add_epi32(_mm_cvttps_epi32(n), _mm_set1_epi32(127)), 23);
-    return _mm_mul_ps(p, _mm_castsi128_ps(e));
-}
-
-static inline __m128 sigmoid_v(__m128 x)
-{
-    const __m128 one = _mm_set1_ps(1.0f);
-    return _mm_div_ps(one, _mm_add_ps(one, exp_v(_mm_sub_ps(_mm_setzero_ps(),
-                                                             x))));
-}
-
-static inline __m128 tanh_v(__m128 x)
-{
-    const __m128 sign = _mm_set1_ps(-0.0f);
-    __m128 a = _mm_andnot_ps(sign, x);
-    __m128 x2 = _mm_mul_ps(x, x);
-    __m128 p = _mm_set1_ps(21844.0f / 6081075.0f);
-    p = _mm_sub_ps(_mm_mul_ps(p, x2), _mm_set1_ps(1382.0f / 155925.0f));
-    p = _mm_add_ps(_mm_mul_ps(p, x2), _mm_set1_ps(62.0f / 2835.0f));
-    p = _mm_sub_ps(_mm_mul_ps(p, x2), _mm_set1_ps(17.0f / 315.0f));
-    p = _mm_add_ps(_mm_mul_ps(p, x2), _mm_set1_ps(2.0f / 15.0f));
-    p = _mm_sub_ps(_mm_mul_ps(p, x2), _mm_set1_ps(1.0f / 3.0f));
-    __m128 small = _mm_add_ps(x, _mm_mul_ps(_mm_mul_ps(x, x2), p));
-    __m128 ab = _mm_min_ps(a, _mm_set1_ps(TANH_BIG));
-    const __m128 one = _mm_set1_ps(1.0f);
-    __m128 t = _mm_sub_ps(
-        one, _mm_div_ps(_mm_set1_ps(2.0f),
-                        _mm_add_ps(exp_v(_mm_add_ps(ab, ab)), one)));
-    __m128 big = _mm_or_ps(t, _mm_and_ps(sign, x));
-    __m128 m = _mm_cmplt_ps(a, _mm_set1_ps(TANH_SMALL));
-    return _mm_or_ps(_mm_and_ps(m, small), _mm_andnot_ps(m, big));
-}
+/* The lanes: 4 everywhere; 8 with AVX2 on x86-64, chosen at run time. */
+#define ACT_W 4
+#define ACT_ATTR
+#include "kernels/cpu_activations.inc"
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GR_CPU_AVX2 1
+#define ACT_W 8
+#define ACT_ATTR __attribute__((target("avx2")))
+#include "kernels/cpu_activations.inc"
 #endif
+
+static int have_avx2(void)
+{
+#if defined(GR_CPU_AVX2)
+    static int known = -1; /* a benign race: every thread computes 0 or 1 */
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return known;
+#else
+    return 0;
+#endif
+}
 
 /* y[i] = σ(x[i]) for i < n (y may be x). */
 static void sigmoid_n(const float *x, float *y, int64_t n)
 {
     int64_t i = 0;
-#if defined(__SSE2__)
-    for (; i + 4 <= n; i += 4) {
-        _mm_storeu_ps(y + i, sigmoid_v(_mm_loadu_ps(x + i)));
+#if defined(GR_CPU_AVX2)
+    if (have_avx2()) {
+        i = sigmoid_lanes8(x, y, n);
     }
 #endif
+    i += sigmoid_lanes4(x + i, y + i, n - i);
     for (; i < n; i++) {
         y[i] = sigmoid_s(x[i]);
     }
@@ -250,11 +225,12 @@ static void sigmoid_n(const float *x, float *y, int64_t n)
 static void tanh_n(const float *x, float *y, int64_t n)
 {
     int64_t i = 0;
-#if defined(__SSE2__)
-    for (; i + 4 <= n; i += 4) {
-        _mm_storeu_ps(y + i, tanh_v(_mm_loadu_ps(x + i)));
+#if defined(GR_CPU_AVX2)
+    if (have_avx2()) {
+        i = tanh_lanes8(x, y, n);
     }
 #endif
+    i += tanh_lanes4(x + i, y + i, n - i);
     for (; i < n; i++) {
         y[i] = tanh_s(x[i]);
     }

@@ -1437,6 +1437,56 @@ static int parity_case(const struct op_case *c)
     return rc;
 }
 
+/* sigmoid and tanh run 8 lanes (AVX2), 4 lanes or scalar depending on an
+ * element's position in the call: 15 copies of one value cover all three
+ * (0-7, 8-11, 12-14), and must give the same bits, close to the double
+ * result. Values: a sweep of [-30, 30], the tanh branch points, the exp
+ * clamp, signed zeros and large magnitudes. */
+static void check_activation_lanes(void)
+{
+    struct gr_ctx *ctx;
+    struct gr_ctx_config cfg = gr_ctx_config_default();
+    cfg.device = GR_DEVICE_CPU;
+    if (gr_ctx_new(&ctx, &cfg) < 0) {
+        CHECK_MSG(0, "cpu context: %s", gr_last_error());
+        return;
+    }
+    const float special[] = {0.0f, -0.0f, 0.4f, -0.4f, 0.39999998f, 9.0f,
+                             -9.0f, 43.5f, -43.5f, 44.0f, -44.0f, 88.0f,
+                             -87.0f, 100.0f, -100.0f, 1e-30f, -1e-30f};
+    const int n_special = (int)(sizeof special / sizeof special[0]);
+    int bad_bits = 0, bad_value = 0;
+    for (int k = 0; k < n_special + 4001; k++) {
+        float v = k < n_special ? special[k]
+                                : -30.0f + 60.0f * (float)(k - n_special) / 4000;
+        float in[15], out[15];
+        for (int i = 0; i < 15; i++) {
+            in[i] = v;
+        }
+        for (int op = 0; op < 2; op++) {
+            gr_step_reset(ctx);
+            struct gr_tensor *x =
+                gr_tensor_from_host(ctx, GR_F32, gr_shape1(15), in);
+            struct gr_tensor *y = op ? gr_tanh(ctx, x) : gr_sigmoid(ctx, x);
+            if (!y || gr_tensor_to_host(y, out) < 0) {
+                CHECK_MSG(0, "activation: %s", gr_ctx_error(ctx));
+                gr_ctx_free(ctx);
+                return;
+            }
+            for (int i = 1; i < 15; i++) {
+                bad_bits += memcmp(&out[i], &out[0], sizeof out[0]) != 0;
+            }
+            double ref = op ? tanh((double)v) : 1.0 / (1.0 + exp(-(double)v));
+            bad_value += !(fabs(out[0] - ref) <= 5e-7 * fabs(ref) + 1e-37);
+        }
+    }
+    CHECK_MSG(bad_bits == 0, "sigmoid/tanh: %d elements differ in bits "
+              "between the 8-lane, 4-lane and scalar paths", bad_bits);
+    CHECK_MSG(bad_value == 0, "sigmoid/tanh: %d values off the double "
+              "reference by more than 5e-7 relative", bad_value);
+    gr_ctx_free(ctx);
+}
+
 /* Cases for the parity run only (too large for finite differences): a
  * table of 2^22 + 3 rows makes the CUDA sparse backward densify its rows
  * in blocks of 3 (at most 2^24 floats per block). */
@@ -1490,6 +1540,9 @@ int main(int argc, char **argv)
         ran++;
         CHECK_MSG(parity_case(&parity_only[i]) == 0, "case '%s' could not run",
                   parity_only[i].name);
+    }
+    if (!parity && !only) {
+        check_activation_lanes();
     }
     printf("%d op cases (%s), %d gradient comparisons\n", ran,
            parity ? "CUDA vs CPU" : "forward reference + finite differences",
