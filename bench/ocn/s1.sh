@@ -8,7 +8,7 @@
 #
 #   bench/ocn/s1.sh GROVE OUT_DIR [--updates N] [--seeds 1,2,3,4,5]
 #                   [--configs ocn10,ocn1,moe] [--jobs J] [--device D]
-#                   [--threads T]
+#                   [--threads T] [--demos-per-task N]
 #   e.g. bench/ocn/s1.sh build/grove runs/s1 --updates 10000 --jobs 2
 #
 # Runs go into OUT_DIR/<config>_seed<S>/ and resume: a run that stopped
@@ -22,7 +22,7 @@ usage() { sed -n '9,12p' "$0" >&2; exit 2; }
 grove=$1 out=$2
 shift 2
 updates=10000 seeds=1,2,3,4,5 configs=ocn10,ocn1,moe jobs=1 device=auto
-threads=1
+threads=1 per_task=6000
 while (($#)); do
     (($# >= 2)) || usage
     case $1 in
@@ -32,14 +32,19 @@ while (($#)); do
     --jobs) jobs=$2 ;;
     --device) device=$2 ;;
     --threads) threads=$2 ;;
+    --demos-per-task) per_task=$2 ;;
     *) echo "s1.sh: unknown option '$1'" >&2; usage ;;
     esac
     shift 2
 done
 [[ -x $grove ]] || { echo "s1.sh: GROVE '$grove' is not an executable" >&2; exit 2; }
-for v in updates jobs threads; do
-    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "s1.sh: --$v '${!v}' is not a positive integer" >&2; exit 2; }
-done
+posint() {
+    [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "s1.sh: $1 '$2' is not a positive integer" >&2; exit 2; }
+}
+posint --updates "$updates"
+posint --jobs "$jobs"
+posint --threads "$threads"
+posint --demos-per-task "$per_task"
 IFS=, read -r -a seed_list <<<"$seeds"
 IFS=, read -r -a config_list <<<"$configs"
 for s in "${seed_list[@]}"; do
@@ -65,6 +70,7 @@ run_one() {
         [[ -f $d/last.ckpt ]] && start=--resume
         "$grove" train bc --tasks AC,CD --options 3 --model "$model" \
             --tau "$tau" --seed "$s" --updates "$updates" --device "$device" \
+            --demos-per-task "$per_task" \
             --threads "$threads" --quiet --out "$d" "$start" >>"$d.log" 2>&1 ||
             { echo "s1.sh: $c seed $s failed; see $d.log" >&2; return 1; }
     fi
