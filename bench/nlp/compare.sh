@@ -96,25 +96,30 @@ collect() {
 echo "# grove vs PyTorch reference: $epochs epochs, seeds $seeds, $((SECONDS - t0)) s; flags: ${args[*]}"
 echo
 echo "Validation perplexity per epoch (the reference's row divisor on both sides) and"
-echo "test perplexity of the best model (batch 1); mean ± sample sd over the seeds."
+echo "test perplexity of the best model (batch 1); mean ± sample sd over the seeds;"
+echo "the interval: ratio of geometric means ± 2 standard errors (seed-to-seed noise)."
 echo
 collect | awk '
     { key = $3; v = $4 + 0; side = $1
       n[side, key]++; sum[side, key] += v; sq[side, key] += v * v
-      val[side, key, $2] = v
+      ls[side, key] += log(v); lq[side, key] += log(v) * log(v)
       if (!(key in seen)) { seen[key] = 1; order[++nk] = key } }
-    function sd(side, key,   m, k) {
-        k = n[side, key]; if (k < 2) return 0
-        m = sum[side, key] / k
-        m = (sq[side, key] - k * m * m) / (k - 1)
-        return m > 0 ? sqrt(m) : 0 }
+    function var(s, q, k,   m) {
+        if (k < 2) return 0
+        m = s / k; m = (q - k * m * m) / (k - 1)
+        return m > 0 ? m : 0 }
     END {
-        printf "| epoch | grove | PyTorch | grove / PyTorch (means) |\n|---|---|---|---|\n"
+        printf "| epoch | grove | PyTorch | grove / PyTorch (means) | 95 %% interval |\n|---|---|---|---|---|\n"
         for (i = 1; i <= nk; i++) {
-            k = order[i]
-            if (!n["g", k] || !n["p", k]) continue
-            g = sum["g", k] / n["g", k]; p = sum["p", k] / n["p", k]
-            printf "| %s | %.2f ± %.2f (%d) | %.2f ± %.2f (%d) | %.4f |\n", k, g, sd("g", k), n["g", k], p, sd("p", k), n["p", k], g / p
+            k = order[i]; a = n["g", k]; b = n["p", k]
+            if (!a || !b) continue
+            g = sum["g", k] / a; p = sum["p", k] / b
+            # the ratio of geometric means, +- 2 standard errors of the
+            # difference of mean log perplexities (seeds as samples)
+            d = ls["g", k] / a - ls["p", k] / b
+            se = sqrt(var(ls["g", k], lq["g", k], a) / a + var(ls["p", k], lq["p", k], b) / b)
+            ci = (a > 1 && b > 1) ? sprintf("%.3f - %.3f", exp(d - 2 * se), exp(d + 2 * se)) : "-"
+            printf "| %s | %.2f ± %.2f (%d) | %.2f ± %.2f (%d) | %.4f | %s |\n", k, g, sqrt(var(sum["g", k], sq["g", k], a)), a, p, sqrt(var(sum["p", k], sq["p", k], b)), b, g / p, ci
         }
     }'
 echo
