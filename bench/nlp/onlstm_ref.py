@@ -53,7 +53,10 @@ class Cell(nn.Module):
             keep = torch.empty_like(w).bernoulli_(1 - self.wdrop)
             self.u = w * keep  # dropped -> 0, kept not rescaled
         else:
-            self.u = w
+            # a plain tensor: assigning the Parameter itself would register
+            # u as a second parameter, and the evaluation's product could
+            # then not be assigned to it
+            self.u = w.view_as(w)
 
     def step(self, xi, h, c):
         B, n, C = xi.shape[0], self.n, self.chunk
