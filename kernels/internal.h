@@ -90,6 +90,16 @@ int gr_fail_code(struct gr_ctx *ctx, int code, const char *fmt, ...)
 /* Keeps a backend failure (message already set) as the step's error. */
 int gr_keep_error(struct gr_ctx *ctx, int code);
 
+/* In a function returning int with a `ctx` in scope: run a backend call
+ * and return its error, kept in the context, when it fails. */
+#define CALLB(expr)                                                          \
+    do {                                                                     \
+        int rc__ = (expr);                                                   \
+        if (rc__ < 0) {                                                      \
+            return gr_keep_error(ctx, rc__);                                 \
+        }                                                                    \
+    } while (0)
+
 /* A new step tensor (uninitialised data when zero == 0). */
 struct gr_tensor *gr_new_step(struct gr_ctx *ctx, enum gr_dtype dtype,
                               struct gr_shape shape, int zero);

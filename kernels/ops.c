@@ -56,14 +56,6 @@ static int arg_ok(struct gr_ctx *ctx, const char *op, const struct gr_tensor *t,
         }                                                                    \
     } while (0)
 
-#define CALLB(expr)                                                          \
-    do {                                                                     \
-        int rc__ = (expr);                                                   \
-        if (rc__ < 0) {                                                      \
-            return gr_keep_error(ctx, rc__);                                 \
-        }                                                                    \
-    } while (0)
-
 /* Whether an op over these inputs must be recorded. */
 static int wants_grad(struct gr_ctx *ctx, int n, struct gr_tensor *const *in)
 {

@@ -21,14 +21,6 @@
 #include "kernels/internal.h"
 #include "kernels/layers.h"
 
-#define CALLB(expr)                                                          \
-    do {                                                                     \
-        int rc__ = (expr);                                                   \
-        if (rc__ < 0) {                                                      \
-            return gr_keep_error(ctx, rc__);                                 \
-        }                                                                    \
-    } while (0)
-
 static float *F(const struct gr_tensor *t)
 {
     return t ? (float *)t->data : NULL;
