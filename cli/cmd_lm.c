@@ -311,8 +311,21 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
             return cli_fail(cmd);
         }
     }
-    printf("files:      metrics.csv (one row per epoch), curve.png, best.ckpt, "
-           "last.ckpt, summary.txt\n");
+    /* Only what exists: a run of 0 epochs has no curve and no best.ckpt. */
+    static const char *const files[] = {"metrics.csv", "curve.png",
+                                        "best.ckpt", "last.ckpt",
+                                        "summary.txt"};
+    printf("files:      ");
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (gr_path_join(path, sizeof path, common.out, files[i]) == 0 &&
+            gr_path_exists(path)) {
+            printf("%s%s%s", sep, files[i],
+                   i == 0 ? " (one row per epoch)" : "");
+            sep = ", ";
+        }
+    }
+    printf("\n");
     return CLI_EXIT_OK;
 }
 

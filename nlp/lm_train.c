@@ -891,6 +891,14 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
         return rc;
     }
     const struct nlp_lm_train_config *tc = &tr.tc;
+    /* A fresh run's last.ckpt starts as the initial model: --resume from
+     * it equals the fresh run, and --epochs 0 exports the initial weights
+     * (the deterministic comparison in bench/nlp reads them). */
+    if (!tc->resume && tc->out_dir != NULL &&
+        (rc = save_ckpt(&tr, tr.path_last, 1)) < 0) {
+        trainer_free(&tr);
+        return rc;
+    }
     int stop = 0;
     int32_t n_run = 0; /* epochs run by this invocation */
     double t_run0 = gr_now_seconds();

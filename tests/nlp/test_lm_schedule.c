@@ -8,7 +8,9 @@
  *     last.ckpt; an existing folder is refused without --force;
  *   - --resume: a run stopped after 4 epochs and resumed to 9 gives the
  *     same metrics (bit for bit, but time) and the same best weights as an
- *     uninterrupted run of 9 epochs.
+ *     uninterrupted run of 9 epochs;
+ *   - a run of 0 epochs writes last.ckpt (the initial model) and no
+ *     best.ckpt; resumed, it gives the uninterrupted run's epochs.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -160,10 +162,11 @@ int main(void)
 {
     char dir[] = "/tmp/grove_test_lm_schedule_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char data[600], run_a[600], run_b[600];
+    char data[600], run_a[600], run_b[600], run_c[600];
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(run_a, sizeof run_a, "%s/a", dir);
     snprintf(run_b, sizeof run_b, "%s/b", dir);
+    snprintf(run_c, sizeof run_c, "%s/c", dir);
     CHECK(gr_mkdir_p(data) == 0);
     write_split(data, "ptb.train.txt", 80, 1);
     write_split(data, "ptb.valid.txt", 60, 2);
@@ -248,11 +251,35 @@ int main(void)
     CHECK(same_weights(path, path2));
     CHECK(res_a.test_ppl == r.test_ppl);
 
+    /* run C: 0 epochs (the initial model only), then --resume to 3 */
+    config(&tc, run_c);
+    tc.epochs = 0;
+    tc.skip_test = 1;
+    CHECK(nlp_lm_train(&tc, &c, &cc, NULL, NULL, &r) == 0);
+    CHECK(r.epochs_done == 0);
+    snprintf(path, sizeof path, "%s/last.ckpt", run_c);
+    CHECK_MSG(gr_path_exists(path), "a 0-epoch run writes last.ckpt");
+    snprintf(path, sizeof path, "%s/best.ckpt", run_c);
+    CHECK_MSG(!gr_path_exists(path), "a 0-epoch run has no best.ckpt");
+    config(&tc, run_c);
+    tc.epochs = 3;
+    tc.skip_test = 1;
+    tc.resume = 1;
+    struct record rc3 = {.n = 0};
+    CHECK_MSG(nlp_lm_train(&tc, &c, &cc, on_epoch, &rc3, &r) == 0, "%s",
+              gr_last_error());
+    CHECK(rc3.n == 3);
+    for (int e = 0; e < 3 && e < rc3.n; e++) {
+        CHECK_MSG(ra.log[e].val_loss == rc3.log[e].val_loss &&
+                      ra.log[e].train_loss == rc3.log[e].train_loss,
+                  "epoch %d differs after resuming a 0-epoch run", e + 1);
+    }
+
     /* clean up */
     static const char *const files[] = {"best.ckpt", "last.ckpt",
                                         "metrics.csv", "command", "config"};
-    const char *runs[2] = {run_a, run_b};
-    for (int k = 0; k < 2; k++) {
+    const char *runs[3] = {run_a, run_b, run_c};
+    for (int k = 0; k < 3; k++) {
         for (int i = 0; i < 5; i++) {
             snprintf(path, sizeof path, "%s/%s", runs[k], files[i]);
             unlink(path);
