@@ -119,7 +119,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     const char *model = "onlstm", *data = NULL, *when = NULL;
     int emsize = -1, nhid = -1, nlayers = -1, chunk = -1, bptt = -1,
         batch = -1, nonmono = -1, finetuning = -1, epochs = -1,
-        max_batches = 0, eval_batch = -1, test_batch = -1, resume = 0;
+        max_batches = 0, eval_batch = -1, test_batch = -1, resume = 0,
+        fixed_windows = 0;
     double lr = NAN, clip = NAN, dropout = NAN, dropouth = NAN,
            dropouti = NAN, dropoute = NAN, wdrop = NAN, wdecay = NAN,
            alpha = NAN, beta = NAN;
@@ -179,6 +180,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 "cut every epoch after N windows (smoke tests; 0 = whole "
                 "epochs)",
                 &max_batches),
+        CLI_FLAG("fixed-windows",
+                 "every training window exactly --bptt steps (no random "
+                 "length, no lr rescaling): for deterministic comparisons",
+                 &fixed_windows),
         CLI_INT("eval-batch-size", "N", "10", "validation batch", &eval_batch),
         CLI_INT("test-batch-size", "N", "1", "test batch", &test_batch),
         CLI_U64("seed", "S", "141", "random seed (weights, masks, windows)",
@@ -245,6 +250,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.eval_batch = eval_batch;
     tc.test_batch = test_batch;
     tc.max_batches = max_batches;
+    tc.fixed_windows = fixed_windows;
     tc.seed = seed;
     tc.out_dir = common.out;
     tc.force = common.force;

@@ -284,11 +284,13 @@ static int state_write(const struct trainer *tr, struct nlp_text *t)
         t,
         "lr %.9g\nclip %.9g\nepochs %d\nbatch-size %d\nbptt %d\nwdecay "
         "%.9g\nnonmono %d\nfinetuning %d\neval-batch-size %d\n"
-        "test-batch-size %d\nmax-batches %d\nseed %llu\nwhen",
+        "test-batch-size %d\nmax-batches %d\nfixed-windows %d\nseed %llu\n"
+        "when",
         (double)tc->lr, (double)tc->clip, (int)tc->epochs, (int)tc->batch,
         (int)tc->bptt, (double)tc->wdecay, (int)tc->nonmono,
         (int)tc->finetuning, (int)tc->eval_batch, (int)tc->test_batch,
-        (int)tc->max_batches, (unsigned long long)tc->seed);
+        (int)tc->max_batches, tc->fixed_windows ? 1 : 0,
+        (unsigned long long)tc->seed);
     for (int i = 0; rc == 0 && i < tc->n_when; i++) {
         rc = nlp_text_printf(t, "%c%d", i ? ',' : ' ', (int)tc->when[i]);
     }
@@ -390,6 +392,9 @@ static int state_read(struct trainer *tr, const char *text, const char *what)
     GETI("eval-batch-size", tc->eval_batch);
     GETI("test-batch-size", tc->test_batch);
     GETI("max-batches", tc->max_batches);
+    char *fw = value_dup(text, "fixed-windows"); /* absent before 2026-11 */
+    tc->fixed_windows = fw != NULL && atoi(fw) != 0;
+    free(fw);
     if (rc == 0 && (rc = get_double(text, what, "seed", &d)) == 0) {
         tc->seed = (uint64_t)d;
     }
@@ -517,7 +522,9 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         }
         /* main.py scales the lr by the drawn length and advances by it;
          * only the batch is cut at the end of the stream */
-        int32_t drawn = nlp_lm_window_length(&ws, tc->bptt);
+        int32_t drawn = tc->fixed_windows
+                            ? tc->bptt
+                            : nlp_lm_window_length(&ws, tc->bptt);
         int32_t T = drawn;
         if ((size_t)T > rows - 1 - i) {
             T = (int32_t)(rows - 1 - i);

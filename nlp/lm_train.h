@@ -81,6 +81,8 @@ struct nlp_lm_train_config {
     int32_t eval_batch; /* 10 */
     int32_t test_batch; /* 1 */
     int32_t max_batches; /* > 0: cut every epoch after this many windows */
+    int fixed_windows;   /* 1: every window exactly bptt steps, lr not
+                          * rescaled (deterministic comparisons) */
     int32_t valid_rows;  /* > 0: validate on the first rows only (tests) */
     int32_t train_rows;  /* > 0: train on the first rows only (tests) */
     int skip_test;       /* 1: no final test evaluation */

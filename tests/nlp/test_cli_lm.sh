@@ -77,6 +77,19 @@ checks=$((checks + 1))
 [ "$(wc -l <"$tmp/run/metrics.csv")" -eq 4 ] || fail "metrics.csv after --resume: want 3 rows"
 expect 1 "resume.*last.ckpt|last.ckpt" nlp lm train "${small[@]}" --out "$tmp/nowhere" --resume
 
+# --fixed-windows: whole epochs of windows of exactly --bptt steps, so the
+# count is ceil((rows - 2) / bptt) with rows = tokens / batch (one <eos> a line).
+expect 0 "best valid: ppl" nlp lm train --data "$tmp/ptb" --emsize 16 --nhid 24 --chunk-size 4 \
+    --batch-size 8 --bptt 20 --fixed-windows --epochs 1 --test-batch-size 4 --quiet --out "$tmp/fixed"
+tokens=$(($(wc -w <"$tmp/ptb/ptb.train.txt") + $(wc -l <"$tmp/ptb/ptb.train.txt")))
+rows=$((tokens / 8))
+want=$(((rows - 2 + 19) / 20))
+got=$(tail -n 1 "$tmp/fixed/metrics.csv" | awk -F, '{print $13}')
+checks=$((checks + 1))
+[ "$got" = "$want" ] || fail "--fixed-windows: $got windows, want $want"
+checks=$((checks + 1))
+grep -q "^fixed-windows 1$" "$tmp/fixed/config" || fail "config lacks fixed-windows 1"
+
 expect 0 "^perplexity +[0-9.]+ +exact mean" nlp lm eval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/ptb" --quiet
 expect 0 "reference-compatible" nlp lm eval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/ptb" --compat --split valid --quiet
 expect 1 "vocabulary" nlp lm eval --checkpoint "$tmp/run/best.ckpt" --data "$data/ptb" --quiet
