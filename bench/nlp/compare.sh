@@ -7,7 +7,7 @@
 # main.py prints) and the test perplexity of each best model.
 #
 #   bench/nlp/compare.sh GROVE PTB_DIR OUT_DIR EPOCHS THREADS [--seeds LIST]
-#                        [model flags]
+#                        [--same-init] [model flags]
 #   e.g. bench/nlp/compare.sh build/grove ../shared/data/ptb /tmp/cmp 4 1 \
 #            --seeds 141,1,2,3,4 --emsize 128 --nhid 256 --chunk-size 8 \
 #            --batch-size 40
@@ -17,6 +17,12 @@
 # sides (grove and PyTorch side by side, THREADS each) and compares the
 # means, with the spread. A seed whose outputs are already complete in
 # OUT_DIR/seed<S>/ is not run again, so an interrupted comparison resumes.
+# --same-init removes what differs between the two sides besides the code:
+# grove exports its initial weights (`nlp lm train --epochs 0`, last.ckpt),
+# the reference starts from them (--init-grove), and both use windows of
+# exactly --bptt steps (--fixed-windows). With every dropout set to 0 the
+# two runs then compute the same thing, and the gap is the implementations'
+# (float rounding, amplified by training) rather than seed noise.
 # Model flags use grove's names (--emsize --nhid --nlayers --chunk-size
 # --batch-size --bptt --lr --clip --dropout --dropouth --dropouti --dropoute
 # --wdrop --max-batches); the script maps them to the reference's.
@@ -34,12 +40,13 @@ for f in ptb.train.txt ptb.valid.txt ptb.test.txt; do
 done
 [[ $epochs =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: EPOCHS '$epochs' is not a positive integer" >&2; exit 2; }
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: THREADS '$threads' is not a positive integer" >&2; exit 2; }
-seeds=141
+seeds=141 same_init=0
 args=()
 while (($#)); do
     case $1 in
     --seeds) seeds=${2:?--seeds needs a list like 141,1,2}; shift 2 ;;
     --seed) seeds=${2:?--seed needs a value}; shift 2 ;;
+    --same-init) same_init=1; shift ;;
     *) args+=("$1"); shift ;;
     esac
 done
@@ -64,17 +71,29 @@ for s in "${seed_list[@]}"; do
     d=$out/seed$s
     mkdir -p "$d"
     gpid= ppid=
+    g_extra=() p_extra=()
+    if ((same_init)); then
+        if [[ ! -f $d/init/last.ckpt ]]; then
+            "$grove" nlp lm train --data "$data" --out "$d/init" --force \
+                --epochs 0 --threads "$threads" --quiet --seed "$s" \
+                "${args[@]}" >"$d/init.txt" 2>&1 ||
+                { cat "$d/init.txt" >&2; exit 1; }
+        fi
+        g_extra=(--fixed-windows) p_extra=(--fixed-windows --init-grove "$d/init/last.ckpt")
+    fi
     if ! grep -q '^test_ppl ' "$d/grove/summary.txt" 2>/dev/null; then
         "$grove" nlp lm train --data "$data" --out "$d/grove" --force \
             --epochs "$epochs" --threads "$threads" --test-batch-size 1 \
-            --quiet --seed "$s" "${args[@]}" >"$d/grove.txt" 2>&1 &
+            --quiet --seed "$s" "${args[@]}" ${g_extra[@]+"${g_extra[@]}"} \
+            >"$d/grove.txt" 2>&1 &
         gpid=$!
     fi
     if ! grep -q '^test_loss ' "$d/pytorch.csv" 2>/dev/null; then
         OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
             /usr/bin/python3 "$here/onlstm_ref.py" train --data "$data" \
             --epochs "$epochs" --threads "$threads" --test-batch 1 --seed "$s" \
-            "${py_args[@]}" >"$d/pytorch.csv" 2>"$d/pytorch.err" &
+            "${py_args[@]}" ${p_extra[@]+"${p_extra[@]}"} >"$d/pytorch.csv" \
+            2>"$d/pytorch.err" &
         ppid=$!
     fi
     if [[ -n $gpid ]] && ! wait "$gpid"; then cat "$d/grove.txt" >&2; exit 1; fi
@@ -93,7 +112,7 @@ collect() {
         sed -n 's/.*test_ppl \([0-9.]*\).*/p '"$s"' test \1/p' "$d/pytorch.csv"
     done
 }
-echo "# grove vs PyTorch reference: $epochs epochs, seeds $seeds, $((SECONDS - t0)) s; flags: ${args[*]}"
+echo "# grove vs PyTorch reference: $epochs epochs, seeds $seeds, $((SECONDS - t0)) s; flags: ${args[*]}$( ((same_init)) && echo ' (same initial weights, fixed windows)')"
 echo
 echo "Validation perplexity per epoch (the reference's row divisor on both sides) and"
 echo "test perplexity of the best model (batch 1); mean ± sample sd over the seeds;"

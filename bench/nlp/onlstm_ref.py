@@ -20,8 +20,10 @@ Run with Debian's python3-torch (/usr/bin/python3).
 import argparse
 import math
 import os
+import struct
 import sys
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -127,6 +129,85 @@ class LM(nn.Module):
         return logits, new_hidden, raw
 
 
+# ---- grove checkpoints (kernels/checkpoint.c: a msgpack map; tensors as
+# little-endian f32 blobs with a CRC-32), for --init-grove ----
+
+def _mp_unpack(b, i):
+    """One msgpack value at b[i:], the subset grove's checkpoints use."""
+    t = b[i]
+    if t <= 0x7f:
+        return t, i + 1
+    if 0x80 <= t <= 0x8f or t in (0xde, 0xdf):
+        n, i = _mp_len(b, i, t, 0x80, 0xde)
+        d = {}
+        for _ in range(n):
+            k, i = _mp_unpack(b, i)
+            d[k], i = _mp_unpack(b, i)
+        return d, i
+    if 0x90 <= t <= 0x9f or t in (0xdc, 0xdd):
+        n, i = _mp_len(b, i, t, 0x90, 0xdc)
+        out = []
+        for _ in range(n):
+            v, i = _mp_unpack(b, i)
+            out.append(v)
+        return out, i
+    if 0xa0 <= t <= 0xbf:
+        n = t & 31
+        return bytes(b[i + 1:i + 1 + n]).decode(), i + 1 + n
+    ints = {0xcc: ">B", 0xcd: ">H", 0xce: ">I", 0xcf: ">Q"}
+    if t in ints:
+        k = struct.calcsize(ints[t])
+        return struct.unpack_from(ints[t], b, i + 1)[0], i + 1 + k
+    blobs = {0xc4: ">B", 0xc5: ">H", 0xc6: ">I",
+             0xd9: ">B", 0xda: ">H", 0xdb: ">I"}
+    if t in blobs:
+        k = struct.calcsize(blobs[t])
+        n = struct.unpack_from(blobs[t], b, i + 1)[0]
+        v = bytes(b[i + 1 + k:i + 1 + k + n])
+        if len(v) != n:
+            raise ValueError("truncated at byte %d" % i)
+        return (v.decode() if t >= 0xd9 else v), i + 1 + k + n
+    raise ValueError("unexpected msgpack type 0x%02x at byte %d" % (t, i))
+
+
+def _mp_len(b, i, t, fix, first16):
+    if t < first16:
+        return t & 15, i + 1
+    f = ">H" if t == first16 else ">I"
+    return struct.unpack_from(f, b, i + 1)[0], i + 1 + struct.calcsize(f)
+
+
+def load_grove_init(model, path):
+    """Copies the parameters of a grove ON-LSTM LM checkpoint (for example
+    the last.ckpt of `grove nlp lm train --epochs 0`) into model."""
+    with open(path, "rb") as f:
+        root, _ = _mp_unpack(f.read(), 0)
+    if not isinstance(root, dict) or root.get("format") != "grove-checkpoint":
+        sys.exit("%s: not a grove checkpoint" % path)
+    tensors = root["tensors"]
+    names = {"encoder.weight": model.encoder.weight,
+             "decoder.bias": model.decoder_bias}
+    for l, cell in enumerate(model.cells):
+        for side, lin in (("ih.0", cell.ih), ("hh", cell.hh)):
+            side_name = "rnn.cells.%d.%s." % (l, side)
+            names[side_name + "weight"] = lin.weight
+            names[side_name + "bias"] = lin.bias
+    for name, p in names.items():
+        t = tensors.get(name)
+        if t is None:
+            sys.exit("%s: no tensor '%s' (is it an ON-LSTM LM of the same "
+                     "size?)" % (path, name))
+        if list(t["shape"]) != list(p.shape):
+            sys.exit("%s: tensor '%s' has shape %s, the model wants %s"
+                     % (path, name, t["shape"], list(p.shape)))
+        if zlib.crc32(t["data"]) != t["crc32"]:
+            sys.exit("%s: tensor '%s' fails its CRC" % (path, name))
+        v = torch.frombuffer(bytearray(t["data"]), dtype=torch.float32)
+        with torch.no_grad():
+            p.copy_(v.view(p.shape))
+    return len(names)
+
+
 def detach(hidden):
     return [(h.detach(), c.detach()) for h, c in hidden]
 
@@ -218,7 +299,12 @@ def train(a):
     train_data = batchify(tr, a.batch, dev)
     val_data = batchify(va, 10, dev)
     test_data = batchify(te, a.test_batch, dev)
-    model = LM(a, len(vocab)).to(dev)
+    model = LM(a, len(vocab))
+    if a.init_grove:
+        n = load_grove_init(model, a.init_grove)
+        print("# initial weights: %d tensors from %s" % (n, a.init_grove),
+              file=sys.stderr, flush=True)
+    model = model.to(dev)
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=a.lr, weight_decay=a.wdecay)
     best, hist, stored = None, [], 1e8
@@ -230,8 +316,11 @@ def train(a):
         while i < train_data.size(0) - 1 - 1:
             if a.max_batches and batch >= a.max_batches:
                 break
-            bptt = a.bptt if np.random.random() < 0.95 else a.bptt / 2.
-            seq_len = max(5, int(np.random.normal(bptt, 5)))
+            if a.fixed_windows:
+                seq_len = a.bptt
+            else:
+                bptt = a.bptt if np.random.random() < 0.95 else a.bptt / 2.
+                seq_len = max(5, int(np.random.normal(bptt, 5)))
             lr2 = opt.param_groups[0]["lr"]
             opt.param_groups[0]["lr"] = lr2 * seq_len / a.bptt
             T = min(seq_len, train_data.size(0) - 1 - i)
@@ -301,6 +390,10 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-batches", type=int, default=0)
     p.add_argument("--seed", type=int, default=141)
+    p.add_argument("--init-grove", default="",
+                   help="start from the weights of a grove checkpoint")
+    p.add_argument("--fixed-windows", action="store_true",
+                   help="windows of exactly --bptt steps (as grove's flag)")
     p.add_argument("--windows", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=0)
