@@ -138,14 +138,14 @@ def _mp_unpack(b, i):
     if t <= 0x7f:
         return t, i + 1
     if 0x80 <= t <= 0x8f or t in (0xde, 0xdf):
-        n, i = _mp_len(b, i, t, 0x80, 0xde)
+        n, i = _mp_len(b, i, t, 0xde)
         d = {}
         for _ in range(n):
             k, i = _mp_unpack(b, i)
             d[k], i = _mp_unpack(b, i)
         return d, i
     if 0x90 <= t <= 0x9f or t in (0xdc, 0xdd):
-        n, i = _mp_len(b, i, t, 0x90, 0xdc)
+        n, i = _mp_len(b, i, t, 0xdc)
         out = []
         for _ in range(n):
             v, i = _mp_unpack(b, i)
@@ -170,7 +170,9 @@ def _mp_unpack(b, i):
     raise ValueError("unexpected msgpack type 0x%02x at byte %d" % (t, i))
 
 
-def _mp_len(b, i, t, fix, first16):
+def _mp_len(b, i, t, first16):
+    """Element count of a map or array: fix form (count in the low 4 bits)
+    below first16, else a 16- or 32-bit count after the type byte."""
     if t < first16:
         return t & 15, i + 1
     f = ">H" if t == first16 else ">I"
