@@ -31,6 +31,102 @@ void bc_options_default(struct bc_options *o)
     o->seed = 1;
 }
 
+/* appends one "world KEY VALUE" line at out + *len */
+static void world_line(char *out, size_t cap, int *len, const char *key,
+                       const char *value)
+{
+    if (*len >= 0 && (size_t)*len < cap) {
+        int n = snprintf(out + *len, cap - (size_t)*len, "world %s %s\n", key,
+                         value);
+        *len = n < 0 ? -1 : *len + n;
+    }
+}
+
+int bc_world_format(const struct craft_config *c, char *out, size_t cap)
+{
+    struct craft_config d;
+    craft_config_default(&d);
+    int len = 0;
+    char v[160];
+    if (cap > 0) {
+        out[0] = '\0';
+    }
+    if (c->width != d.width || c->height != d.height) {
+        snprintf(v, sizeof v, "%d", c->width);
+        world_line(out, cap, &len, "width", v);
+        snprintf(v, sizeof v, "%d", c->height);
+        world_line(out, cap, &len, "height", v);
+    }
+    if (c->primitives != d.primitives) {
+        int n = 0;
+        v[0] = '\0';
+        for (int k = CRAFT_FIRST_PRIMITIVE; k <= CRAFT_LAST_PRIMITIVE; k++) {
+            if (c->primitives & (1u << k)) {
+                n += snprintf(v + n, sizeof v - (size_t)n, "%s%s",
+                              n > 0 ? "," : "", craft_kind_name(k));
+            }
+        }
+        world_line(out, cap, &len, "primitives", v);
+    }
+    if (c->n_each != d.n_each) {
+        snprintf(v, sizeof v, "%d", c->n_each);
+        world_line(out, cap, &len, "n_each", v);
+    }
+    if (c->workshops != d.workshops) {
+        world_line(out, cap, &len, "workshops", c->workshops ? "on" : "off");
+    }
+    if (c->treasure != d.treasure) {
+        world_line(out, cap, &len, "treasure", craft_treasure_name(c->treasure));
+    }
+    if (c->coarse_view != d.coarse_view) {
+        world_line(out, cap, &len, "coarse_view",
+                   c->coarse_view ? "on" : "off");
+    }
+    if (c->max_steps != d.max_steps) {
+        snprintf(v, sizeof v, "%d", c->max_steps);
+        world_line(out, cap, &len, "max_steps", v);
+    }
+    if (len < 0 || (size_t)len >= cap) {
+        return gr_error(GR_EINVAL, "world config: %zu bytes are too few", cap);
+    }
+    return len;
+}
+
+int bc_world_parse(const char *text, struct craft_config *c)
+{
+    craft_config_default(c);
+    int line_no = 0;
+    for (const char *p = text; *p != '\0';) {
+        const char *end = strchr(p, '\n');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        line_no++;
+        if (n > 6 && strncmp(p, "world ", 6) == 0) {
+            char key[64], value[192], extra[2];
+            char line[256];
+            if (n >= sizeof line) {
+                return gr_error(GR_EFORMAT, "config line %d: too long",
+                                line_no);
+            }
+            memcpy(line, p, n);
+            line[n] = '\0';
+            if (sscanf(line + 6, "%63s %191s %1s", key, value, extra) != 2) {
+                return gr_error(GR_EFORMAT, "config line %d: '%s' is not "
+                                            "'world KEY VALUE'",
+                                line_no, line);
+            }
+            int rc = craft_config_set(c, key, value);
+            if (rc < 0) {
+                return gr_error_wrap(GR_EFORMAT, "config line %d", line_no);
+            }
+        }
+        p += n + (end != NULL);
+    }
+    if (craft_config_validate(c) < 0) {
+        return gr_error_wrap(GR_EFORMAT, "config: the world");
+    }
+    return 0;
+}
+
 int bc_optimizer_new(struct gr_optim **out, struct ocn_model *m, float lr)
 {
     struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);

@@ -87,6 +87,17 @@ struct bc_result {
     double updates_per_s;
 };
 
+/* The Craft world a model was trained in, kept in its checkpoint's config
+ * as "world KEY VALUE" lines (craft_config_set's keys). Only what differs
+ * from craft_config_default is written, so the config of a run in the
+ * default world is unchanged; the reward is not kept (acting picks it).
+ * bc_world_format writes those lines to out[cap] and returns their length
+ * (GR_EINVAL if cap is short). bc_world_parse starts from
+ * craft_config_default, applies every "world" line of text (other lines
+ * are ignored) and validates: GR_EFORMAT naming the line otherwise. */
+int bc_world_format(const struct craft_config *c, char *out, size_t cap);
+int bc_world_parse(const char *text, struct craft_config *c);
+
 /* ocn.md §6 defaults (batch 512, 10,000 updates, lr 1e-3, clip 0.2,
  * validation every 100, greedy returns every 1000 with 30 episodes). */
 void bc_options_default(struct bc_options *o);

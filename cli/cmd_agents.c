@@ -93,7 +93,8 @@ static int parse_tasks(const struct cli_command *cmd, const char *flag,
 
 /* Builds the context and model of a checkpoint and loads its parameters. */
 static int load_checkpoint(const char *path, const struct cli_common *common,
-                           struct gr_ctx **ctx, struct ocn_model *m)
+                           struct gr_ctx **ctx, struct ocn_model *m,
+                           struct craft_config *world)
 {
     char *text = NULL;
     int rc = gr_checkpoint_read_config(path, &text);
@@ -102,9 +103,15 @@ static int load_checkpoint(const char *path, const struct cli_common *common,
     }
     struct ocn_config cfg;
     rc = ocn_config_parse(text, &cfg);
+    if (rc < 0) {
+        free(text);
+        return gr_error_wrap(rc, "%s: not an OCN checkpoint", path);
+    }
+    /* the world it was trained in (craft.md §3 defaults when not stated) */
+    rc = bc_world_parse(text, world);
     free(text);
     if (rc < 0) {
-        return gr_error_wrap(rc, "%s: not an OCN checkpoint", path);
+        return gr_error_wrap(rc, "%s", path);
     }
     if (cfg.obs_size != CRAFT_OBS_SIZE || cfg.n_actions != CRAFT_N_ACTIONS) {
         return gr_error(GR_EINVAL,
@@ -250,6 +257,20 @@ static void first_difference(const char *a, const char *b, char *out,
     snprintf(out, cap, "(none)");
 }
 
+/* The base world of a replay file (its header). */
+static int replay_world(const char *path, struct craft_config *world)
+{
+    struct replay_reader *r = NULL;
+    int rc = replay_reader_open(&r, path, 0);
+    if (rc < 0) {
+        return rc;
+    }
+    *world = replay_reader_header(r)->env_config;
+    world->reward = CRAFT_REWARD_DENSE; /* not part of the model's world */
+    replay_reader_close(r);
+    return 0;
+}
+
 static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *tasks_text = "AC,CD", *demos = NULL, *model = "ocn";
@@ -257,6 +278,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     int eval_every = 100, return_every = 1000, return_episodes = 30;
     int64_t updates = 10000;
     int updates_i = 10000, per_task = 6000, resume = 0;
+    int n_each = -1; /* -1: not given */
     double lr = 1e-3, clip = 0.2, tau = 10.0;
     uint64_t demo_seed = 1;
     struct cli_common common;
@@ -281,6 +303,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "base seed of generated demonstrations (craft.md §9; the "
                 "same maps as grove craft demos --seed S)",
                 &demo_seed),
+        CLI_INT("n-each", "N", NULL,
+                "copies of each primitive on the generated maps (default 1, "
+                "craft.md §3; psketch used 4); the checkpoints keep the "
+                "world, so eval options, craft run and watch use it",
+                &n_each),
         CLI_INT("updates", "N", "10000", "total updates", &updates_i),
         CLI_INT("batch", "B", "512", "demonstrations per update", &batch),
         CLI_DOUBLE("lr", "LR", "0.001", "Adam learning rate", &lr),
@@ -339,6 +366,26 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     if (n_tasks < 0) {
         return CLI_EXIT_USAGE;
     }
+    /* the world: generated demonstrations use --n-each; a replay brings
+     * its own (its header), and the checkpoints keep it either way */
+    struct craft_config world;
+    craft_config_default(&world);
+    if (demos != NULL) {
+        if (n_each != -1) {
+            return cli_usage_error(cmd, "--n-each is for generated "
+                                        "demonstrations; --demos FILE brings "
+                                        "its own world (grove craft demos "
+                                        "--n-each)");
+        }
+        if (replay_world(demos, &world) < 0) {
+            return cli_fail(cmd);
+        }
+    } else {
+        rc = cli_world_n_each(cmd, n_each, &world);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     struct ocn_config cfg;
     ocn_config_default(&cfg);
     cfg.kind = (enum ocn_kind)kind;
@@ -362,10 +409,14 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         snprintf(demos_desc, sizeof demos_desc, "expert %d per task, seed %llu",
                  per_task, (unsigned long long)demo_seed);
     }
-    snprintf(text + len, sizeof text - (size_t)len,
-             "batch %d\nlr %.9g\nclip %.9g\nseed %llu\ndemos %s\n", batch,
-             (double)(float)lr, (double)(float)clip,
-             (unsigned long long)common.seed, demos_desc);
+    len += snprintf(text + len, sizeof text - (size_t)len,
+                    "batch %d\nlr %.9g\nclip %.9g\nseed %llu\ndemos %s\n",
+                    batch, (double)(float)lr, (double)(float)clip,
+                    (unsigned long long)common.seed, demos_desc);
+    if (len < 0 || (size_t)len >= sizeof text ||
+        bc_world_format(&world, text + len, sizeof text - (size_t)len) < 0) {
+        return cli_fail(cmd);
+    }
 
     char last[GR_PATH_MAX];
     if (gr_path_join(last, sizeof last, common.out, "last.ckpt") < 0) {
@@ -401,12 +452,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         }
         rc = demo_set_load_replay(&ds, demos, tasks, n_tasks);
     } else {
-        struct craft_config cc;
-        craft_config_default(&cc);
         struct gr_progress p;
         gr_progress_start(&p, "demos", (uint64_t)per_task * n_tasks,
                           "demos", common.quiet);
-        rc = demo_set_generate(&ds, &cc, tasks, n_tasks, per_task, demo_seed,
+        rc = demo_set_generate(&ds, &world, tasks, n_tasks, per_task, demo_seed,
                                demo_progress, &p);
         gr_progress_finish(&p);
     }
@@ -601,18 +650,17 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     }
     struct gr_ctx *ctx = NULL;
     struct ocn_model m;
-    if (load_checkpoint(ckpt, &common, &ctx, &m) < 0) {
+    struct craft_config world;
+    if (load_checkpoint(ckpt, &common, &ctx, &m, &world) < 0) {
         return cli_fail(cmd);
     }
     struct craft_subtask subs[CRAFT_MAX_SUBTASKS];
     int S = bc_model_subtasks(&m, subs, CRAFT_MAX_SUBTASKS);
     int K = m.cfg.n_options;
     double *rate = malloc((size_t)(K * (S > 0 ? S : 1)) * sizeof *rate);
-    struct craft_config cc;
-    craft_config_default(&cc);
     rc = S < 0 ? S : (rate == NULL ? GR_ENOMEM : 0);
     if (rc == 0) {
-        rc = bc_success_matrix(&m, &cc, subs, S, episodes, BC_MATRIX_SEED,
+        rc = bc_success_matrix(&m, &world, subs, S, episodes, BC_MATRIX_SEED,
                                rate);
     }
     gr_ctx_free(ctx);
@@ -795,7 +843,8 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
     }
     struct gr_ctx *ctx = NULL;
     struct ocn_model m;
-    if (load_checkpoint(ckpt, &common, &ctx, &m) < 0) {
+    struct craft_config world;
+    if (load_checkpoint(ckpt, &common, &ctx, &m, &world) < 0) {
         return cli_fail(cmd);
     }
     struct craft_task tasks[OCN_MAX_TASKS];
@@ -818,8 +867,7 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
         gr_ctx_free(ctx);
         return CLI_EXIT_FAIL;
     }
-    struct craft_config base;
-    craft_config_default(&base);
+    struct craft_config base = world;
     if (sparse) {
         base.reward = CRAFT_REWARD_SPARSE;
     }
@@ -1087,7 +1135,8 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
     const char *out_dir = common.out != NULL ? common.out : "watch";
     struct gr_ctx *ctx = NULL;
     struct ocn_model m;
-    if (load_checkpoint(ckpt, &common, &ctx, &m) < 0) {
+    struct craft_config world;
+    if (load_checkpoint(ckpt, &common, &ctx, &m, &world) < 0) {
         return cli_fail(cmd);
     }
     struct craft_task tasks[OCN_MAX_TASKS];
@@ -1111,8 +1160,7 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     const int K = m.cfg.n_options;
-    struct craft_config base;
-    craft_config_default(&base);
+    struct craft_config base = world;
     int fw, fh;
     render_frame_size(&base, 1, &fw, &fh);
     struct render_image img;

@@ -161,6 +161,21 @@ static void *worker_main(void *p)
     return NULL;
 }
 
+int cli_world_n_each(const struct cli_command *cmd, int n_each,
+                     struct craft_config *c)
+{
+    if (n_each == -1) {
+        return 0;
+    }
+    c->n_each = n_each;
+    if (n_each < 1 || craft_config_validate(c) < 0) {
+        return cli_usage_error(cmd, "--n-each %d: %s", n_each,
+                               n_each < 1 ? "must be at least 1"
+                                          : gr_last_error());
+    }
+    return 0;
+}
+
 static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
 {
     /* --agent ocn: the OCN agent and its own options live in
@@ -171,7 +186,7 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     const char *agent = "random";
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int sparse = 0, print = 0;
+    int sparse = 0, print = 0, n_each = -1;
     const char *record = NULL;
     struct cli_common common;
     int first = 0;
@@ -188,6 +203,9 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
         CLI_U64("episodes", "N", "100", "episodes per task", &episodes),
         CLI_FLAG("sparse", "sparse reward (1 only when the task is done)",
                  &sparse),
+        CLI_INT("n-each", "N", NULL,
+                "copies of each primitive on a map (default 1, craft.md §3)",
+                &n_each),
         CLI_FLAG("print", "draw the grid as text after every step (one "
                           "thread)",
                  &print),
@@ -236,6 +254,10 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     craft_config_default(&base);
     if (sparse) {
         base.reward = CRAFT_REWARD_SPARSE;
+    }
+    rc = cli_world_n_each(cmd, n_each, &base);
+    if (rc != 0) {
+        return rc;
     }
     for (int i = 0; i < n_tasks; i++) {
         if (craft_task_parse(items[i], &plan.tasks[i]) < 0) {

@@ -41,7 +41,7 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
 {
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int every = REPLAY_KEYFRAME_EVERY_DEFAULT;
+    int every = REPLAY_KEYFRAME_EVERY_DEFAULT, n_each = -1;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -53,6 +53,11 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
         CLI_INT("keyframe-every", "K", "64",
                 "a keyframe (full state) every K steps, and at t = 0",
                 &every),
+        CLI_INT("n-each", "N", NULL,
+                "copies of each primitive on a map (default 1, craft.md §3; "
+                "kept in the replay's header, so train bc --demos trains in "
+                "that world)",
+                &n_each),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -88,6 +93,10 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
     static struct craft_task tasks[MAX_TASKS];
     struct craft_config base, cfg;
     craft_config_default(&base);
+    rc = cli_world_n_each(cmd, n_each, &base);
+    if (rc != 0) {
+        return rc;
+    }
     for (int i = 0; i < n_tasks; i++) {
         if (craft_task_parse(items[i], &tasks[i]) < 0) {
             return cli_usage_error(cmd, "--tasks: %s", gr_last_error());

@@ -8,8 +8,12 @@
 #
 #   bench/ocn/s1.sh GROVE OUT_DIR [--updates N] [--seeds 1,2,3,4,5]
 #                   [--configs ocn10,ocn1,moe] [--jobs J] [--device D]
-#                   [--threads T] [--demos-per-task N]
+#                   [--threads T] [--demos-per-task N] [--n-each N]
 #   e.g. bench/ocn/s1.sh build/grove runs/s1 --updates 10000 --jobs 2
+#
+# --n-each sets the copies of each primitive on the maps (train bc
+# --n-each; default 1, craft.md §3); the checkpoints keep it, so the
+# success matrix and the greedy returns are measured in the same world.
 #
 # Runs go into OUT_DIR/<config>_seed<S>/ and resume: a run that stopped
 # early continues from its last.ckpt (bit for bit), a finished one is not
@@ -22,7 +26,7 @@ usage() { sed -n '9,12p' "$0" >&2; exit 2; }
 grove=$1 out=$2
 shift 2
 updates=10000 seeds=1,2,3,4,5 configs=ocn10,ocn1,moe jobs=1 device=auto
-threads=1 per_task=6000
+threads=1 per_task=6000 n_each=1
 while (($#)); do
     (($# >= 2)) || usage
     case $1 in
@@ -33,6 +37,7 @@ while (($#)); do
     --device) device=$2 ;;
     --threads) threads=$2 ;;
     --demos-per-task) per_task=$2 ;;
+    --n-each) n_each=$2 ;;
     *) echo "s1.sh: unknown option '$1'" >&2; usage ;;
     esac
     shift 2
@@ -45,6 +50,7 @@ posint --updates "$updates"
 posint --jobs "$jobs"
 posint --threads "$threads"
 posint --demos-per-task "$per_task"
+posint --n-each "$n_each"
 IFS=, read -r -a seed_list <<<"$seeds"
 IFS=, read -r -a config_list <<<"$configs"
 for s in "${seed_list[@]}"; do
@@ -70,7 +76,7 @@ run_one() {
         [[ -f $d/last.ckpt ]] && start=--resume
         "$grove" train bc --tasks AC,CD --options 3 --model "$model" \
             --tau "$tau" --seed "$s" --updates "$updates" --device "$device" \
-            --demos-per-task "$per_task" \
+            --demos-per-task "$per_task" --n-each "$n_each" \
             --threads "$threads" --quiet --out "$d" "$start" >>"$d.log" 2>&1 ||
             { echo "s1.sh: $c seed $s failed; see $d.log" >&2; return 1; }
     fi
@@ -106,7 +112,7 @@ done
 # The table: the last validation row of each run's metrics.csv, its lowest
 # validation NLL, the success matrix's diagonal after the best one-to-one
 # assignment (printed by grove eval options) and the greedy returns.
-echo "# S1: AC, CD, K = 3, $updates updates, seeds $seeds ($((SECONDS - t0)) s)"
+echo "# S1: AC, CD, K = 3, $updates updates, seeds $seeds, n_each $n_each ($((SECONDS - t0)) s)"
 echo
 echo "| run | update | nll | best nll | action_acc | f1_tol1 | align_acc | nmi | diag mean | diag min | greedy AC | greedy CD | train wall |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"

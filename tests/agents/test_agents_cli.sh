@@ -92,6 +92,35 @@ checks=$((checks + 1))
 n=$(ls "$tmp/frames" | wc -l)
 [ "$n" -ge 2 ] || fail "watch wrote $n frames"
 
+# another world (--n-each): kept in the replay's header and the checkpoint,
+# so BC from the replay, eval options and craft run --agent ocn use it
+ok craft run --agent expert --episodes 50 --n-each 4 --quiet
+len4=$(awk '$1 == "AC" {print $6}' "$tmp/out")
+ok craft run --agent expert --episodes 50 --quiet
+len1=$(awk '$1 == "AC" {print $6}' "$tmp/out")
+checks=$((checks + 1))
+# four copies of each primitive: the nearest one is closer
+awk -v a="$len4" -v b="$len1" 'BEGIN { exit !(a > 0 && a < b) }' ||
+    fail "expert AC length with --n-each 4 ($len4) not below the default ($len1)"
+ok craft demos --tasks AC,CD --episodes 20 --seed 3 --n-each 4 --out "$tmp/demos4.replay" --quiet
+ok replay info "$tmp/demos4.replay"
+grep -q "n_each 4" "$tmp/out" || fail "replay info lacks n_each 4: $(cat "$tmp/out")"
+ok train bc --tasks AC,CD --demos "$tmp/demos4.replay" --updates 2 $small --out "$tmp/run4"
+grep -q "^world n_each 4$" "$tmp/run4/config" || fail "config lacks the world: $(cat "$tmp/run4/config")"
+ok train bc --tasks AC,CD --demos-per-task 10 --n-each 4 --updates 2 $small --out "$tmp/run4m"
+grep -q "^world n_each 4$" "$tmp/run4m/config" || fail "config lacks the world: $(cat "$tmp/run4m/config")"
+checks=$((checks + 1))
+grep -q "^world" "$tmp/run/config" && fail "a default-world run wrote world lines"
+ok craft run --agent ocn --checkpoint "$tmp/run4/best.ckpt" --episodes 2 --record "$tmp/ocn4.replay" --quiet --device cpu
+ok replay info "$tmp/ocn4.replay"
+grep -q "n_each 4" "$tmp/out" || fail "craft run --agent ocn did not play in the checkpoint's world: $(cat "$tmp/out")"
+ok replay verify "$tmp/ocn4.replay"
+ok eval options --checkpoint "$tmp/run4/best.ckpt" --episodes 2 --device cpu
+expect 2 "--n-each" train bc --tasks AC,CD --demos "$tmp/demos4.replay" --n-each 4 --updates 2 $small --out "$tmp/x"
+expect 2 "at least 1" train bc --tasks AC,CD --n-each 0 --updates 2 $small --out "$tmp/x"
+expect 2 "--n-each 30" craft demos --n-each 30 --out "$tmp/x.replay"
+expect 2 "--n-each" craft run --n-each -3
+
 # the benchmark runs (tiny, without the PyTorch child)
 ok bench ocn --quick --no-torch --threads 1 --quiet
 grep -q "^| case | grove | baseline | ratio |" "$tmp/out" || fail "bench table: $(cat "$tmp/out")"

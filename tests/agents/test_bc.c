@@ -247,6 +247,42 @@ int main(void)
         gr_ctx_free(ctx);
     }
     demo_set_free(&ds);
+
+    /* the world kept in a checkpoint's config: only what differs from
+     * craft.md §3's defaults, read back exactly; other lines ignored */
+    {
+        char text[512];
+        struct craft_config w, wback;
+        craft_config_default(&w);
+        CHECK(bc_world_format(&w, text, sizeof text) == 0 && text[0] == '\0');
+        w.n_each = 4;
+        w.coarse_view = 0;
+        w.primitives = (1u << CRAFT_KIND_WOOD) | (1u << CRAFT_KIND_IRON);
+        int len = bc_world_format(&w, text, sizeof text);
+        CHECK(len == (int)strlen(text));
+        CHECK_STR_CONTAINS(text, "world n_each 4\n");
+        CHECK_STR_CONTAINS(text, "world coarse_view off\n");
+        CHECK_STR_CONTAINS(text, "world primitives iron,wood\n");
+        char full[768];
+        snprintf(full, sizeof full, "kind ocn\noptions 3\n%sseed 1\n", text);
+        CHECK(bc_world_parse(full, &wback) == 0);
+        CHECK(wback.n_each == 4 && !wback.coarse_view &&
+              wback.primitives == w.primitives && wback.width == w.width &&
+              wback.max_steps == w.max_steps);
+        CHECK(bc_world_format(&w, text, 10) == GR_EINVAL);
+        /* a config without world lines (every run before them) is the
+         * default world */
+        CHECK(bc_world_parse("kind ocn\nseed 1\n", &wback) == 0 &&
+              wback.n_each == 1 && wback.coarse_view);
+        CHECK(bc_world_parse("kind ocn\nworld n_each many\n", &wback) ==
+              GR_EFORMAT);
+        CHECK_STR_CONTAINS(gr_last_error(), "config line 2");
+        CHECK(bc_world_parse("world colour red\n", &wback) == GR_EFORMAT);
+        CHECK(bc_world_parse("world n_each\n", &wback) == GR_EFORMAT);
+        CHECK_STR_CONTAINS(gr_last_error(), "not 'world KEY VALUE'");
+        /* more objects than the 8x8 interior holds */
+        CHECK(bc_world_parse("world n_each 30\n", &wback) == GR_EFORMAT);
+    }
     const char *files[] = {"metrics.csv", "best.ckpt", "last.ckpt"};
     for (int i = 0; i < 3; i++) {
         snprintf(p1, sizeof p1, "%s/%s", a, files[i]);

@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-args=(--seeds 1 --configs ocn10,moe --jobs 2 --device cpu --demos-per-task 100)
+args=(--seeds 1 --configs ocn10,moe --jobs 2 --device cpu --demos-per-task 100 --n-each 4)
 if ! bash "$s1" "$grove" "$tmp/s1" --updates 2 "${args[@]}" >"$tmp/out" 2>"$tmp/err"; then
     fail "s1.sh --updates 2 failed"; cat "$tmp/err"
 fi
@@ -22,6 +22,7 @@ grep -qE '^\| ocn10 \| 1 \| [0-9.]+ \| [01] of 1 \|' "$tmp/out" ||
 for d in ocn10_seed1 moe_seed1; do
     [[ -s $tmp/s1/$d/matrix.csv && -s $tmp/s1/$d/returns.txt ]] ||
         fail "$d: no success matrix or returns"
+    grep -q '^world n_each 4$' "$tmp/s1/$d/config" || fail "$d: --n-each 4 did not reach train bc"
 done
 
 if ! bash "$s1" "$grove" "$tmp/s1" --updates 4 "${args[@]}" >"$tmp/out" 2>"$tmp/err"; then
@@ -34,7 +35,7 @@ rows=$(grep -cE '^\| (ocn10|moe)_seed1 \| 4 \|' "$tmp/out")
 rows=$(cut -d, -f1 "$tmp/s1/ocn10_seed1/metrics.csv" | tr '\n' ' ')
 [[ $rows == "update 0 2 4 " ]] || fail "metrics.csv after resuming has updates '$rows' (want 'update 0 2 4 ')"
 
-for bad in "--updates x" "--configs ocn7" "--seeds 1,a" "--jobs 0" "--nope 1"; do
+for bad in "--updates x" "--configs ocn7" "--seeds 1,a" "--jobs 0" "--nope 1" "--n-each 0"; do
     # shellcheck disable=SC2086
     bash "$s1" "$grove" "$tmp/bad" $bad >/dev/null 2>"$tmp/err"
     rc=$?
