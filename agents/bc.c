@@ -58,14 +58,7 @@ int bc_world_format(const struct craft_config *c, char *out, size_t cap)
         world_line(out, cap, &len, "height", v);
     }
     if (c->primitives != d.primitives) {
-        int n = 0;
-        v[0] = '\0';
-        for (int k = CRAFT_FIRST_PRIMITIVE; k <= CRAFT_LAST_PRIMITIVE; k++) {
-            if (c->primitives & (1u << k)) {
-                n += snprintf(v + n, sizeof v - (size_t)n, "%s%s",
-                              n > 0 ? "," : "", craft_kind_name(k));
-            }
-        }
+        craft_primitives_format(c->primitives, v, sizeof v);
         world_line(out, cap, &len, "primitives", v);
     }
     if (c->n_each != d.n_each) {

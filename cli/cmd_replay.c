@@ -305,14 +305,8 @@ static int run_replay_info(const struct cli_command *cmd, int argc,
     const struct craft_config *c = &h->env_config;
     struct replay_reader_status st;
     replay_reader_status(r, &st);
-    char prims[128] = "";
-    for (int k = 0; k < CRAFT_N_KINDS; k++) {
-        if ((c->primitives >> k) & 1u) {
-            size_t l = strlen(prims);
-            snprintf(prims + l, sizeof prims - l, "%s%s", l ? "," : "",
-                     craft_kind_name(k));
-        }
-    }
+    char prims[128];
+    craft_primitives_format(c->primitives, prims, sizeof prims);
     printf("file:       %s (%" PRIu64 " bytes)\n", path, st.file_size);
     if (st.complete) {
         printf("status:     complete, CRC-32 %s\n",

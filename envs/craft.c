@@ -111,6 +111,21 @@ int craft_reward_from_name(const char *name)
 #define PRIMITIVE_MASK (((1u << (CRAFT_LAST_PRIMITIVE + 1)) - 1u) &          \
                         ~((1u << CRAFT_FIRST_PRIMITIVE) - 1u))
 
+void craft_primitives_format(uint32_t mask, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (cap > 0) {
+        out[0] = '\0';
+    }
+    for (int k = 0; k < CRAFT_N_KINDS && len < cap; k++) {
+        if ((mask >> k) & 1u) {
+            int n = snprintf(out + len, cap - len, "%s%s", len ? "," : "",
+                             craft_kind_name(k));
+            len = n < 0 ? cap : len + (size_t)n;
+        }
+    }
+}
+
 void craft_config_default(struct craft_config *c)
 {
     c->width = 10;

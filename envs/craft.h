@@ -91,6 +91,11 @@ const char *craft_kind_name(int kind);
 /* Kind index of a name as craft_kind_name spells it, or -1. */
 int craft_kind_from_name(const char *name);
 
+/* The kinds of a primitives mask (bit k = kind k) as craft_config_set's
+ * "primitives" value, "iron,grass,wood,gold", into out[cap] (cut short if
+ * cap is too small; 128 bytes hold every kind). */
+void craft_primitives_format(uint32_t mask, char *out, size_t cap);
+
 /* One character for text renderings (craft.md §11: '.' empty, '#' wall,
  * T toolshed, B workbench, F factory, I iron, G grass, W wood, O gold; grove
  * adds '~' water, 'S' stone, '*' gem and lower-case letters for crafted
