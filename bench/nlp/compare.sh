@@ -7,7 +7,7 @@
 # main.py prints) and the test perplexity of each best model.
 #
 #   bench/nlp/compare.sh GROVE PTB_DIR OUT_DIR EPOCHS THREADS [--seeds LIST]
-#                        [--same-init] [model flags]
+#                        [--same-init | --same-rng] [model flags]
 #   e.g. bench/nlp/compare.sh build/grove ../shared/data/ptb /tmp/cmp 4 1 \
 #            --seeds 141,1,2,3,4 --emsize 128 --nhid 256 --chunk-size 8 \
 #            --batch-size 40
@@ -23,6 +23,10 @@
 # exactly --bptt steps (--fixed-windows). With every dropout set to 0 the
 # two runs then compute the same thing, and the gap is the implementations'
 # (float rounding, amplified by training) rather than seed noise.
+# --same-rng goes further: the same initial weights, and the reference
+# draws its window lengths and every dropout mask with grove's generator
+# (onlstm_ref.py --grove-rng, a port of grove's Philox streams), so the
+# two runs compute the same steps with every dropout on.
 # Model flags use grove's names (--emsize --nhid --nlayers --chunk-size
 # --batch-size --bptt --lr --clip --dropout --dropouth --dropouti --dropoute
 # --wdrop --max-batches); the script maps them to the reference's.
@@ -47,6 +51,7 @@ while (($#)); do
     --seeds) seeds=${2:?--seeds needs a list like 141,1,2}; shift 2 ;;
     --seed) seeds=${2:?--seed needs a value}; shift 2 ;;
     --same-init) same_init=1; shift ;;
+    --same-rng) same_init=2; shift ;;
     *) args+=("$1"); shift ;;
     esac
 done
@@ -79,7 +84,11 @@ for s in "${seed_list[@]}"; do
                 "${args[@]}" >"$d/init.txt" 2>&1 ||
                 { cat "$d/init.txt" >&2; exit 1; }
         fi
-        g_extra=(--fixed-windows) p_extra=(--fixed-windows --init-grove "$d/init/last.ckpt")
+        if ((same_init == 1)); then
+            g_extra=(--fixed-windows) p_extra=(--fixed-windows --init-grove "$d/init/last.ckpt")
+        else
+            p_extra=(--grove-rng --init-grove "$d/init/last.ckpt")
+        fi
     fi
     if ! grep -q '^test_ppl ' "$d/grove/summary.txt" 2>/dev/null; then
         "$grove" nlp lm train --data "$data" --out "$d/grove" --force \
@@ -101,18 +110,19 @@ for s in "${seed_list[@]}"; do
 done
 
 # Per seed: grove's metrics.csv (val_ppl_compat = column 10) and
-# summary.txt; PyTorch's rows epoch,val_loss,val_ppl,seconds,phase and
-# "test_loss L test_ppl P".
+# summary.txt (test_ppl_compat: the reference's row divisor, as in the
+# validation column and in PyTorch's test_ppl); PyTorch's rows
+# epoch,val_loss,val_ppl,seconds,phase and "test_loss L test_ppl P".
 collect() {
     for s in "${seed_list[@]}"; do
         d=$out/seed$s
         tail -n +2 "$d/grove/metrics.csv" | awk -F, -v s="$s" '{ print "g", s, $1, $10 }'
-        sed -n 's/^test_ppl \(.*\)/g '"$s"' test \1/p' "$d/grove/summary.txt"
+        sed -n 's/^test_ppl_compat \(.*\)/g '"$s"' test \1/p' "$d/grove/summary.txt"
         grep -E '^[0-9]+,' "$d/pytorch.csv" | awk -F, -v s="$s" '{ print "p", s, $1, $3 }'
         sed -n 's/.*test_ppl \([0-9.]*\).*/p '"$s"' test \1/p' "$d/pytorch.csv"
     done
 }
-echo "# grove vs PyTorch reference: $epochs epochs, seeds $seeds, $((SECONDS - t0)) s; flags: ${args[*]}$( ((same_init)) && echo ' (same initial weights, fixed windows)')"
+echo "# grove vs PyTorch reference: $epochs epochs, seeds $seeds, $((SECONDS - t0)) s; flags: ${args[*]}$( ((same_init == 1)) && echo ' (same initial weights, fixed windows)')$( ((same_init == 2)) && echo " (same initial weights, grove's window lengths and dropout masks on both sides)")"
 echo
 echo "Validation perplexity per epoch (the reference's row divisor on both sides) and"
 echo "test perplexity of the best model (batch 1); mean ± sample sd over the seeds;"

@@ -31,6 +31,101 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+# ---- grove's random numbers (core/random.h, kernels/rng.h, nlp/lm.c,
+# nlp/lm_train.c), for --grove-rng: the same window lengths and dropout
+# masks as a grove run with the same --seed, so that from the same initial
+# weights (--init-grove) the two runs compute the same steps with every
+# dropout on ----
+
+_M32, _M64 = 0xFFFFFFFF, (1 << 64) - 1
+
+
+def _mix64(z):
+    """splitmix64's finaliser on a Python int (64 bits)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def grove_key(seed, a, b, c, d):
+    """The Philox key of grove's draw gr_rng_make(seed,
+    gr_rng_stream(a, b, c, d))."""
+    h = _mix64((a + 0x9E3779B97F4A7C15) & _M64)
+    h = _mix64(h ^ ((b + 0x632BE59BD9B4E019) & _M64))
+    h = _mix64(h ^ ((c + 0x85EBCA77C2B2AE63) & _M64))
+    stream = _mix64(h ^ ((d + 0x27D4EB2F165667C5) & _M64))
+    return _mix64(seed ^ _mix64((stream + 0x9E3779B97F4A7C15) & _M64))
+
+
+def philox_words(key, n, first=0):
+    """Words first .. first+n-1 of the Philox 4x32-10 stream keyed by key
+    (counter from 0; word i is word i % 4 of block i / 4), as uint64."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    b0, b1 = first // 4, (first + n - 1) // 4 + 1
+    blk = np.arange(b0, b1, dtype=np.uint64)
+    m32 = np.uint64(_M32)
+    c0, c1 = blk & m32, blk >> np.uint64(32)
+    c2, c3 = np.zeros_like(blk), np.zeros_like(blk)
+    k0, k1 = key & _M32, key >> 32
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0),
+                          p1 & m32,
+                          (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1),
+                          p0 & m32)
+        k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
+    out = np.stack([c0, c1, c2, c3], axis=1).reshape(-1)
+    return out[first - 4 * b0:first - 4 * b0 + n]
+
+
+def grove_uniform(words):
+    """grove's gr_u32_to_uniform: 24 bits, exact in float32."""
+    return (words >> np.uint64(8)).astype(np.float32) * \
+        np.float32(1.0 / 16777216.0)
+
+
+class GroveRng:
+    """The draws of one grove training run (nlp/lm.h NLP_LM_RNG_*): window
+    lengths from one stream per epoch, and per window the embedding mask,
+    the input mask, each layer's DropConnect mask, the masks between
+    layers and the output mask, each element i being word i of its own
+    key. Masks come back as float32 tensors of 0/1."""
+    WINDOW, EMBED, INPUT, WEIGHT, HIDDEN, OUTPUT = 1, 2, 3, 4, 5, 6
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.epoch = self.window = 0
+
+    def start_epoch(self, epoch):
+        self.epoch, self.window, self.drawn = epoch, 0, 0
+        self.wkey = grove_key(self.seed, epoch, 0, self.WINDOW, 0)
+
+    def window_length(self, bptt):
+        """nlp_lm_window_length: 0.95 / 0.05 for bptt or bptt / 2, then a
+        Box-Muller normal with sd 5, truncated toward zero, at least 5."""
+        u, u1, u2 = (float(v) for v in
+                     grove_uniform(philox_words(self.wkey, 3, self.drawn)))
+        self.drawn += 3
+        base = float(bptt) if u < 0.95 else bptt / 2.0
+        z = math.sqrt(-2.0 * math.log(1.0 - u1)) * \
+            math.cos(6.283185307179586 * u2)
+        return int(max(5.0, min(1e6, math.trunc(base + 5.0 * z))))
+
+    def keep(self, purpose, layer, shape, p):
+        n = int(np.prod(shape))
+        key = grove_key(self.seed, self.epoch, self.window, purpose, layer)
+        u = grove_uniform(philox_words(key, n))
+        return torch.from_numpy((u >= np.float32(p)).astype(np.float32)
+                                .reshape(shape))
+
+    def scaled(self, purpose, layer, shape, p):
+        """A kept element times grove's 1.0f / (1.0f - p)."""
+        scale = np.float32(1.0) / (np.float32(1.0) - np.float32(p))
+        return self.keep(purpose, layer, shape, p) * float(scale)
+
+
 def cumax(x):
     return torch.cumsum(F.softmax(x, dim=-1), dim=-1)
 
@@ -47,12 +142,16 @@ class Cell(nn.Module):
         self.wdrop = wdrop
         self.u = None
 
-    def sample_mask(self, training):
+    def sample_mask(self, training, grove=None, layer=0):
         w = self.hh.weight
         if not training:
             self.u = w * (1 - self.wdrop)
         elif self.wdrop > 0:
-            keep = torch.empty_like(w).bernoulli_(1 - self.wdrop)
+            if grove is not None:
+                keep = grove.keep(GroveRng.WEIGHT, layer, tuple(w.shape),
+                                  self.wdrop).to(w.device)
+            else:
+                keep = torch.empty_like(w).bernoulli_(1 - self.wdrop)
             self.u = w * keep  # dropped -> 0, kept not rescaled
         else:
             # a plain tensor: assigning the Parameter itself would register
@@ -77,9 +176,12 @@ class Cell(nn.Module):
         return h.view(B, -1), c, df
 
 
-def locked(x, p, training):
+def locked(x, p, training, grove=None, purpose=0, layer=0):
     if not training or p == 0:
         return x
+    if grove is not None:
+        m = grove.scaled(purpose, layer, (1, x.size(1), x.size(2)), p)
+        return x * m.to(x.device)
     m = x.new_empty(1, x.size(1), x.size(2)).bernoulli_(1 - p) / (1 - p)
     return x * m
 
@@ -95,6 +197,7 @@ class LM(nn.Module):
         self.decoder_bias = nn.Parameter(torch.zeros(ntok))
         self.encoder.weight.data.uniform_(-0.1, 0.1)
         self.a = a
+        self.grove = None  # a GroveRng: grove's masks instead of torch's
 
     def init_hidden(self, bsz):
         w = self.encoder.weight
@@ -102,15 +205,19 @@ class LM(nn.Module):
                 for c in self.cells]
 
     def forward(self, x, hidden):
-        a, tr = self.a, self.training
+        a, tr, g = self.a, self.training, self.grove
         w = self.encoder.weight
         if tr and a.dropoute > 0:
-            m = w.new_empty(w.size(0), 1).bernoulli_(1 - a.dropoute)
-            w = w * (m / (1 - a.dropoute))
-        y = locked(F.embedding(x, w), a.dropouti, tr)
+            if g is not None:
+                w = w * g.scaled(GroveRng.EMBED, 0, (w.size(0), 1),
+                                 a.dropoute).to(w.device)
+            else:
+                m = w.new_empty(w.size(0), 1).bernoulli_(1 - a.dropoute)
+                w = w * (m / (1 - a.dropoute))
+        y = locked(F.embedding(x, w), a.dropouti, tr, g, GroveRng.INPUT)
         new_hidden, raw = [], None
         for l, cell in enumerate(self.cells):
-            cell.sample_mask(tr)
+            cell.sample_mask(tr, g, l)
             xi = cell.ih(y)  # one product for the window
             h, c = hidden[l]
             outs = []
@@ -120,10 +227,10 @@ class LM(nn.Module):
             y = torch.stack(outs)
             new_hidden.append((h, c))
             if l < len(self.cells) - 1:
-                y = locked(y, a.dropouth, tr)
+                y = locked(y, a.dropouth, tr, g, GroveRng.HIDDEN, l)
             else:
                 raw = y
-        out = locked(raw, a.dropout, tr)
+        out = locked(raw, a.dropout, tr, g, GroveRng.OUTPUT)
         logits = F.linear(out.view(-1, out.size(2)), self.encoder.weight,
                           self.decoder_bias)
         return logits, new_hidden, raw
@@ -307,6 +414,8 @@ def train(a):
         print("# initial weights: %d tensors from %s" % (n, a.init_grove),
               file=sys.stderr, flush=True)
     model = model.to(dev)
+    if a.grove_rng:
+        model.grove = GroveRng(a.seed)
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=a.lr, weight_decay=a.wdecay)
     best, hist, stored = None, [], 1e8
@@ -315,11 +424,17 @@ def train(a):
         t0 = time.time()
         hidden = model.init_hidden(a.batch)
         i, batch = 0, 0
+        if model.grove is not None:
+            model.grove.start_epoch(epoch)
         while i < train_data.size(0) - 1 - 1:
             if a.max_batches and batch >= a.max_batches:
                 break
+            if model.grove is not None:
+                model.grove.window = batch
             if a.fixed_windows:
                 seq_len = a.bptt
+            elif model.grove is not None:
+                seq_len = model.grove.window_length(a.bptt)
             else:
                 bptt = a.bptt if np.random.random() < 0.95 else a.bptt / 2.
                 seq_len = max(5, int(np.random.normal(bptt, 5)))
@@ -396,6 +511,9 @@ def main():
                    help="start from the weights of a grove checkpoint")
     p.add_argument("--fixed-windows", action="store_true",
                    help="windows of exactly --bptt steps (as grove's flag)")
+    p.add_argument("--grove-rng", action="store_true",
+                   help="window lengths and dropout masks drawn as grove "
+                   "draws them for the same --seed")
     p.add_argument("--windows", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=0)
