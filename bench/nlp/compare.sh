@@ -127,18 +127,27 @@ echo
 echo "Validation perplexity per epoch (the reference's row divisor on both sides) and"
 echo "test perplexity of the best model (batch 1); mean ± sample sd over the seeds;"
 echo "the interval: ratio of geometric means ± 2 standard errors (seed-to-seed noise)."
+if ((same_init)); then
+    echo "Paired (both sides of a seed start from the same weights): the mean of the"
+    echo "per-seed ratios and its interval, geometric mean ± 2 standard errors of the"
+    echo "per-seed log ratios, which the noise shared by a seed's two runs leaves out."
+fi
 echo
-collect | awk '
+collect | awk -v paired="$same_init" '
     { key = $3; v = $4 + 0; side = $1
       n[side, key]++; sum[side, key] += v; sq[side, key] += v * v
       ls[side, key] += log(v); lq[side, key] += log(v) * log(v)
+      val[side, $2, key] = v; if (!($2 in sseen)) { sseen[$2] = 1; sorder[++ns] = $2 }
       if (!(key in seen)) { seen[key] = 1; order[++nk] = key } }
     function var(s, q, k,   m) {
         if (k < 2) return 0
         m = s / k; m = (q - k * m * m) / (k - 1)
         return m > 0 ? m : 0 }
     END {
-        printf "| epoch | grove | PyTorch | grove / PyTorch (means) | 95 %% interval |\n|---|---|---|---|---|\n"
+        if (paired)
+            printf "| epoch | grove | PyTorch | grove / PyTorch (means) | 95 %% interval | paired ratio | paired 95 %% interval |\n|---|---|---|---|---|---|---|\n"
+        else
+            printf "| epoch | grove | PyTorch | grove / PyTorch (means) | 95 %% interval |\n|---|---|---|---|---|\n"
         for (i = 1; i <= nk; i++) {
             k = order[i]; a = n["g", k]; b = n["p", k]
             if (!a || !b) continue
@@ -148,7 +157,26 @@ collect | awk '
             d = ls["g", k] / a - ls["p", k] / b
             se = sqrt(var(ls["g", k], lq["g", k], a) / a + var(ls["p", k], lq["p", k], b) / b)
             ci = (a > 1 && b > 1) ? sprintf("%.3f - %.3f", exp(d - 2 * se), exp(d + 2 * se)) : "-"
-            printf "| %s | %.2f ± %.2f (%d) | %.2f ± %.2f (%d) | %.4f | %s |\n", k, g, sqrt(var(sum["g", k], sq["g", k], a)), a, p, sqrt(var(sum["p", k], sq["p", k], b)), b, g / p, ci
+            printf "| %s | %.2f ± %.2f (%d) | %.2f ± %.2f (%d) | %.4f | %s |", k, g, sqrt(var(sum["g", k], sq["g", k], a)), a, p, sqrt(var(sum["p", k], sq["p", k], b)), b, g / p, ci
+            if (paired) {
+                # seeds with both runs: log(grove / PyTorch) per seed
+                m = 0; s1 = 0; s2 = 0
+                for (j = 1; j <= ns; j++) {
+                    sd_ = sorder[j]
+                    if (!(("g", sd_, k) in val) || !(("p", sd_, k) in val)) continue
+                    r = log(val["g", sd_, k] / val["p", sd_, k])
+                    m++; s1 += r; s2 += r * r
+                }
+                if (m > 1) {
+                    mr = s1 / m; se = sqrt(var(s1, s2, m) / m)
+                    printf " %.4f (%d) | %.3f - %.3f |", exp(mr), m, exp(mr - 2 * se), exp(mr + 2 * se)
+                } else if (m == 1) {
+                    printf " %.4f (1) | - |", exp(s1)
+                } else {
+                    printf " - | - |"
+                }
+            }
+            printf "\n"
         }
     }'
 echo
