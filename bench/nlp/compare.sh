@@ -44,6 +44,7 @@ for f in ptb.train.txt ptb.valid.txt ptb.test.txt; do
 done
 [[ $epochs =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: EPOCHS '$epochs' is not a positive integer" >&2; exit 2; }
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: THREADS '$threads' is not a positive integer" >&2; exit 2; }
+# same_init: 0 independent starts, 1 --same-init, 2 --same-rng
 seeds=141 same_init=0
 args=()
 while (($#)); do

@@ -96,7 +96,7 @@ class GroveRng:
 
     def __init__(self, seed):
         self.seed = seed
-        self.epoch = self.window = 0
+        self.start_epoch(0)
 
     def start_epoch(self, epoch):
         self.epoch, self.window, self.drawn = epoch, 0, 0
