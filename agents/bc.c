@@ -188,8 +188,12 @@ static int check_craft_model(const struct ocn_model *m, const char *what)
 
 /* ---- validation -------------------------------------------------------------- */
 
-int bc_validate(struct ocn_model *m, const struct demo_set *ds,
-                const int64_t *ids, int64_t n, int batch, struct bc_row *row)
+/* bc_validate, and when `al` is not NULL the counts of bc_alignment
+ * (its steps, sums and counts must start at zero; labels are the set's
+ * subtasks in order of first appearance). */
+static int validate(struct ocn_model *m, const struct demo_set *ds,
+                    const int64_t *ids, int64_t n, int batch,
+                    struct bc_row *row, struct bc_alignment *al)
 {
     struct gr_ctx *ctx = m->ctx;
     const int K = m->cfg.n_options;
@@ -299,6 +303,16 @@ int bc_validate(struct ocn_model *m, const struct demo_set *ds,
                     }
                 }
                 seg_nmi_add(nmi, best, labels[t]);
+                if (al != NULL) {
+                    al->steps[best][labels[t]]++;
+                    if (t >= 1 && ds->boundary[s - 1]) {
+                        al->end_after_boundary += end[r];
+                        al->n_after_boundary++;
+                    } else if (t >= 1) {
+                        al->end_elsewhere += end[r];
+                        al->n_elsewhere++;
+                    }
+                }
             }
             int mm = m_true > 0 ? m_true : 1;
             int np = seg_boundaries_top(score, T, mm, pred);
@@ -321,12 +335,78 @@ int bc_validate(struct ocn_model *m, const struct demo_set *ds,
         row->align_acc = (double)aligned / (double)steps;
         row->nmi = seg_nmi_value(nmi);
     }
+    if (rc == 0 && al != NULL) {
+        if (n_subs > BC_ALIGN_MAX_SUBTASKS) {
+            rc = gr_error(GR_EINVAL, "alignment: more than %d subtasks",
+                          BC_ALIGN_MAX_SUBTASKS);
+        }
+        al->n_options = K;
+        al->n_subtasks = n_subs < BC_ALIGN_MAX_SUBTASKS ? n_subs
+                                                        : BC_ALIGN_MAX_SUBTASKS;
+        memcpy(al->subtasks, subs, (size_t)al->n_subtasks * sizeof *subs);
+        al->demos = n;
+        al->total_steps = steps;
+        al->nmi = row->nmi;
+    }
     free(nmi);
     free(end);
     free(pic);
     free(ap);
     free(am);
     demo_batch_free(&b);
+    return rc;
+}
+
+int bc_validate(struct ocn_model *m, const struct demo_set *ds,
+                const int64_t *ids, int64_t n, int batch, struct bc_row *row)
+{
+    return validate(m, ds, ids, n, batch, row, NULL);
+}
+
+int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
+                        int per_task, uint64_t base_seed,
+                        struct bc_alignment *out)
+{
+    struct craft_task tasks[OCN_MAX_TASKS];
+    int rc = check_craft_model(m, "alignment");
+    if (rc == 0) {
+        rc = model_tasks(m, tasks);
+    }
+    if (rc == 0 && per_task < 1) {
+        rc = gr_error(GR_EINVAL, "alignment: %d demonstrations per task",
+                      per_task);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    memset(out, 0, sizeof *out);
+    struct demo_set ds;
+    rc = demo_set_generate(&ds, config, tasks, m->cfg.n_tasks, per_task,
+                           base_seed, NULL, NULL);
+    if (rc < 0) {
+        return gr_error_wrap(rc, "alignment");
+    }
+    int64_t *ids = malloc((size_t)ds.n * sizeof *ids);
+    if (ids == NULL) {
+        demo_set_free(&ds);
+        return gr_error(GR_ENOMEM, "alignment: out of memory");
+    }
+    for (int64_t i = 0; i < ds.n; i++) {
+        ids[i] = i;
+    }
+    struct bc_row row;
+    rc = validate(m, &ds, ids, ds.n, 512, &row, out);
+    free(ids);
+    demo_set_free(&ds);
+    if (rc == 0) {
+        out->end_after_boundary =
+            out->n_after_boundary > 0
+                ? out->end_after_boundary / (double)out->n_after_boundary
+                : NAN;
+        out->end_elsewhere = out->n_elsewhere > 0
+                                 ? out->end_elsewhere / (double)out->n_elsewhere
+                                 : NAN;
+    }
     return rc;
 }
 

@@ -138,6 +138,39 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
                       const struct craft_subtask *subs, int n_subs,
                       int episodes, uint64_t base_seed, double *rate);
 
+/* Base seed of the alignment's demonstrations (bc_option_alignment):
+ * demonstration n of task `name` starts from
+ * craft_demo_seed(BC_ALIGN_SEED, name, n), maps training never drew from
+ * (grove's demonstrations use base seeds 1, 2, ...). */
+#define BC_ALIGN_SEED 0x616C69676E000001ull
+#define BC_ALIGN_MAX_SUBTASKS 16
+
+/* How the options line up with the subtasks on expert demonstrations,
+ * teacher-forced (ocn.md §9's NMI, opened up): the steps on which each
+ * option was in force (argmax Π^C_t) during each subtask, and the mean end
+ * probability e_t where a subtask has just ended and elsewhere. */
+struct bc_alignment {
+    int n_options, n_subtasks;
+    struct craft_subtask subtasks[BC_ALIGN_MAX_SUBTASKS]; /* columns, in
+                                             bc_model_subtasks order */
+    int64_t steps[OCN_MAX_OPTIONS][BC_ALIGN_MAX_SUBTASKS];
+    int64_t demos, total_steps;
+    double nmi;
+    /* mean e_t over steps t >= 1 whose previous action completed a
+     * subtask (the first step of the next one), and over the other
+     * steps t >= 1; NaN when there are none */
+    double end_after_boundary, end_elsewhere;
+    int64_t n_after_boundary, n_elsewhere;
+};
+
+/* Generates per_task expert demonstrations of each of the model's tasks
+ * in `config` (craft.md §10; demonstration n of task `name` from
+ * craft_demo_seed(base_seed, name, n)) and fills *out from a
+ * teacher-forced pass over all of them. */
+int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
+                        int per_task, uint64_t base_seed,
+                        struct bc_alignment *out);
+
 /* The distinct subtasks of the model's tasks, in order of first
  * appearance (A, C, D for AC, CD) into subs[cap]; returns the count. */
 int bc_model_subtasks(const struct ocn_model *m, struct craft_subtask *subs,

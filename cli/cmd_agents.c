@@ -616,17 +616,60 @@ static void best_assignment(const double *rate, int K, int S, int *assign,
     }
 }
 
+/* The option-in-force table: per subtask (column), the share of its steps
+ * on which each option was in force; then the NMI and where e_t fires. */
+static void print_alignment(const struct bc_alignment *al,
+                            char names[][32], int n_names, int per_task)
+{
+    int S = al->n_subtasks < n_names ? al->n_subtasks : n_names;
+    printf("\noption in force (argmax of the controller's distribution) "
+           "during each subtask, teacher-forced on %lld expert "
+           "demonstrations (%d per task, new maps); share of the subtask's "
+           "steps\n\n| option |",
+           (long long)al->demos, per_task);
+    for (int j = 0; j < S; j++) {
+        printf(" %s |", names[j]);
+    }
+    printf("\n|---|");
+    for (int j = 0; j < S; j++) {
+        printf("---|");
+    }
+    printf("\n");
+    for (int i = 0; i < al->n_options; i++) {
+        printf("| %d |", i + 1);
+        for (int j = 0; j < S; j++) {
+            int64_t col = 0;
+            for (int k = 0; k < al->n_options; k++) {
+                col += al->steps[k][j];
+            }
+            printf(" %.2f |",
+                   col > 0 ? (double)al->steps[i][j] / (double)col : 0.0);
+        }
+        printf("\n");
+    }
+    printf("\nNMI %.3f over %lld steps; mean end probability e_t %.3f on "
+           "the first step of a new subtask (%lld steps), %.3f on the other "
+           "steps after the first (%lld)\n",
+           al->nmi, (long long)al->total_steps, al->end_after_boundary,
+           (long long)al->n_after_boundary, al->end_elsewhere,
+           (long long)al->n_elsewhere);
+}
+
 static int run_eval_options(const struct cli_command *cmd, int argc,
                             char **argv)
 {
     const char *ckpt = NULL;
-    int episodes = 100;
+    int episodes = 100, align_demos = 200;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("checkpoint", "FILE", NULL, "the model (required)", &ckpt),
         CLI_INT("episodes", "N", "100",
                 "episodes per option and subtask", &episodes),
+        CLI_INT("demos-per-task", "N", "200",
+                "expert demonstrations per task for the option-in-force "
+                "table (new maps; 0: skip it)",
+                &align_demos),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -642,6 +685,11 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     if (episodes < 1 || episodes > 100000) {
         return cli_usage_error(cmd, "--episodes %d is outside 1..100000",
                                episodes);
+    }
+    if (align_demos < 0 || align_demos > 100000) {
+        return cli_usage_error(cmd,
+                               "--demos-per-task %d is outside 0..100000",
+                               align_demos);
     }
     if (common.out != NULL && !common.force && gr_path_exists(common.out)) {
         gr_error(GR_EEXIST, "%s exists (use --force to overwrite)",
@@ -663,9 +711,17 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         rc = bc_success_matrix(&m, &world, subs, S, episodes, BC_MATRIX_SEED,
                                rate);
     }
+    struct bc_alignment *al = NULL;
+    if (rc == 0 && align_demos > 0) {
+        al = malloc(sizeof *al);
+        rc = al == NULL ? gr_error(GR_ENOMEM, "out of memory")
+                        : bc_option_alignment(&m, &world, align_demos,
+                                              BC_ALIGN_SEED, al);
+    }
     gr_ctx_free(ctx);
     if (rc < 0) {
         free(rate);
+        free(al);
         return cli_fail(cmd);
     }
     char names[CRAFT_MAX_SUBTASKS][32];
@@ -706,6 +762,10 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         }
         printf("; diagonal mean %.3f, min %.3f\n", mean, mn);
     }
+    if (al != NULL) {
+        print_alignment(al, names, S, align_demos);
+        free(al);
+    }
     if (common.out != NULL) {
         struct gr_atomic_file af;
         rc = gr_atomic_open(&af, common.out, common.force);
@@ -743,7 +803,11 @@ const struct cli_command cmd_eval_options = {
     "option i plays the one-subtask task alone and greedily from its initial "
     "state (end signal ignored) on the same --episodes maps; success = the "
     "subtask done within the time limit (ocn.md §9). Prints a Markdown table "
-    "and the best one-to-one assignment; --out writes it as CSV.",
+    "and the best one-to-one assignment; --out writes it as CSV. Then, "
+    "on --demos-per-task new expert demonstrations of each training task "
+    "(teacher-forced, as the validation metrics), which option is in force "
+    "during each subtask, the NMI of ocn.md §9, and the mean end "
+    "probability right after a subtask ends and elsewhere.",
     run_eval_options,
 };
 

@@ -70,6 +70,16 @@ checks=$((checks + 1))
 [ "$(head -1 "$tmp/m.csv")" = "option,A,C,D" ] || fail "matrix csv: $(cat "$tmp/m.csv")"
 [ "$(wc -l <"$tmp/m.csv")" -eq 4 ] || fail "matrix csv rows"
 expect 1 "exists" eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv"
+# ... and which option is in force during each subtask (200 demos per task
+# by default; 5 here: 10 demonstrations, one boundary each)
+ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 1 --demos-per-task 5 --device cpu
+checks=$((checks + 1))
+grep -q "^option in force .* 10 expert demonstrations" "$tmp/out" && [ "$(grep -c "^| option | A | C | D |" "$tmp/out")" -eq 2 ] &&
+    grep -q "^NMI [0-9.]* over [0-9]* steps; .* (10 steps)" "$tmp/out" || fail "eval options alignment: $(cat "$tmp/out")"
+ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 1 --demos-per-task 0 --device cpu
+checks=$((checks + 1))
+! grep -q "option in force" "$tmp/out" || fail "--demos-per-task 0 still printed the alignment"
+expect 2 "demos-per-task" eval options --checkpoint "$tmp/run/best.ckpt" --demos-per-task -1
 
 # the agent in Craft, recorded with o/po/pe, verified by re-simulation
 ok craft run --agent ocn --checkpoint "$tmp/run/best.ckpt" --episodes 3 --record "$tmp/ocn.replay" --quiet --device cpu

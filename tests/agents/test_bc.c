@@ -6,7 +6,9 @@
  * rows, the best checkpoint must be the lowest NLL, and a run stopped at
  * update 40 and resumed to 100 must end with the same checkpoint bytes and
  * the same metrics as the uninterrupted run. Also: greedy
- * returns and the success matrix run and give shares in [0, 1]. */
+ * returns and the success matrix run and give shares in [0, 1], and the
+ * option alignment counts every demonstration step once (MoE: e ≡ 1;
+ * one option: NMI 0). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "agents/bc.h"
+#include "agents/segment.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "kernels/checkpoint.h"
@@ -141,6 +144,65 @@ static int same_file(const char *a, const char *b)
     return same;
 }
 
+/* bc_option_alignment on 20 demonstrations per task of the trained
+ * model, against counts taken from the same demonstrations generated
+ * here: every step counted once, in its subtask's column; one boundary per
+ * AC / CD demonstration; the NMI of the counted pairs recomputed from the
+ * table. */
+static void check_alignment(struct ocn_model *m,
+                            const struct craft_config *cc)
+{
+    struct bc_alignment al;
+    CHECK(bc_option_alignment(m, cc, 20, BC_ALIGN_SEED, &al) == 0);
+    struct demo_set ds;
+    struct craft_task tasks[2];
+    craft_task_parse("AC", &tasks[0]);
+    craft_task_parse("CD", &tasks[1]);
+    CHECK(demo_set_generate(&ds, cc, tasks, 2, 20, BC_ALIGN_SEED, NULL,
+                            NULL) == 0);
+    CHECK(al.n_options == 3 && al.n_subtasks == 3 && al.demos == ds.n &&
+          al.total_steps == ds.n_steps);
+    CHECK(craft_subtask_letter(&al.subtasks[0]) == 'A' &&
+          craft_subtask_letter(&al.subtasks[1]) == 'C' &&
+          craft_subtask_letter(&al.subtasks[2]) == 'D');
+    /* steps per subtask letter, from the demonstrations */
+    int64_t want[3] = {0, 0, 0};
+    for (int64_t d = 0; d < ds.n; d++) {
+        for (int t = 0; t < ds.len[d]; t++) {
+            int k = ds.subtask[ds.first[d] + t];
+            /* AC: A, C; CD: C, D (the last step keeps its subtask) */
+            int col = ds.task[d] == 0 ? (k == 0 ? 0 : 1) : (k == 0 ? 1 : 2);
+            want[col]++;
+        }
+    }
+    struct seg_nmi_acc *acc = malloc(sizeof *acc);
+    CHECK(acc != NULL);
+    if (acc != NULL) {
+        seg_nmi_init(acc);
+        for (int j = 0; j < 3; j++) {
+            int64_t col = 0;
+            for (int i = 0; i < 3; i++) {
+                col += al.steps[i][j];
+                for (int64_t c = 0; c < al.steps[i][j]; c++) {
+                    seg_nmi_add(acc, i, j);
+                }
+            }
+            CHECK_MSG(col == want[j], "subtask %d: %lld steps, want %lld", j,
+                      (long long)col, (long long)want[j]);
+        }
+        CHECK(fabs(seg_nmi_value(acc) - al.nmi) < 1e-12);
+        free(acc);
+    }
+    CHECK(al.n_after_boundary == ds.n);
+    CHECK(al.n_after_boundary + al.n_elsewhere == ds.n_steps - ds.n);
+    CHECK(al.end_after_boundary >= 0.0 && al.end_after_boundary <= 1.0 &&
+          al.end_elsewhere >= 0.0 && al.end_elsewhere <= 1.0);
+    printf("alignment of the trained model: NMI %.3f, e_t %.3f after a "
+           "boundary, %.3f elsewhere\n",
+           al.nmi, al.end_after_boundary, al.end_elsewhere);
+    demo_set_free(&ds);
+}
+
 int main(void)
 {
     struct demo_set ds;
@@ -244,6 +306,34 @@ int main(void)
             CHECK(rate[i] >= 0.0 && rate[i] <= 1.0 &&
                   rate[i] * 4 == floor(rate[i] * 4));
         }
+        check_alignment(&m, &cc);
+        gr_ctx_free(ctx);
+    }
+    /* the alignment of a MoE (e ≡ 1) and of a single option */
+    {
+        struct gr_ctx *ctx = new_ctx();
+        struct ocn_config cfg;
+        small_config(&cfg);
+        cfg.kind = OCN_KIND_MOE;
+        struct ocn_model m;
+        CHECK(ocn_model_init(&m, ctx, &cfg, 7) == 0);
+        struct bc_alignment al;
+        CHECK(bc_option_alignment(&m, &cc, 10, BC_ALIGN_SEED, &al) == 0);
+        CHECK(al.end_after_boundary == 1.0 && al.end_elsewhere == 1.0);
+        CHECK(bc_option_alignment(&m, &cc, 0, BC_ALIGN_SEED, &al) ==
+              GR_EINVAL);
+        gr_ctx_free(ctx);
+        ctx = new_ctx();
+        small_config(&cfg);
+        cfg.n_options = 1;
+        CHECK(ocn_model_init(&m, ctx, &cfg, 7) == 0);
+        CHECK(bc_option_alignment(&m, &cc, 10, BC_ALIGN_SEED, &al) == 0);
+        int64_t in0 = 0;
+        for (int j = 0; j < al.n_subtasks; j++) {
+            in0 += al.steps[0][j];
+        }
+        /* one option is in force everywhere: H(O) = 0 < H(S), NMI 0 */
+        CHECK(al.n_options == 1 && in0 == al.total_steps && al.nmi == 0.0);
         gr_ctx_free(ctx);
     }
     demo_set_free(&ds);
