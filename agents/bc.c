@@ -188,6 +188,26 @@ static int check_craft_model(const struct ocn_model *m, const char *what)
 
 /* ---- validation -------------------------------------------------------------- */
 
+/* One demonstration's true segments (split after each boundary step)
+ * into al->segments: each counted once, under the option in force on most
+ * of its steps (ties: the lower option). */
+static void add_segments(struct bc_alignment *al, const uint8_t *boundary,
+                         const int *in_force, const int *labels, int T, int K)
+{
+    int count[OCN_MAX_OPTIONS] = {0};
+    for (int t = 0; t < T; t++) {
+        count[in_force[t]]++;
+        if (boundary[t] || t == T - 1) {
+            int best = 0;
+            for (int k = 1; k < K; k++) {
+                best = count[k] > count[best] ? k : best;
+            }
+            al->segments[best][labels[t]]++;
+            memset(count, 0, sizeof count);
+        }
+    }
+}
+
 /* bc_validate, and when `al` is not NULL the counts of bc_alignment
  * (its steps, sums and counts must start at zero; labels are the set's
  * subtasks in order of first appearance). */
@@ -276,7 +296,7 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
             const struct craft_task *task = &ds->tasks[ti];
             float score[1024];
             int truth[CRAFT_MAX_SUBTASKS + 1], pred[CRAFT_MAX_SUBTASKS + 1];
-            int labels[1024], seq[CRAFT_MAX_SUBTASKS];
+            int labels[1024], in_force[1024], seq[CRAFT_MAX_SUBTASKS];
             if (T > 1024) {
                 rc = gr_error(GR_EINVAL, "validation: demonstration of %d "
                                          "steps (at most 1024)",
@@ -303,6 +323,7 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
                     }
                 }
                 seg_nmi_add(nmi, best, labels[t]);
+                in_force[t] = best;
                 if (al != NULL) {
                     al->steps[best][labels[t]]++;
                     if (t >= 1 && ds->boundary[s - 1]) {
@@ -313,6 +334,10 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
                         al->n_elsewhere++;
                     }
                 }
+            }
+            if (al != NULL) {
+                add_segments(al, ds->boundary + ds->first[d], in_force,
+                             labels, T, K);
             }
             int mm = m_true > 0 ? m_true : 1;
             int np = seg_boundaries_top(score, T, mm, pred);
@@ -347,6 +372,15 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
         al->demos = n;
         al->total_steps = steps;
         al->nmi = row->nmi;
+        /* the segment table's NMI, on the same accumulator */
+        seg_nmi_init(nmi);
+        for (int i = 0; i < K; i++) {
+            for (int j = 0; j < al->n_subtasks; j++) {
+                nmi->joint[i][j] = (uint64_t)al->segments[i][j];
+                nmi->n += (uint64_t)al->segments[i][j];
+            }
+        }
+        al->nmi_segments = seg_nmi_value(nmi);
     }
     free(nmi);
     free(end);

@@ -154,8 +154,13 @@ struct bc_alignment {
     struct craft_subtask subtasks[BC_ALIGN_MAX_SUBTASKS]; /* columns, in
                                              bc_model_subtasks order */
     int64_t steps[OCN_MAX_OPTIONS][BC_ALIGN_MAX_SUBTASKS];
+    /* each subtask segment of each demonstration once, under the option
+     * in force on most of its steps (ties: the lower option) */
+    int64_t segments[OCN_MAX_OPTIONS][BC_ALIGN_MAX_SUBTASKS];
     int64_t demos, total_steps;
-    double nmi;
+    double nmi;          /* of the steps (ocn.md §9) */
+    double nmi_segments; /* of the segments: blind to a few steps of
+                            another option inside a segment */
     /* mean e_t over steps t >= 1 whose previous action completed a
      * subtask (the first step of the next one), and over the other
      * steps t >= 1; NaN when there are none */

@@ -647,10 +647,18 @@ static void print_alignment(const struct bc_alignment *al,
         }
         printf("\n");
     }
-    printf("\nNMI %.3f over %lld steps; mean end probability e_t %.3f on "
-           "the first step of a new subtask (%lld steps), %.3f on the other "
-           "steps after the first (%lld)\n",
-           al->nmi, (long long)al->total_steps, al->end_after_boundary,
+    int64_t segments = 0;
+    for (int i = 0; i < al->n_options; i++) {
+        for (int j = 0; j < al->n_subtasks; j++) {
+            segments += al->segments[i][j];
+        }
+    }
+    printf("\nNMI %.3f over %lld steps (%.3f over the %lld subtask "
+           "segments, each under the option in force on most of its steps); "
+           "mean end probability e_t %.3f on the first step of a new subtask "
+           "(%lld steps), %.3f on the other steps after the first (%lld)\n",
+           al->nmi, (long long)al->total_steps, al->nmi_segments,
+           (long long)segments, al->end_after_boundary,
            (long long)al->n_after_boundary, al->end_elsewhere,
            (long long)al->n_elsewhere);
 }

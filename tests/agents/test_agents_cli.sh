@@ -75,7 +75,7 @@ expect 1 "exists" eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --
 ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 1 --demos-per-task 5 --device cpu
 checks=$((checks + 1))
 grep -q "^option in force .* 10 expert demonstrations" "$tmp/out" && [ "$(grep -c "^| option | A | C | D |" "$tmp/out")" -eq 2 ] &&
-    grep -q "^NMI [0-9.]* over [0-9]* steps; .* (10 steps)" "$tmp/out" || fail "eval options alignment: $(cat "$tmp/out")"
+    grep -q "^NMI [0-9.]* over [0-9]* steps ([0-9.]* over the 20 subtask segments, .* (10 steps)" "$tmp/out" || fail "eval options alignment: $(cat "$tmp/out")"
 ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 1 --demos-per-task 0 --device cpu
 checks=$((checks + 1))
 ! grep -q "option in force" "$tmp/out" || fail "--demos-per-task 0 still printed the alignment"

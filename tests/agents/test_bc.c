@@ -191,15 +191,32 @@ static void check_alignment(struct ocn_model *m,
                       (long long)col, (long long)want[j]);
         }
         CHECK(fabs(seg_nmi_value(acc) - al.nmi) < 1e-12);
+        /* segments: two per demonstration, each in its subtask's column */
+        seg_nmi_init(acc);
+        /* 20 AC (A, C) and 20 CD (C, D) */
+        int64_t want_seg[3] = {ds.n / 2, ds.n, ds.n / 2}, n_seg = 0;
+        for (int j = 0; j < 3; j++) {
+            int64_t col = 0;
+            for (int i = 0; i < 3; i++) {
+                col += al.segments[i][j];
+                for (int64_t c = 0; c < al.segments[i][j]; c++) {
+                    seg_nmi_add(acc, i, j);
+                }
+            }
+            CHECK(col == want_seg[j]);
+            n_seg += col;
+        }
+        CHECK(n_seg == 2 * ds.n);
+        CHECK(fabs(seg_nmi_value(acc) - al.nmi_segments) < 1e-12);
         free(acc);
     }
     CHECK(al.n_after_boundary == ds.n);
     CHECK(al.n_after_boundary + al.n_elsewhere == ds.n_steps - ds.n);
     CHECK(al.end_after_boundary >= 0.0 && al.end_after_boundary <= 1.0 &&
           al.end_elsewhere >= 0.0 && al.end_elsewhere <= 1.0);
-    printf("alignment of the trained model: NMI %.3f, e_t %.3f after a "
-           "boundary, %.3f elsewhere\n",
-           al.nmi, al.end_after_boundary, al.end_elsewhere);
+    printf("alignment of the trained model: NMI %.3f (segments %.3f), e_t "
+           "%.3f after a boundary, %.3f elsewhere\n",
+           al.nmi, al.nmi_segments, al.end_after_boundary, al.end_elsewhere);
     demo_set_free(&ds);
 }
 
