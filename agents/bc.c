@@ -188,6 +188,10 @@ static int check_craft_model(const struct ocn_model *m, const char *what)
 
 /* ---- validation -------------------------------------------------------------- */
 
+/* every label the NMI accepts has a column in struct bc_alignment */
+_Static_assert(BC_ALIGN_MAX_SUBTASKS >= SEG_NMI_MAX_LABELS,
+               "bc_alignment columns");
+
 /* One demonstration's true segments (split after each boundary step)
  * into al->segments: each counted once, under the option in force on most
  * of its steps (ties: the lower option). */
@@ -361,13 +365,8 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
         row->nmi = seg_nmi_value(nmi);
     }
     if (rc == 0 && al != NULL) {
-        if (n_subs > BC_ALIGN_MAX_SUBTASKS) {
-            rc = gr_error(GR_EINVAL, "alignment: more than %d subtasks",
-                          BC_ALIGN_MAX_SUBTASKS);
-        }
         al->n_options = K;
-        al->n_subtasks = n_subs < BC_ALIGN_MAX_SUBTASKS ? n_subs
-                                                        : BC_ALIGN_MAX_SUBTASKS;
+        al->n_subtasks = n_subs;
         memcpy(al->subtasks, subs, (size_t)al->n_subtasks * sizeof *subs);
         al->demos = n;
         al->total_steps = steps;

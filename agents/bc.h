@@ -143,7 +143,7 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
  * craft_demo_seed(BC_ALIGN_SEED, name, n), maps training never drew from
  * (grove's demonstrations use base seeds 1, 2, ...). */
 #define BC_ALIGN_SEED 0x616C69676E000001ull
-#define BC_ALIGN_MAX_SUBTASKS 16
+#define BC_ALIGN_MAX_SUBTASKS 32 /* = SEG_NMI_MAX_LABELS */
 
 /* How the options line up with the subtasks on expert demonstrations,
  * teacher-forced (ocn.md §9's NMI, opened up): the steps on which each
