@@ -111,46 +111,54 @@ done
 
 # The table: the last validation row of each run's metrics.csv, its lowest
 # validation NLL, the success matrix's diagonal after the best one-to-one
-# assignment (printed by grove eval options) and the greedy returns.
+# assignment (printed by grove eval options) and the greedy returns; then,
+# from the same eval options on best.ckpt (new demonstrations), the NMI per
+# step and per subtask segment and the mean e_t right after a boundary and
+# elsewhere (below 0.9 after a boundary: a task's boundary is not marked).
 echo "# S1: AC, CD, K = 3, $updates updates, seeds $seeds, n_each $n_each ($((SECONDS - t0)) s)"
 echo
-echo "| run | update | nll | best nll | action_acc | f1_tol1 | align_acc | nmi | diag mean | diag min | greedy AC | greedy CD | train wall |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| run | update | nll | best nll | action_acc | f1_tol1 | align_acc | nmi | diag mean | diag min | greedy AC | greedy CD | train wall | best: nmi steps / segments | best: e_t after boundary / elsewhere |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in "${config_list[@]}"; do
     for s in "${seed_list[@]}"; do
         d=$out/${c}_seed$s
         [[ -f $d/metrics.csv ]] || continue
         diag=$(sed -n 's/.*diagonal mean \([0-9.]*\), min \([0-9.]*\).*/\1 \2/p' "$d/matrix.txt" 2>/dev/null)
         ret=$(awk '$1 == "AC" || $1 == "CD" { printf "%s %s ", $3, $4 }' "$d/returns.txt" 2>/dev/null)
-        awk -F, -v name="${c}_seed$s" -v diag="${diag:-- -}" -v ret="${ret:-- - - -}" '
+        align=$(sed -n 's/^NMI \([0-9.]*\) over [0-9]* steps (\([0-9.]*\) over .* e_t \([0-9.a-z]*\) on the first .*), \([0-9.a-z]*\) on the other .*/\1 \2 \3 \4/p' "$d/matrix.txt" 2>/dev/null)
+        awk -F, -v name="${c}_seed$s" -v diag="${diag:-- -}" -v ret="${ret:-- - - -}" \
+            -v align="${align:-- - - -}" '
             NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
             { best = (best == "" || $col["nll"] < best) ? $col["nll"] : best; last = $0 }
             END {
                 split(last, f, ","); split(diag, dg, " "); split(ret, r, " ")
-                printf "| %s | %s | %.4f | %.4f | %.3f | %.3f | %.3f | %.3f | %s | %s | %s (%s) | %s (%s) | %.0f min |\n",
+                split(align, a, " ")
+                printf "| %s | %s | %.4f | %.4f | %.3f | %.3f | %.3f | %.3f | %s | %s | %s (%s) | %s (%s) | %.0f min | %s / %s | %s / %s |\n",
                     name, f[col["update"]], f[col["nll"]], best, f[col["action_acc"]],
                     f[col["f1_tol1"]], f[col["align_acc"]], f[col["nmi"]], dg[1], dg[2],
-                    r[1], r[2], r[3], r[4], f[col["wall_s"]] / 60
+                    r[1], r[2], r[3], r[4], f[col["wall_s"]] / 60, a[1], a[2], a[3], a[4]
             }' "$d/metrics.csv"
     done
 done | tee "$out/table.md.tmp"
 echo
 echo "Means per configuration (NMI >= 0.99 counts as 1.0):"
 echo
-echo "| config | runs | nmi | runs with nmi 1.0 | diag mean | diag min | action_acc |"
-echo "|---|---|---|---|---|---|---|"
+echo "| config | runs | nmi | runs with nmi 1.0 | diag mean | diag min | action_acc | runs with a boundary unmarked |"
+echo "|---|---|---|---|---|---|---|---|"
 awk -F'|' '
     { split($2, n, "_seed"); c = n[1]; gsub(/ /, "", c)
       if (!(c in k)) order[++nc] = c
       k[c]++; nmi[c] += $9; one[c] += ($9 >= 0.99)
       if ($10 ~ /[0-9]/) { dm[c] += $10; dn[c] += $11; nd[c]++ }
-      acc[c] += $6 }
+      acc[c] += $6
+      split($16, e, "/"); if (e[1] ~ /[0-9]/) { ne[c]++; low[c] += (e[1] + 0 < 0.9) } }
     END {
         for (i = 1; i <= nc; i++) {
             c = order[i]
-            printf "| %s | %d | %.3f | %d of %d | %s | %s | %.3f |\n", c, k[c], nmi[c] / k[c],
+            printf "| %s | %d | %.3f | %d of %d | %s | %s | %.3f | %s |\n", c, k[c], nmi[c] / k[c],
                 one[c], k[c], nd[c] ? sprintf("%.3f", dm[c] / nd[c]) : "-",
-                nd[c] ? sprintf("%.3f", dn[c] / nd[c]) : "-", acc[c] / k[c]
+                nd[c] ? sprintf("%.3f", dn[c] / nd[c]) : "-", acc[c] / k[c],
+                ne[c] ? sprintf("%d of %d", low[c], ne[c]) : "-"
         }
     }' "$out/table.md.tmp"
 rm -f "$out/table.md.tmp"

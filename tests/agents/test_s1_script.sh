@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/ocn/s1.sh end to end, tiny: two configurations x one seed of 2
 # updates on 100 demonstrations per task, two at a time; the table has a
-# row per run and the means; a second call with more updates resumes every
+# row per run (with best.ckpt's alignment: MoE's e_t is 1) and the means; a second call with more updates resumes every
 # run (its rows 0 and 2 are kept); bad arguments exit 2.
 #   test_s1_script.sh PATH/TO/grove PATH/TO/s1.sh
 set -u
@@ -17,8 +17,16 @@ if ! bash "$s1" "$grove" "$tmp/s1" --updates 2 "${args[@]}" >"$tmp/out" 2>"$tmp/
 fi
 rows=$(grep -cE '^\| (ocn10|moe)_seed1 \| 2 \|' "$tmp/out")
 [[ $rows == 2 ]] || { fail "expected 2 run rows at update 2, got $rows"; cat "$tmp/out"; }
-grep -qE '^\| ocn10 \| 1 \| [0-9.]+ \| [01] of 1 \|' "$tmp/out" ||
+grep -qE '^\| ocn10 \| 1 \| [0-9.]+ \| [01] of 1 \|.* [01] of 1 \|$' "$tmp/out" ||
     { fail "no means row for ocn10"; cat "$tmp/out"; }
+# the alignment columns of best.ckpt: numbers for the OCN; the MoE's end
+# probability is 1 everywhere, so it never leaves a boundary unmarked
+grep -qE '^\| ocn10_seed1 \| 2 \|.*\| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$tmp/out" ||
+    { fail "no alignment columns for ocn10"; cat "$tmp/out"; }
+grep -qE '^\| moe_seed1 \| 2 \|.*\| 1\.000 / 1\.000 \|$' "$tmp/out" ||
+    { fail "MoE's e_t is not 1 / 1"; cat "$tmp/out"; }
+grep -qE '^\| moe \| 1 \|.*\| 0 of 1 \|$' "$tmp/out" ||
+    { fail "MoE counted with a boundary unmarked"; cat "$tmp/out"; }
 for d in ocn10_seed1 moe_seed1; do
     [[ -s $tmp/s1/$d/matrix.csv && -s $tmp/s1/$d/returns.txt ]] ||
         fail "$d: no success matrix or returns"
