@@ -616,6 +616,20 @@ static void best_assignment(const double *rate, int K, int S, int *assign,
     }
 }
 
+/* The rest of a Markdown table's header after "| option |": a column per
+ * subtask, then the separator row. */
+static void print_table_head(char names[][32], int S)
+{
+    for (int j = 0; j < S; j++) {
+        printf(" %s |", names[j]);
+    }
+    printf("\n|---|");
+    for (int j = 0; j < S; j++) {
+        printf("---|");
+    }
+    printf("\n");
+}
+
 /* The option-in-force table: per subtask (column), the share of its steps
  * on which each option was in force; then the NMI and where e_t fires. */
 static void print_alignment(const struct bc_alignment *al,
@@ -627,14 +641,7 @@ static void print_alignment(const struct bc_alignment *al,
            "demonstrations (%d per task, new maps); share of the subtask's "
            "steps\n\n| option |",
            (long long)al->demos, per_task);
-    for (int j = 0; j < S; j++) {
-        printf(" %s |", names[j]);
-    }
-    printf("\n|---|");
-    for (int j = 0; j < S; j++) {
-        printf("---|");
-    }
-    printf("\n");
+    print_table_head(names, S);
     for (int i = 0; i < al->n_options; i++) {
         printf("| %d |", i + 1);
         for (int j = 0; j < S; j++) {
@@ -744,14 +751,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     printf("success rate of each option alone on each subtask (%d episodes "
            "each, %s)\n\n| option |",
            episodes, ckpt);
-    for (int j = 0; j < S; j++) {
-        printf(" %s |", names[j]);
-    }
-    printf("\n|---|");
-    for (int j = 0; j < S; j++) {
-        printf("---|");
-    }
-    printf("\n");
+    print_table_head(names, S);
     for (int i = 0; i < K; i++) {
         printf("| %d |", i + 1);
         for (int j = 0; j < S; j++) {

@@ -144,6 +144,30 @@ static int same_file(const char *a, const char *b)
     return same;
 }
 
+/* The NMI of a 3 x 3 count table (option, subtask) through seg_nmi_add,
+ * pair by pair, and its column sums. */
+static double table_nmi(const int64_t tab[][BC_ALIGN_MAX_SUBTASKS],
+                        int64_t col[3])
+{
+    struct seg_nmi_acc *acc = malloc(sizeof *acc);
+    if (acc == NULL) {
+        return NAN;
+    }
+    seg_nmi_init(acc);
+    for (int j = 0; j < 3; j++) {
+        col[j] = 0;
+        for (int i = 0; i < 3; i++) {
+            col[j] += tab[i][j];
+            for (int64_t c = 0; c < tab[i][j]; c++) {
+                seg_nmi_add(acc, i, j);
+            }
+        }
+    }
+    double v = seg_nmi_value(acc);
+    free(acc);
+    return v;
+}
+
 /* bc_option_alignment on 20 demonstrations per task of the trained
  * model, against counts taken from the same demonstrations generated
  * here: every step counted once, in its subtask's column; one boundary per
@@ -175,41 +199,18 @@ static void check_alignment(struct ocn_model *m,
             want[col]++;
         }
     }
-    struct seg_nmi_acc *acc = malloc(sizeof *acc);
-    CHECK(acc != NULL);
-    if (acc != NULL) {
-        seg_nmi_init(acc);
-        for (int j = 0; j < 3; j++) {
-            int64_t col = 0;
-            for (int i = 0; i < 3; i++) {
-                col += al.steps[i][j];
-                for (int64_t c = 0; c < al.steps[i][j]; c++) {
-                    seg_nmi_add(acc, i, j);
-                }
-            }
-            CHECK_MSG(col == want[j], "subtask %d: %lld steps, want %lld", j,
-                      (long long)col, (long long)want[j]);
-        }
-        CHECK(fabs(seg_nmi_value(acc) - al.nmi) < 1e-12);
-        /* segments: two per demonstration, each in its subtask's column */
-        seg_nmi_init(acc);
-        /* 20 AC (A, C) and 20 CD (C, D) */
-        int64_t want_seg[3] = {ds.n / 2, ds.n, ds.n / 2}, n_seg = 0;
-        for (int j = 0; j < 3; j++) {
-            int64_t col = 0;
-            for (int i = 0; i < 3; i++) {
-                col += al.segments[i][j];
-                for (int64_t c = 0; c < al.segments[i][j]; c++) {
-                    seg_nmi_add(acc, i, j);
-                }
-            }
-            CHECK(col == want_seg[j]);
-            n_seg += col;
-        }
-        CHECK(n_seg == 2 * ds.n);
-        CHECK(fabs(seg_nmi_value(acc) - al.nmi_segments) < 1e-12);
-        free(acc);
+    /* steps: each in its subtask's column */
+    int64_t col[3];
+    double nmi = table_nmi(al.steps, col);
+    for (int j = 0; j < 3; j++) {
+        CHECK_MSG(col[j] == want[j], "subtask %d: %lld steps, want %lld", j,
+                  (long long)col[j], (long long)want[j]);
     }
+    CHECK(fabs(nmi - al.nmi) < 1e-12);
+    /* segments: 20 AC (A, C) and 20 CD (C, D) */
+    nmi = table_nmi(al.segments, col);
+    CHECK(col[0] == ds.n / 2 && col[1] == ds.n && col[2] == ds.n / 2);
+    CHECK(fabs(nmi - al.nmi_segments) < 1e-12);
     CHECK(al.n_after_boundary == ds.n);
     CHECK(al.n_after_boundary + al.n_elsewhere == ds.n_steps - ds.n);
     CHECK(al.end_after_boundary >= 0.0 && al.end_after_boundary <= 1.0 &&
