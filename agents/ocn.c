@@ -102,6 +102,10 @@ int ocn_config_format(const struct ocn_config *c, char *out, size_t cap)
                      ocn_kind_name(c->kind), c->n_options, c->hidden,
                      c->width, c->obs_size, c->n_actions, (double)c->tau,
                      tasks);
+    if (n >= 0 && (size_t)n < cap && c->ctrl_blind) {
+        /* only when set, so the config of every other model is unchanged */
+        n += snprintf(out + n, cap - (size_t)n, "controller blind\n");
+    }
     if (n < 0 || (size_t)n >= cap) {
         return gr_error(GR_EINVAL, "config text longer than %zu bytes", cap);
     }
@@ -182,6 +186,13 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
                                 line_no, v);
             }
             have |= HAVE_TAU;
+        } else if (strcmp(key, "controller") == 0) {
+            if (strcmp(v, "blind") != 0 && strcmp(v, "obs") != 0) {
+                return gr_error(GR_EFORMAT, "config line %d: controller '%s' "
+                                            "is not blind or obs",
+                                line_no, v);
+            }
+            c->ctrl_blind = strcmp(v, "blind") == 0;
         } else if (strcmp(key, "tasks") == 0) {
             c->n_tasks = 0;
             const char *q = v;
@@ -415,7 +426,12 @@ static void obs_parts(struct ocn_model *m, struct gr_tensor *idx,
 {
     struct gr_ctx *ctx = m->ctx;
     int64_t K = m->cfg.n_options, w = m->cfg.width;
-    *xc = gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->c_wx), m->c_b1);
+    /* a blind controller (cfg.ctrl_blind) has layer 1 = W_h·h + c1 only;
+     * ctrl.l1.wx stays in the model, unused, so checkpoints keep one
+     * layout */
+    *xc = m->cfg.ctrl_blind
+              ? gr_add(ctx, gr_full(ctx, gr_shape2(N, w), 0.0f), m->c_b1)
+              : gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->c_wx), m->c_b1);
     struct gr_tensor *x = gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->o_wx),
                                  gr_reshape(ctx, m->o_b1, gr_shape1(K * w)));
     *xo = gr_transpose(ctx, gr_reshape(ctx, x, gr_shape3(N, K, w)), 0, 1);

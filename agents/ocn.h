@@ -75,6 +75,9 @@ struct ocn_config {
     int obs_size;   /* O (1075) */
     int n_actions;  /* A (5) */
     float tau;      /* τ_C, the controller's temperature (10) */
+    int ctrl_blind; /* 1: the controller's layer 1 reads only its own state,
+                       not the observation (not ocn.md §3, where every cell
+                       reads x; a variant measured in docs/ocn) (0) */
     int n_tasks;    /* training tasks = controller initial states */
     char task_names[OCN_MAX_TASKS][CRAFT_TASK_NAME_CAP]; /* "AC", ... */
 };

@@ -62,6 +62,12 @@ expect 1 "already exists" train bc --tasks AC,CD --updates 1 $small --out "$tmp/
 # in-memory demonstrations and the MoE baseline
 ok train bc --tasks AC,CD --demos-per-task 10 --model moe --updates 2 $small --out "$tmp/moe"
 grep -q "^kind moe" "$tmp/moe/config" || fail "moe config: $(cat "$tmp/moe/config")"
+# a controller blind to the observation: said in the config, kept by
+# --resume, refused when --resume leaves it out
+ok train bc --tasks AC,CD --demos-per-task 10 --blind-controller --updates 1 $small --out "$tmp/blind"
+grep -q "^controller blind$" "$tmp/blind/config" || fail "blind config: $(cat "$tmp/blind/config")"
+ok train bc --tasks AC,CD --demos-per-task 10 --blind-controller --updates 2 $small --out "$tmp/blind" --resume
+expect 2 "controller blind" train bc --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/blind" --resume
 
 # the success matrix
 ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv" --device cpu

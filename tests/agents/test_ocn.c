@@ -8,7 +8,8 @@
  *     controller's logits only;
  *   - acting online step by step equals the teacher-forced forward, with
  *     worlds starting episodes at different steps;
- *   - parameter counts of ocn.md §3 and the config text round trip. */
+ *   - parameter counts of ocn.md §3 and the config text round trip;
+ *   - a blind controller (docs/ocn's variant) equals zero weights on x. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,12 +509,76 @@ static void test_counts_and_config(void)
     CHECK(back.kind == OCN_KIND_MOE && back.n_options == 3 &&
           back.tau == 0.1f && back.n_tasks == 2 &&
           strcmp(back.task_names[1], "CD") == 0 && back.hidden == 128);
+    CHECK(strstr(text, "controller") == NULL && back.ctrl_blind == 0);
+    /* a blind controller is said in one line, read back */
+    c.ctrl_blind = 1;
+    CHECK(ocn_config_format(&c, text, sizeof text) > 0);
+    CHECK_STR_CONTAINS(text, "\ncontroller blind\n");
+    CHECK(ocn_config_parse(text, &back) == 0 && back.ctrl_blind == 1);
+    c.ctrl_blind = 0;
+    CHECK(ocn_config_parse("kind ocn\ncontroller deaf\n", &back) ==
+          GR_EFORMAT);
+    CHECK_STR_CONTAINS(gr_last_error(), "line 2");
     CHECK(ocn_config_parse("kind ocn\noptions 3\n", &back) == GR_EFORMAT);
     CHECK_STR_CONTAINS(gr_last_error(), "missing");
     CHECK(ocn_config_parse("kind xyz\n", &back) == GR_EFORMAT);
     CHECK_STR_CONTAINS(gr_last_error(), "line 1");
     c.n_options = 0;
     CHECK(ocn_config_validate(&c) == GR_EINVAL);
+}
+
+/* A blind controller (cfg.ctrl_blind) is the same model with its
+ * controller reading x through zero weights: loss, π_t, Π^C_t and every
+ * gradient bit for bit; ctrl.l1.wx gets no gradient and its values do not
+ * matter, while a controller that reads x does change with them. */
+static void test_blind_controller(void)
+{
+    struct gr_ctx *ca = tu_ctx(GR_DEVICE_CPU), *cb = tu_ctx(GR_DEVICE_CPU);
+    struct ocn_config cfg, blind;
+    tu_tiny_config(&cfg, 3, 10.0f, OCN_KIND_OCN);
+    blind = cfg;
+    blind.ctrl_blind = 1;
+    struct ocn_model mz, mb;
+    CHECK(ocn_model_init(&mz, ca, &cfg, 5) == 0);
+    CHECK(ocn_model_init(&mb, cb, &blind, 5) == 0); /* same weights */
+    CHECK(gr_tensor_fill(mz.c_wx, 0.0f) == 0);
+    struct demo_set ds;
+    tu_make_demos(&ds, ND, demo_len, demo_task, 2, 7, 5, 9, NULL);
+    struct demo_batch b;
+    memset(&b, 0, sizeof b);
+    struct run rz, rb, r2;
+    CHECK(run_model(&mz, &ds, &b, -1.0f, &rz) == 0);
+    CHECK(run_model(&mb, &ds, &b, -1.0f, &rb) == 0);
+    CHECK_MSG(rz.loss == rb.loss, "blind %.9g vs zero weights %.9g",
+              (double)rb.loss, (double)rz.loss);
+    CHECK(memcmp(rz.pi, rb.pi, (size_t)(b.rows * 5) * sizeof(float)) == 0);
+    CHECK(memcmp(rz.pic, rb.pic, (size_t)(b.rows * 3) * sizeof(float)) == 0);
+    for (int i = 1; i < 15; i++) {
+        CHECK_MSG(memcmp(rz.grad[i], rb.grad[i],
+                         (size_t)tu_param(&mb, i)->numel * sizeof(float)) ==
+                      0,
+                  "parameter %d's gradient differs", i);
+    }
+    float gmax = 0.0f;
+    for (int64_t k = 0; k < mb.c_wx->numel; k++) {
+        gmax = fmaxf(gmax, fabsf(rb.grad[0][k]));
+    }
+    CHECK(gmax == 0.0f);
+    /* the blind controller ignores ctrl.l1.wx; the seeing one does not */
+    CHECK(gr_tensor_fill(mb.c_wx, 0.5f) == 0);
+    CHECK(run_model(&mb, &ds, &b, -1.0f, &r2) == 0);
+    CHECK(r2.loss == rb.loss);
+    run_free(&r2);
+    CHECK(gr_tensor_fill(mz.c_wx, 0.5f) == 0);
+    CHECK(run_model(&mz, &ds, &b, -1.0f, &r2) == 0);
+    CHECK(r2.loss != rz.loss);
+    run_free(&r2);
+    run_free(&rz);
+    run_free(&rb);
+    demo_batch_free(&b);
+    demo_set_free(&ds);
+    gr_ctx_free(ca);
+    gr_ctx_free(cb);
 }
 
 int main(void)
@@ -531,5 +596,6 @@ int main(void)
     test_acting(OCN_KIND_OCN);
     test_acting(OCN_KIND_MOE);
     test_counts_and_config();
+    test_blind_controller();
     return test_report("agents_ocn");
 }
