@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The S1 experiment of issue 8 ("Results"; ocn.md §6, §9, thesis Table 5.2):
 # behaviour cloning on AC and CD with K = 3, for OCN tau_C = 10, OCN
-# tau_C = 1 and the MoE baseline (and, on request, blind10: OCN tau_C = 10
-# with the controller blind to the observation, train bc --blind-controller,
-# the variant of docs/ocn), several seeds each; then, for every run,
+# tau_C = 1 and the MoE baseline (and, on request, blind10, blind1 and
+# blindmoe: the same three with the controller blind to the observation,
+# train bc --blind-controller, the variant of docs/ocn), several seeds
+# each; then, for every run,
 # the option -> subtask success matrix of best.ckpt (`grove eval options`)
 # and greedy returns (`grove craft run --agent ocn`), and one table with a
 # row per run and the means per configuration.
 #
 #   bench/ocn/s1.sh GROVE OUT_DIR [--updates N] [--seeds 1,2,3,4,5]
-#                   [--configs ocn10,ocn1,moe,blind10] [--jobs J] [--device D]
+#                   [--configs ocn10,ocn1,moe,blind10,...] [--jobs J] [--device D]
 #                   [--threads T] [--demos-per-task N] [--n-each N]
 #   e.g. bench/ocn/s1.sh build/grove runs/s1 --updates 10000 --jobs 2
 #
@@ -23,7 +24,7 @@
 # time-limited session on a lent GPU) until every run is done. --jobs runs
 # that many trainings at once (each with --threads threads).
 set -euo pipefail
-usage() { sed -n '11,14p' "$0" >&2; exit 2; }
+usage() { sed -n '12,15p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
@@ -60,8 +61,8 @@ for s in "${seed_list[@]}"; do
 done
 for c in "${config_list[@]}"; do
     case $c in
-    ocn10 | ocn1 | moe | blind10) ;;
-    *) echo "s1.sh: unknown config '$c' (ocn10, ocn1, moe, blind10)" >&2; exit 2 ;;
+    ocn10 | ocn1 | moe | blind10 | blind1 | blindmoe) ;;
+    *) echo "s1.sh: unknown config '$c' (ocn10, ocn1, moe, blind10, blind1, blindmoe)" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$out"
@@ -73,6 +74,8 @@ run_one() {
     ocn1) tau=1 ;;
     moe) model=moe ;;
     blind10) blind=(--blind-controller) ;;
+    blind1) tau=1 blind=(--blind-controller) ;;
+    blindmoe) model=moe blind=(--blind-controller) ;;
     esac
     if ! grep -q "^$updates," "$d/metrics.csv" 2>/dev/null; then
         local start=--force
