@@ -260,19 +260,39 @@ static void check_sums(const struct run *r, int64_t rows, int K, int A)
     CHECK_MSG(worst_pic < 1e-6, "Pi^C sums off by %.3g", worst_pic);
 }
 
+/* Two models of configs a and b in contexts of their own, initialised
+ * from the same seed (so with the same weights where their shapes agree). */
+static void same_weights(const struct ocn_config *a,
+                         const struct ocn_config *b, uint64_t seed,
+                         struct gr_ctx **ca, struct gr_ctx **cb,
+                         struct ocn_model *ma, struct ocn_model *mb)
+{
+    *ca = tu_ctx(GR_DEVICE_CPU);
+    *cb = tu_ctx(GR_DEVICE_CPU);
+    CHECK(ocn_model_init(ma, *ca, a, seed) == 0);
+    CHECK(ocn_model_init(mb, *cb, b, seed) == 0);
+}
+
+/* The ND hand-made demonstrations (O = 7, A = 5) from `seed`, and an
+ * empty batch for run_model. */
+static void tiny_demos(struct demo_set *ds, struct demo_batch *b,
+                       uint64_t seed)
+{
+    tu_make_demos(ds, ND, demo_len, demo_task, 2, 7, 5, seed, NULL);
+    memset(b, 0, sizeof *b);
+}
+
 static void test_properties(void)
 {
-    struct gr_ctx *ca = tu_ctx(GR_DEVICE_CPU), *cb = tu_ctx(GR_DEVICE_CPU);
+    struct gr_ctx *ca, *cb;
     struct ocn_config cfg_ocn, cfg_moe;
     tu_tiny_config(&cfg_ocn, 3, 10.0f, OCN_KIND_OCN);
     tu_tiny_config(&cfg_moe, 3, 10.0f, OCN_KIND_MOE);
     struct ocn_model mo, mm;
-    CHECK(ocn_model_init(&mo, ca, &cfg_ocn, 11) == 0);
-    CHECK(ocn_model_init(&mm, cb, &cfg_moe, 11) == 0); /* same weights */
     struct demo_set ds;
-    tu_make_demos(&ds, ND, demo_len, demo_task, 2, 7, 5, 3, NULL);
     struct demo_batch b;
-    memset(&b, 0, sizeof b);
+    same_weights(&cfg_ocn, &cfg_moe, 11, &ca, &cb, &mo, &mm);
+    tiny_demos(&ds, &b, 3);
     struct run ro, rf, rm;
     CHECK(run_model(&mo, &ds, &b, -1.0f, &ro) == 0);
     check_sums(&ro, b.rows, 3, 5);
@@ -533,19 +553,17 @@ static void test_counts_and_config(void)
  * matter, while a controller that reads x does change with them. */
 static void test_blind_controller(void)
 {
-    struct gr_ctx *ca = tu_ctx(GR_DEVICE_CPU), *cb = tu_ctx(GR_DEVICE_CPU);
+    struct gr_ctx *ca, *cb;
     struct ocn_config cfg, blind;
     tu_tiny_config(&cfg, 3, 10.0f, OCN_KIND_OCN);
     blind = cfg;
     blind.ctrl_blind = 1;
     struct ocn_model mz, mb;
-    CHECK(ocn_model_init(&mz, ca, &cfg, 5) == 0);
-    CHECK(ocn_model_init(&mb, cb, &blind, 5) == 0); /* same weights */
-    CHECK(gr_tensor_fill(mz.c_wx, 0.0f) == 0);
     struct demo_set ds;
-    tu_make_demos(&ds, ND, demo_len, demo_task, 2, 7, 5, 9, NULL);
     struct demo_batch b;
-    memset(&b, 0, sizeof b);
+    same_weights(&cfg, &blind, 5, &ca, &cb, &mz, &mb);
+    CHECK(gr_tensor_fill(mz.c_wx, 0.0f) == 0);
+    tiny_demos(&ds, &b, 9);
     struct run rz, rb, r2;
     CHECK(run_model(&mz, &ds, &b, -1.0f, &rz) == 0);
     CHECK(run_model(&mb, &ds, &b, -1.0f, &rb) == 0);
