@@ -757,7 +757,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         }
     }
     printf("success rate of each option alone on each subtask (%d episodes "
-           "each, %s)\n\n| option |",
+           "each, on maps the expert can solve, %s)\n\n| option |",
            episodes, ckpt);
     print_table_head(names, S);
     for (int i = 0; i < K; i++) {
@@ -817,8 +817,9 @@ const struct cli_command cmd_eval_options = {
     "",
     "For each option and each subtask of the checkpoint's training tasks, "
     "option i plays the one-subtask task alone and greedily from its initial "
-    "state (end signal ignored) on the same --episodes maps; success = the "
-    "subtask done within the time limit (ocn.md §9). Prints a Markdown table "
+    "state (end signal ignored) on the same --episodes maps, maps the expert "
+    "can solve (as for demonstrations); success = the subtask done within "
+    "the time limit (ocn.md §9). Prints a Markdown table "
     "and the best one-to-one assignment; --out writes it as CSV. Then, "
     "on --demos-per-task new expert demonstrations of each training task "
     "(teacher-forced, as the validation metrics), which option is in force "

@@ -20,6 +20,7 @@
 #include "agents/segment.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "envs/expert.h"
 #include "kernels/checkpoint.h"
 #include "kernels/tape.h"
 #include "tests/test.h"
@@ -221,6 +222,51 @@ static void check_alignment(struct ocn_model *m,
     demo_set_free(&ds);
 }
 
+/* The success matrix's maps: the first solvable seeds of the stream, in
+ * order, checked against the expert stepped here one action at a time; in
+ * the four-copy world some maps are passed over; a world with no wood has
+ * no map for A and is refused. */
+static void check_matrix_seeds(void)
+{
+    enum { N = 300 };
+    struct craft_config cc;
+    craft_config_default(&cc);
+    cc.n_each = 4;
+    struct craft_task task;
+    CHECK(craft_task_parse("A", &task) == 0);
+    struct craft_config cfg;
+    craft_config_for_task(&cc, &task, &cfg);
+    uint64_t seeds[N];
+    int skipped = -1;
+    CHECK(bc_matrix_seeds(&cfg, &task, 2, N, BC_MATRIX_SEED, seeds,
+                          &skipped) == 0);
+    int kept = 0, passed = 0;
+    for (uint64_t n = 0; kept < N; n++) {
+        uint64_t seed = craft_episode_seed(BC_MATRIX_SEED, 2, n);
+        struct craft_world w;
+        CHECK(craft_world_reset(&w, &cfg, seed, &task) == 0);
+        int a, st = CRAFT_EXPERT_OK;
+        while (!craft_world_done(&w) &&
+               (st = craft_expert_act(&w, &a, NULL)) == CRAFT_EXPERT_OK) {
+            struct craft_step s;
+            craft_world_step(&w, a, &s);
+        }
+        if (w.k == w.task.n) {
+            CHECK_MSG(seeds[kept] == seed, "map %d is not the %d-th solvable",
+                      kept, kept);
+            kept++;
+        } else {
+            CHECK(st == CRAFT_EXPERT_UNREACHABLE);
+            passed++;
+        }
+    }
+    CHECK(skipped == passed && skipped > 0);
+    cfg.n_each = 0;
+    CHECK(bc_matrix_seeds(&cfg, &task, 0, 10, BC_MATRIX_SEED, seeds, NULL) ==
+          GR_EINVAL);
+    CHECK_STR_CONTAINS(gr_last_error(), "solved by the expert");
+}
+
 int main(void)
 {
     struct demo_set ds;
@@ -301,6 +347,8 @@ int main(void)
     /* resuming past the end is refused */
     CHECK(train(&ds, b, 30, 1, &rb) == GR_EINVAL);
     CHECK_STR_CONTAINS(gr_last_error(), "past --updates");
+
+    check_matrix_seeds();
 
     /* the success matrix: K x 3 shares in [0, 1] */
     {
