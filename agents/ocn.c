@@ -54,6 +54,13 @@ int ocn_config_validate(const struct ocn_config *c)
         return gr_error(GR_EINVAL, "tau %g: expected a positive number",
                         (double)c->tau);
     }
+    if (c->opt_ignore_lo < 0 || c->opt_ignore_hi < c->opt_ignore_lo ||
+        c->opt_ignore_hi > c->obs_size) {
+        return gr_error(GR_EINVAL,
+                        "options ignore features %d:%d: expected "
+                        "0 <= lo <= hi <= %d",
+                        c->opt_ignore_lo, c->opt_ignore_hi, c->obs_size);
+    }
     if (c->n_tasks < 1 || c->n_tasks > OCN_MAX_TASKS) {
         return gr_error(GR_EINVAL, "tasks: %d, expected 1..%d", c->n_tasks,
                         OCN_MAX_TASKS);
@@ -105,6 +112,10 @@ int ocn_config_format(const struct ocn_config *c, char *out, size_t cap)
     if (n >= 0 && (size_t)n < cap && c->ctrl_blind) {
         /* only when set, so the config of every other model is unchanged */
         n += snprintf(out + n, cap - (size_t)n, "controller blind\n");
+    }
+    if (n >= 0 && (size_t)n < cap && c->opt_ignore_hi > c->opt_ignore_lo) {
+        n += snprintf(out + n, cap - (size_t)n, "options_ignore %d:%d\n",
+                      c->opt_ignore_lo, c->opt_ignore_hi);
     }
     if (n < 0 || (size_t)n >= cap) {
         return gr_error(GR_EINVAL, "config text longer than %zu bytes", cap);
@@ -193,6 +204,16 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
                                 line_no, v);
             }
             c->ctrl_blind = strcmp(v, "blind") == 0;
+        } else if (strcmp(key, "options_ignore") == 0) {
+            int lo, hi, used = 0;
+            if (sscanf(v, "%d:%d%n", &lo, &hi, &used) != 2 ||
+                v[used] != '\0') {
+                return gr_error(GR_EFORMAT, "config line %d: options_ignore "
+                                            "'%s' is not LO:HI",
+                                line_no, v);
+            }
+            c->opt_ignore_lo = lo;
+            c->opt_ignore_hi = hi;
         } else if (strcmp(key, "tasks") == 0) {
             c->n_tasks = 0;
             const char *q = v;
@@ -418,21 +439,39 @@ static void opt_cell(struct ocn_model *m, struct gr_tensor *xo,
     }
 }
 
-/* Observation parts of layer 1 for N rows: xc [N, w] and xo [K, N, w], each
- * with its bias added. */
-static void obs_parts(struct ocn_model *m, struct gr_tensor *idx,
-                      struct gr_tensor *val, int64_t N,
+/* Observation parts of layer 1 for N rows of sparse observations
+ * idx/val [N, nz] (host arrays): xc [N, w] and xo [K, N, w], each with its
+ * bias added. idx_o [N, nz] is scratch for the options' column list when
+ * they ignore some features (cfg.opt_ignore_*): those become -1, the
+ * padding index, so their rows of opt.l1.wx are neither read nor trained
+ * (they stay in the model, unused, like ctrl.l1.wx for a blind
+ * controller). */
+static void obs_parts(struct ocn_model *m, const int32_t *idx_h,
+                      const float *val_h, int64_t N, int nz, int32_t *idx_o,
                       struct gr_tensor **xc, struct gr_tensor **xo)
 {
     struct gr_ctx *ctx = m->ctx;
     int64_t K = m->cfg.n_options, w = m->cfg.width;
+    struct gr_tensor *idx =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(N, nz), idx_h);
+    struct gr_tensor *val =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(N, nz), val_h);
+    struct gr_tensor *opt_idx = idx;
+    const int lo = m->cfg.opt_ignore_lo, hi = m->cfg.opt_ignore_hi;
+    if (hi > lo) {
+        for (int64_t i = 0; i < N * nz; i++) {
+            idx_o[i] = idx_h[i] >= lo && idx_h[i] < hi ? -1 : idx_h[i];
+        }
+        opt_idx = gr_tensor_from_host(ctx, GR_I32, gr_shape2(N, nz), idx_o);
+    }
     /* a blind controller (cfg.ctrl_blind) has layer 1 = W_h·h + c1 only;
      * ctrl.l1.wx stays in the model, unused, so checkpoints keep one
      * layout */
     *xc = m->cfg.ctrl_blind
               ? gr_add(ctx, gr_full(ctx, gr_shape2(N, w), 0.0f), m->c_b1)
               : gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->c_wx), m->c_b1);
-    struct gr_tensor *x = gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->o_wx),
+    struct gr_tensor *x =
+        gr_add(ctx, gr_sparse_matmul(ctx, opt_idx, val, m->o_wx),
                                  gr_reshape(ctx, m->o_b1, gr_shape1(K * w)));
     *xo = gr_transpose(ctx, gr_reshape(ctx, x, gr_shape3(N, K, w)), 0, 1);
 }
@@ -536,12 +575,16 @@ int ocn_forward_forced(struct ocn_model *m, const struct demo_batch *b,
                             i, b->task[i], m->cfg.n_tasks);
         }
     }
-    struct gr_tensor *idx =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(N, b->nz), b->idx);
-    struct gr_tensor *val =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(N, b->nz), b->val);
+    int32_t *idx_o = NULL;
+    if (m->cfg.opt_ignore_hi > m->cfg.opt_ignore_lo) {
+        idx_o = malloc((size_t)(N * b->nz) * sizeof *idx_o);
+        if (idx_o == NULL) {
+            return gr_error(GR_ENOMEM, "OCN forward: out of memory");
+        }
+    }
     struct gr_tensor *xc, *xo;
-    obs_parts(m, idx, val, N, &xc, &xo);
+    obs_parts(m, b->idx, b->val, N, b->nz, idx_o, &xc, &xo);
+    free(idx_o); /* obs_parts copied it into a tensor */
     /* the switch branch's options depend only on x_t: all rows at once */
     struct gr_tensor *sp, *sh;
     opt_cell(m, xo, NULL, &sp, &sh, NULL);
@@ -672,12 +715,14 @@ int ocn_act_state_init(struct ocn_act_state *s, const struct ocn_model *m,
     s->task = calloc((size_t)E, sizeof *s->task);
     s->h_init = malloc((size_t)(m->cfg.n_tasks * d) * sizeof *s->h_init);
     s->idx = malloc((size_t)(E * O) * sizeof *s->idx);
+    s->idx_o = malloc((size_t)(E * O) * sizeof *s->idx_o);
     s->val = malloc((size_t)(E * O) * sizeof *s->val);
     int64_t A = m->cfg.n_actions;
     s->buf = malloc((size_t)(K * E * (d > A ? d : A) + E) * sizeof *s->buf);
     if (s->hc == NULL || s->pi_c == NULL || s->ho == NULL ||
         s->first == NULL || s->task == NULL || s->h_init == NULL ||
-        s->idx == NULL || s->val == NULL || s->buf == NULL) {
+        s->idx == NULL || s->idx_o == NULL || s->val == NULL ||
+        s->buf == NULL) {
         ocn_act_state_free(s);
         return gr_error(GR_ENOMEM, "OCN acting: out of memory for %d worlds",
                         E);
@@ -700,6 +745,7 @@ void ocn_act_state_free(struct ocn_act_state *s)
     free(s->task);
     free(s->h_init);
     free(s->idx);
+    free(s->idx_o);
     free(s->val);
     free(s->buf);
     memset(s, 0, sizeof *s);
@@ -762,12 +808,8 @@ int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,
         }
     }
     float *buf = s->buf;
-    struct gr_tensor *idx =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(E, nz), s->idx);
-    struct gr_tensor *val =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, nz), s->val);
     struct gr_tensor *xc, *xo;
-    obs_parts(m, idx, val, E, &xc, &xo);
+    obs_parts(m, s->idx, s->val, E, nz, s->idx_o, &xc, &xo);
     struct gr_tensor *sp, *sh;
     opt_cell(m, xo, NULL, &sp, &sh, NULL);
     for (int64_t j = 0; j < E; j++) {
@@ -841,12 +883,8 @@ int ocn_options_step(struct ocn_model *m, struct ocn_act_state *s,
     const int E = s->E;
     int was = gr_set_grad_enabled(ctx, 0);
     int nz = sparse_rows(obs, E, m->cfg.obs_size, s->idx, s->val);
-    struct gr_tensor *idx =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(E, nz), s->idx);
-    struct gr_tensor *val =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, nz), s->val);
     struct gr_tensor *xc, *xo;
-    obs_parts(m, idx, val, E, &xc, &xo);
+    obs_parts(m, s->idx, s->val, E, nz, s->idx_o, &xc, &xo);
     struct gr_tensor *h =
         gr_tensor_from_host(ctx, GR_F32, gr_shape3(K, E, d), ho);
     struct gr_tensor *pi, *h_new, *e;

@@ -78,6 +78,11 @@ struct ocn_config {
     int ctrl_blind; /* 1: the controller's layer 1 reads only its own state,
                        not the observation (not ocn.md §3, where every cell
                        reads x; a variant measured in docs/ocn) (0) */
+    int opt_ignore_lo, opt_ignore_hi; /* observation features [lo, hi) the
+                       options' layer 1 does not read (0, 0: none; not
+                       ocn.md §3 either: train bc --options-without-inventory
+                       hides Craft's inventory counts, a variant measured in
+                       docs/ocn) */
     int n_tasks;    /* training tasks = controller initial states */
     char task_names[OCN_MAX_TASKS][CRAFT_TASK_NAME_CAP]; /* "AC", ... */
 };
@@ -163,6 +168,7 @@ struct ocn_act_state {
     float *h_init;   /* [n_tasks, d] copy of the model's initial states */
     /* scratch (allocated once: acting allocates nothing per step) */
     int32_t *idx;    /* [E, O] */
+    int32_t *idx_o;  /* [E, O]: idx without the features options ignore */
     float *val;      /* [E, O] */
     float *buf;      /* [K · E · max(d, A) + E] */
 };

@@ -277,7 +277,8 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     int options = 3, batch = 512, hidden = 128, width = 128;
     int eval_every = 100, return_every = 1000, return_episodes = 30;
     int64_t updates = 10000;
-    int updates_i = 10000, per_task = 6000, resume = 0, blind = 0;
+    int updates_i = 10000, per_task = 6000, resume = 0, blind = 0,
+        no_inventory = 0;
     int n_each = -1; /* -1: not given */
     double lr = 1e-3, clip = 0.2, tau = 10.0;
     uint64_t demo_seed = 1;
@@ -329,6 +330,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                  "observation (not ocn.md: a variant of docs/ocn that "
                  "routes subtasks by progress, not by map)",
                  &blind),
+        CLI_FLAG("options-without-inventory",
+                 "the options do not read the inventory counts (not ocn.md: "
+                 "a variant of docs/ocn; an option then acts the same "
+                 "whatever was collected before it)",
+                 &no_inventory),
         CLI_FLAG("resume", "continue the run in --out from its last.ckpt",
                  &resume),
         CLI_END,
@@ -399,6 +405,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     cfg.width = width;
     cfg.tau = (float)tau;
     cfg.ctrl_blind = blind;
+    if (no_inventory) {
+        cfg.opt_ignore_lo = CRAFT_OBS_INVENTORY;
+        cfg.opt_ignore_hi = CRAFT_OBS_DIR;
+    }
     cfg.n_tasks = n_tasks;
     for (int i = 0; i < n_tasks; i++) {
         snprintf(cfg.task_names[i], CRAFT_TASK_NAME_CAP, "%s", tasks[i].name);
@@ -519,10 +529,12 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     memset(&res, 0, sizeof res);
     if (rc == 0) {
         if (!common.quiet) {
-            fprintf(stderr, "model: %s%s, K = %d, d = %d, w = %d, tau = %g, "
-                            "%lld parameters, on %s\n",
+            fprintf(stderr, "model: %s%s%s, K = %d, d = %d, w = %d, "
+                            "tau = %g, %lld parameters, on %s\n",
                     ocn_kind_name(cfg.kind),
-                    blind ? " (blind controller)" : "", options, hidden, width,
+                    blind ? " (blind controller)" : "",
+                    no_inventory ? " (options without inventory)" : "",
+                    options, hidden, width,
                     tau,
                     (long long)ocn_param_count(&cfg),
                     gr_device_name(gr_ctx_device(ctx)));

@@ -68,6 +68,12 @@ ok train bc --tasks AC,CD --demos-per-task 10 --blind-controller --updates 1 $sm
 grep -q "^controller blind$" "$tmp/blind/config" || fail "blind config: $(cat "$tmp/blind/config")"
 ok train bc --tasks AC,CD --demos-per-task 10 --blind-controller --updates 2 $small --out "$tmp/blind" --resume
 expect 2 "controller blind" train bc --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/blind" --resume
+# options that do not read the inventory: the same, and eval options,
+# craft run and watch's path (the checkpoint) work on such a model
+ok train bc --tasks AC,CD --demos-per-task 10 --options-without-inventory --updates 1 $small --out "$tmp/noinv"
+grep -q "^options_ignore 1050:1071$" "$tmp/noinv/config" || fail "no-inventory config: $(cat "$tmp/noinv/config")"
+expect 2 "options_ignore" train bc --tasks AC,CD --demos-per-task 10 --updates 2 $small --out "$tmp/noinv" --resume
+ok eval options --checkpoint "$tmp/noinv/last.ckpt" --episodes 2 --demos-per-task 2 --device cpu
 
 # the success matrix
 ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv" --device cpu

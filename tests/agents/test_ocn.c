@@ -599,6 +599,113 @@ static void test_blind_controller(void)
     gr_ctx_free(cb);
 }
 
+/* Options that ignore observation features [2, 5) (train bc
+ * --options-without-inventory hides Craft's inventory this way) equal
+ * options whose opt.l1.wx rows 2..4 are zero, bit for bit: loss, π, Π^C,
+ * every other gradient; those rows get no gradient and, whatever they
+ * hold, change nothing, in training and in acting alone. */
+static void test_options_ignore(void)
+{
+    enum { LO = 2, HI = 5 };
+    struct gr_ctx *ca, *cb;
+    struct ocn_config cfg, ign;
+    tu_tiny_config(&cfg, 3, 10.0f, OCN_KIND_OCN);
+    ign = cfg;
+    ign.opt_ignore_lo = LO;
+    ign.opt_ignore_hi = HI;
+    CHECK(ocn_config_validate(&ign) == 0);
+    struct ocn_model mz, mi;
+    struct demo_set ds;
+    struct demo_batch b;
+    same_weights(&cfg, &ign, 6, &ca, &cb, &mz, &mi);
+    const int64_t cols = mz.o_wx->shape[1];
+    float *w = malloc((size_t)mz.o_wx->numel * sizeof *w);
+    CHECK(w != NULL && gr_tensor_to_host(mz.o_wx, w) == 0);
+    for (int64_t k = LO * cols; k < HI * cols; k++) {
+        w[k] = 0.0f;
+    }
+    CHECK(gr_tensor_set_host(mz.o_wx, w) == 0);
+    tiny_demos(&ds, &b, 13);
+    struct run rz, ri, r2;
+    CHECK(run_model(&mz, &ds, &b, -1.0f, &rz) == 0);
+    CHECK(run_model(&mi, &ds, &b, -1.0f, &ri) == 0);
+    CHECK_MSG(rz.loss == ri.loss, "ignoring %.9g vs zero rows %.9g",
+              (double)ri.loss, (double)rz.loss);
+    CHECK(memcmp(rz.pi, ri.pi, (size_t)(b.rows * 5) * sizeof(float)) == 0);
+    CHECK(memcmp(rz.pic, ri.pic, (size_t)(b.rows * 3) * sizeof(float)) == 0);
+    for (int i = 0; i < 15; i++) {
+        if (i == 8) {
+            continue;
+        }
+        CHECK_MSG(memcmp(rz.grad[i], ri.grad[i],
+                         (size_t)tu_param(&mi, i)->numel * sizeof(float)) ==
+                      0,
+                  "parameter %d's gradient differs", i);
+    }
+    float gin = 0.0f, gout = 0.0f, gz = 0.0f;
+    for (int64_t k = 0; k < mi.o_wx->numel; k++) {
+        int ignored = k >= LO * cols && k < HI * cols;
+        float g = fabsf(ri.grad[8][k]);
+        gin = ignored ? fmaxf(gin, g) : gin;
+        gout = ignored ? gout : fmaxf(gout, g);
+        CHECK(ignored || ri.grad[8][k] == rz.grad[8][k]);
+        gz = ignored ? fmaxf(gz, fabsf(rz.grad[8][k])) : gz;
+    }
+    /* the seeing model trains those rows, the ignoring one does not */
+    CHECK(gin == 0.0f && gout > 0.0f && gz > 0.0f);
+    /* junk in the ignored rows changes nothing */
+    for (int64_t k = LO * cols; k < HI * cols; k++) {
+        w[k] = 0.5f;
+    }
+    CHECK(gr_tensor_set_host(mi.o_wx, w) == 0);
+    CHECK(run_model(&mi, &ds, &b, -1.0f, &r2) == 0);
+    CHECK(r2.loss == ri.loss);
+    run_free(&r2);
+    /* acting alone (the success matrix's path): the same π and e */
+    {
+        enum { E = 4 };
+        const int d = cfg.hidden;
+        float obs[E * 7], hz[3 * E * 4] = {0}, hi[3 * E * 4] = {0};
+        float pz[3 * E * 5], pi_[3 * E * 5], ez[3 * E], ei[3 * E];
+        for (int i = 0; i < E * 7; i++) {
+            obs[i] = (float)((i * 5) % 3); /* 0, 1, 2: nonzeros everywhere */
+        }
+        CHECK(d == 4);
+        struct ocn_act_state sz, si;
+        CHECK(ocn_act_state_init(&sz, &mz, E) == 0);
+        CHECK(ocn_act_state_init(&si, &mi, E) == 0);
+        for (int t = 0; t < 3; t++) {
+            CHECK(ocn_options_step(&mz, &sz, obs, hz, pz, ez) == 0);
+            CHECK(ocn_options_step(&mi, &si, obs, hi, pi_, ei) == 0);
+            CHECK(memcmp(pz, pi_, sizeof pz) == 0);
+            CHECK(memcmp(ez, ei, sizeof ez) == 0);
+            CHECK(memcmp(hz, hi, sizeof hz) == 0);
+        }
+        ocn_act_state_free(&sz);
+        ocn_act_state_free(&si);
+    }
+    /* the config line round-trips; a range past the observation is refused */
+    char text[1024];
+    CHECK(ocn_config_format(&ign, text, sizeof text) > 0);
+    CHECK_STR_CONTAINS(text, "options_ignore 2:5\n");
+    struct ocn_config back;
+    CHECK(ocn_config_parse(text, &back) == 0);
+    CHECK(back.opt_ignore_lo == LO && back.opt_ignore_hi == HI);
+    CHECK(ocn_config_format(&cfg, text, sizeof text) > 0);
+    CHECK(strstr(text, "options_ignore") == NULL);
+    ign.opt_ignore_hi = 8;
+    CHECK(ocn_config_validate(&ign) == GR_EINVAL);
+    CHECK(ocn_config_parse("kind ocn\noptions_ignore 2-5\n", &back) ==
+          GR_EFORMAT);
+    free(w);
+    run_free(&rz);
+    run_free(&ri);
+    demo_batch_free(&b);
+    demo_set_free(&ds);
+    gr_ctx_free(ca);
+    gr_ctx_free(cb);
+}
+
 int main(void)
 {
     struct ocn_config cfg;
@@ -615,5 +722,6 @@ int main(void)
     test_acting(OCN_KIND_MOE);
     test_counts_and_config();
     test_blind_controller();
+    test_options_ignore();
     return test_report("agents_ocn");
 }
