@@ -3,8 +3,9 @@
 # behaviour cloning on AC and CD with K = 3, for OCN tau_C = 10, OCN
 # tau_C = 1 and the MoE baseline (and, on request, blind10, blind1 and
 # blindmoe: the same three with the controller blind to the observation,
-# train bc --blind-controller, the variant of docs/ocn), several seeds
-# each; then, for every run,
+# train bc --blind-controller, the variant of docs/ocn; blindnoinv10,
+# blindnoinv1, blindnoinvmoe: the same with --options-without-inventory
+# too), several seeds each; then, for every run,
 # the option -> subtask success matrix of best.ckpt (`grove eval options`)
 # and greedy returns (`grove craft run --agent ocn`), and one table with a
 # row per run and the means per configuration.
@@ -24,7 +25,7 @@
 # time-limited session on a lent GPU) until every run is done. --jobs runs
 # that many trainings at once (each with --threads threads).
 set -euo pipefail
-usage() { sed -n '12,15p' "$0" >&2; exit 2; }
+usage() { sed -n '13,16p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
@@ -61,8 +62,8 @@ for s in "${seed_list[@]}"; do
 done
 for c in "${config_list[@]}"; do
     case $c in
-    ocn10 | ocn1 | moe | blind10 | blind1 | blindmoe) ;;
-    *) echo "s1.sh: unknown config '$c' (ocn10, ocn1, moe, blind10, blind1, blindmoe)" >&2; exit 2 ;;
+    ocn10 | ocn1 | moe | blind10 | blind1 | blindmoe | blindnoinv10 | blindnoinv1 | blindnoinvmoe) ;;
+    *) echo "s1.sh: unknown config '$c' (ocn10, ocn1, moe, blind10, blind1, blindmoe, blindnoinv10, blindnoinv1, blindnoinvmoe)" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$out"
@@ -76,6 +77,9 @@ run_one() {
     blind10) blind=(--blind-controller) ;;
     blind1) tau=1 blind=(--blind-controller) ;;
     blindmoe) model=moe blind=(--blind-controller) ;;
+    blindnoinv10) blind=(--blind-controller --options-without-inventory) ;;
+    blindnoinv1) tau=1 blind=(--blind-controller --options-without-inventory) ;;
+    blindnoinvmoe) model=moe blind=(--blind-controller --options-without-inventory) ;;
     esac
     if ! grep -q "^$updates," "$d/metrics.csv" 2>/dev/null; then
         local start=--force
