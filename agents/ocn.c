@@ -472,7 +472,7 @@ static void obs_parts(struct ocn_model *m, const int32_t *idx_h,
               : gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->c_wx), m->c_b1);
     struct gr_tensor *x =
         gr_add(ctx, gr_sparse_matmul(ctx, opt_idx, val, m->o_wx),
-                                 gr_reshape(ctx, m->o_b1, gr_shape1(K * w)));
+               gr_reshape(ctx, m->o_b1, gr_shape1(K * w)));
     *xo = gr_transpose(ctx, gr_reshape(ctx, x, gr_shape3(N, K, w)), 0, 1);
 }
 

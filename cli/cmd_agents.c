@@ -534,8 +534,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                     ocn_kind_name(cfg.kind),
                     blind ? " (blind controller)" : "",
                     no_inventory ? " (options without inventory)" : "",
-                    options, hidden, width,
-                    tau,
+                    options, hidden, width, tau,
                     (long long)ocn_param_count(&cfg),
                     gr_device_name(gr_ctx_device(ctx)));
         }
