@@ -99,7 +99,8 @@ const char *ocn_kind_name(enum ocn_kind k);
 int ocn_kind_from_name(const char *name);
 
 /* The config as text, one "key value" line each (kind, options, hidden,
- * width, obs, actions, tau, tasks), into out[cap]; the format of a
+ * width, obs, actions, tau, tasks; then, only when set, "controller blind"
+ * and "options_ignore LO:HI"), into out[cap]; the format of a
  * checkpoint's config. Returns the length or GR_EINVAL if cap is short. */
 int ocn_config_format(const struct ocn_config *c, char *out, size_t cap);
 
