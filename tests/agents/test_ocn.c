@@ -547,6 +547,26 @@ static void test_counts_and_config(void)
     CHECK(ocn_config_validate(&c) == GR_EINVAL);
 }
 
+/* Two runs of K = 3 models on the same batch agree bit for bit: loss, π,
+ * Π^C and the gradient of every parameter but `except` (tu_param index),
+ * the one a variant leaves partly untrained. */
+static void check_same_run(const struct run *a, const struct run *b,
+                           const struct ocn_model *m, int64_t rows,
+                           int except)
+{
+    CHECK_MSG(a->loss == b->loss, "loss %.9g vs %.9g", (double)a->loss,
+              (double)b->loss);
+    CHECK(memcmp(a->pi, b->pi, (size_t)(rows * 5) * sizeof(float)) == 0);
+    CHECK(memcmp(a->pic, b->pic, (size_t)(rows * 3) * sizeof(float)) == 0);
+    for (int i = 0; i < 15; i++) {
+        CHECK_MSG(i == except ||
+                      memcmp(a->grad[i], b->grad[i],
+                             (size_t)tu_param(m, i)->numel * sizeof(float)) ==
+                          0,
+                  "parameter %d's gradient differs", i);
+    }
+}
+
 /* A blind controller (cfg.ctrl_blind) is the same model with its
  * controller reading x through zero weights: loss, π_t, Π^C_t and every
  * gradient bit for bit; ctrl.l1.wx gets no gradient and its values do not
@@ -567,16 +587,7 @@ static void test_blind_controller(void)
     struct run rz, rb, r2;
     CHECK(run_model(&mz, &ds, &b, -1.0f, &rz) == 0);
     CHECK(run_model(&mb, &ds, &b, -1.0f, &rb) == 0);
-    CHECK_MSG(rz.loss == rb.loss, "blind %.9g vs zero weights %.9g",
-              (double)rb.loss, (double)rz.loss);
-    CHECK(memcmp(rz.pi, rb.pi, (size_t)(b.rows * 5) * sizeof(float)) == 0);
-    CHECK(memcmp(rz.pic, rb.pic, (size_t)(b.rows * 3) * sizeof(float)) == 0);
-    for (int i = 1; i < 15; i++) {
-        CHECK_MSG(memcmp(rz.grad[i], rb.grad[i],
-                         (size_t)tu_param(&mb, i)->numel * sizeof(float)) ==
-                      0,
-                  "parameter %d's gradient differs", i);
-    }
+    check_same_run(&rz, &rb, &mb, b.rows, 0);
     float gmax = 0.0f;
     for (int64_t k = 0; k < mb.c_wx->numel; k++) {
         gmax = fmaxf(gmax, fabsf(rb.grad[0][k]));
@@ -629,19 +640,7 @@ static void test_options_ignore(void)
     struct run rz, ri, r2;
     CHECK(run_model(&mz, &ds, &b, -1.0f, &rz) == 0);
     CHECK(run_model(&mi, &ds, &b, -1.0f, &ri) == 0);
-    CHECK_MSG(rz.loss == ri.loss, "ignoring %.9g vs zero rows %.9g",
-              (double)ri.loss, (double)rz.loss);
-    CHECK(memcmp(rz.pi, ri.pi, (size_t)(b.rows * 5) * sizeof(float)) == 0);
-    CHECK(memcmp(rz.pic, ri.pic, (size_t)(b.rows * 3) * sizeof(float)) == 0);
-    for (int i = 0; i < 15; i++) {
-        if (i == 8) {
-            continue;
-        }
-        CHECK_MSG(memcmp(rz.grad[i], ri.grad[i],
-                         (size_t)tu_param(&mi, i)->numel * sizeof(float)) ==
-                      0,
-                  "parameter %d's gradient differs", i);
-    }
+    check_same_run(&rz, &ri, &mi, b.rows, 8);
     float gin = 0.0f, gout = 0.0f, gz = 0.0f;
     for (int64_t k = 0; k < mi.o_wx->numel; k++) {
         int ignored = k >= LO * cols && k < HI * cols;
