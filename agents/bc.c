@@ -444,6 +444,50 @@ int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
     return rc;
 }
 
+/* ---- evaluation maps --------------------------------------------------------------- */
+
+int bc_solvable_seeds(const struct craft_config *config,
+                      const struct craft_task *task, int j, int episodes,
+                      uint64_t base_seed, uint64_t *seeds, int *skipped)
+{
+    /* about 2.4 % of maps are unsolvable with n_each 4, 0.2 % with 1; a
+     * world where no map in 64 per wanted one is solvable is a mistake */
+    const uint64_t max_draws = (uint64_t)episodes * 64;
+    uint8_t *actions = malloc((size_t)config->max_steps + 1);
+    if (actions == NULL) {
+        return gr_error(GR_ENOMEM, "evaluation maps: out of memory");
+    }
+    int kept = 0, skips = 0, rc = 0;
+    for (uint64_t n = 0; kept < episodes && rc == 0; n++) {
+        if (n >= max_draws) {
+            rc = gr_error(GR_EINVAL,
+                          "evaluation maps: only %d of the first %llu maps "
+                          "of task %s can be solved by the expert",
+                          kept, (unsigned long long)n, task->name);
+            break;
+        }
+        uint64_t seed = craft_episode_seed(base_seed, (uint64_t)j, n);
+        struct craft_world w;
+        int length = 0;
+        rc = craft_world_reset(&w, config, seed, task);
+        if (rc == 0) {
+            rc = craft_expert_rollout(&w, actions, config->max_steps + 1,
+                                      &length);
+        }
+        if (rc == CRAFT_EXPERT_OK) {
+            seeds[kept++] = seed;
+        } else if (rc > 0) { /* unreachable or out of time: not a test */
+            skips++;
+            rc = 0;
+        }
+    }
+    free(actions);
+    if (skipped != NULL) {
+        *skipped = skips;
+    }
+    return rc < 0 ? rc : 0;
+}
+
 /* ---- greedy returns -------------------------------------------------------------- */
 
 int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
@@ -477,16 +521,22 @@ int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
     }
     struct ocn_act_state st;
     rc = ocn_act_state_init(&st, m, E);
-    for (int j = 0; rc == 0 && j < E; j++) {
-        int ti = j / episodes, n = j % episodes;
+    uint64_t *seeds = malloc((size_t)episodes * sizeof *seeds);
+    if (seeds == NULL && rc == 0) {
+        rc = gr_error(GR_ENOMEM, "greedy returns: out of memory");
+    }
+    for (int ti = 0; rc == 0 && ti < n_tasks; ti++) {
         struct craft_config cfg;
         craft_config_for_task(config, &tasks[ti], &cfg);
-        rc = craft_world_reset(&w[j], &cfg,
-                               craft_episode_seed(base_seed, (uint64_t)ti,
-                                                  (uint64_t)n),
-                               &tasks[ti]);
-        ocn_act_reset(&st, j, ti);
+        rc = bc_solvable_seeds(&cfg, &tasks[ti], ti, episodes, base_seed,
+                               seeds, NULL);
+        for (int n = 0; rc == 0 && n < episodes; n++) {
+            int j = ti * episodes + n;
+            rc = craft_world_reset(&w[j], &cfg, seeds[n], &tasks[ti]);
+            ocn_act_reset(&st, j, ti);
+        }
     }
+    free(seeds);
     int left = E;
     while (rc == 0 && left > 0) {
         for (int j = 0; j < E; j++) {
@@ -536,48 +586,6 @@ int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
 
 /* ---- success matrix ----------------------------------------------------------------- */
 
-int bc_matrix_seeds(const struct craft_config *config,
-                    const struct craft_task *task, int j, int episodes,
-                    uint64_t base_seed, uint64_t *seeds, int *skipped)
-{
-    /* about 2.4 % of maps are unsolvable with n_each 4, 0.2 % with 1; a
-     * world where no map in 64 per wanted one is solvable is a mistake */
-    const uint64_t max_draws = (uint64_t)episodes * 64;
-    uint8_t *actions = malloc((size_t)config->max_steps + 1);
-    if (actions == NULL) {
-        return gr_error(GR_ENOMEM, "success matrix: out of memory");
-    }
-    int kept = 0, skips = 0, rc = 0;
-    for (uint64_t n = 0; kept < episodes && rc == 0; n++) {
-        if (n >= max_draws) {
-            rc = gr_error(GR_EINVAL,
-                          "success matrix: only %d of the first %llu maps "
-                          "of task %s can be solved by the expert",
-                          kept, (unsigned long long)n, task->name);
-            break;
-        }
-        uint64_t seed = craft_episode_seed(base_seed, (uint64_t)j, n);
-        struct craft_world w;
-        int length = 0;
-        rc = craft_world_reset(&w, config, seed, task);
-        if (rc == 0) {
-            rc = craft_expert_rollout(&w, actions, config->max_steps + 1,
-                                      &length);
-        }
-        if (rc == CRAFT_EXPERT_OK) {
-            seeds[kept++] = seed;
-        } else if (rc > 0) { /* unreachable or out of time: not a test */
-            skips++;
-            rc = 0;
-        }
-    }
-    free(actions);
-    if (skipped != NULL) {
-        *skipped = skips;
-    }
-    return rc < 0 ? rc : 0;
-}
-
 int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
                       const struct craft_subtask *subs, int n_subs,
                       int episodes, uint64_t base_seed, double *rate)
@@ -618,8 +626,8 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
         struct craft_config cfg;
         craft_config_for_task(config, &task, &cfg);
         if (rc == 0) {
-            rc = bc_matrix_seeds(&cfg, &task, j, episodes, base_seed, seeds,
-                                 NULL);
+            rc = bc_solvable_seeds(&cfg, &task, j, episodes, base_seed,
+                                   seeds, NULL);
         }
         for (int n = 0; n < episodes && rc == 0; n++) {
             for (int i = 0; i < K && rc == 0; i++) {

@@ -41,12 +41,13 @@
 #include "agents/ocn.h"
 #include "kernels/optim.h"
 
-/* Base seed of the fixed evaluation maps (greedy returns): episode n of
- * the i-th training task uses craft_episode_seed(BC_EVAL_SEED, i, n). */
+/* Base seed of the fixed evaluation maps (greedy returns): those of the
+ * i-th training task are drawn from craft_episode_seed(BC_EVAL_SEED, i, n)
+ * (bc_solvable_seeds). */
 #define BC_EVAL_SEED 0x6576616C00000001ull
 /* Base seed of the success matrix's maps: those of the one-subtask task of
  * the j-th subtask are drawn from craft_episode_seed(BC_MATRIX_SEED, j, n)
- * (bc_matrix_seeds). */
+ * (bc_solvable_seeds). */
 #define BC_MATRIX_SEED 0x6D61747200000001ull
 
 /* One row of metrics.csv; NaN marks a cell not computed. */
@@ -120,8 +121,8 @@ int bc_validate(struct ocn_model *m, const struct demo_set *ds,
 
 /* Plays `episodes` greedy episodes (argmax π_t, ocn.md §6) of each of the
  * model's tasks (task i = the model's controller state i, parsed from
- * cfg.task_names) under `config`, episode n of task i from
- * craft_episode_seed(base_seed, i, n). Writes the mean return and the
+ * cfg.task_names) under `config`, on the maps bc_solvable_seeds draws for
+ * task i from craft_episode_seed(base_seed, i, n). Writes the mean return and the
  * share of successes over all episodes, and per task when the arrays are
  * not NULL ([n_tasks] each). */
 int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
@@ -129,20 +130,21 @@ int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
                       double *success, double *task_return,
                       double *task_success);
 
-/* The maps of the success matrix for its j-th subtask: seeds[0..episodes)
- * get the first `episodes` seeds craft_episode_seed(base_seed, j, n),
- * n = 0, 1, ..., on which the expert (craft.md §8) completes `task` under
- * `config`; *skipped (may be NULL) the seeds passed over. A map the expert
- * cannot finish (target walled in, or the agent: about 2.4 % of maps with
- * n_each 4, 0.2 % with 1) says nothing about an option, and demonstrations
- * skip such maps too. GR_EINVAL when fewer than 1 map in 64 is solvable. */
-int bc_matrix_seeds(const struct craft_config *config,
-                    const struct craft_task *task, int j, int episodes,
-                    uint64_t base_seed, uint64_t *seeds, int *skipped);
+/* The evaluation maps of stream j (the j-th subtask of the success matrix,
+ * the j-th task of the greedy returns): seeds[0..episodes) get the first
+ * `episodes` seeds craft_episode_seed(base_seed, j, n), n = 0, 1, ..., on
+ * which the expert (craft.md §8) completes `task` under `config`; *skipped
+ * (may be NULL) the seeds passed over. A map the expert cannot finish
+ * (target walled in, or the agent: about 2.4 % of maps with n_each 4,
+ * 0.2 % with 1) says nothing about a policy, and demonstrations skip such
+ * maps too. GR_EINVAL when fewer than 1 map in 64 is solvable. */
+int bc_solvable_seeds(const struct craft_config *config,
+                      const struct craft_task *task, int j, int episodes,
+                      uint64_t base_seed, uint64_t *seeds, int *skipped);
 
 /* The option → subtask success matrix: for option i and subtask j of
  * subs[0..n_subs), `episodes` episodes of the one-subtask task [subs[j]]
- * on the maps of bc_matrix_seeds (the same maps for every option), option
+ * on the maps of bc_solvable_seeds (the same maps for every option), option
  * i acting alone and greedily from z_i = 0, its end signal ignored;
  * success = the subtask done within config->max_steps.
  * rate[i * n_subs + j] gets the share of successes. */

@@ -137,6 +137,15 @@ ok craft run --agent ocn --checkpoint "$tmp/run4/best.ckpt" --episodes 2 --recor
 ok replay info "$tmp/ocn4.replay"
 grep -q "n_each 4" "$tmp/out" || fail "craft run --agent ocn did not play in the checkpoint's world: $(cat "$tmp/out")"
 ok replay verify "$tmp/ocn4.replay"
+# its expert_success column is the expert agent's count on the same maps
+# (seeds 1-200 of four-copy AC hold unsolvable maps, which it skips)
+ok craft run --agent ocn --checkpoint "$tmp/run4/best.ckpt" --tasks AC --episodes 200 --seed 9 --quiet --device cpu
+ocn_expert=$(awk '$1 == "AC" {print $7}' "$tmp/out")
+ok craft run --agent expert --tasks AC --n-each 4 --episodes 200 --seed 9 --quiet
+solved=$(awk '$1 == "AC" {print $2}' "$tmp/out")
+checks=$((checks + 1))
+[ "$ocn_expert" = "$(awk -v n="$solved" 'BEGIN { printf "%.2f%%", 100 * n / 200 }')" ] && [ "$solved" -lt 200 ] ||
+    fail "craft run --agent ocn expert_success $ocn_expert, expert agent solved $solved of 200"
 ok eval options --checkpoint "$tmp/run4/best.ckpt" --episodes 2 --device cpu
 expect 2 "--n-each" train bc --tasks AC,CD --demos "$tmp/demos4.replay" --n-each 4 --updates 2 $small --out "$tmp/x"
 expect 2 "at least 1" train bc --tasks AC,CD --n-each 0 --updates 2 $small --out "$tmp/x"

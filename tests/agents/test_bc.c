@@ -222,11 +222,11 @@ static void check_alignment(struct ocn_model *m,
     demo_set_free(&ds);
 }
 
-/* The success matrix's maps: the first solvable seeds of the stream, in
- * order, checked against the expert stepped here one action at a time; in
+/* The evaluation maps (success matrix, greedy returns): the first
+ * solvable seeds of the stream, in order, checked against the expert stepped here one action at a time; in
  * the four-copy world some maps are passed over; a world with no wood has
  * no map for A and is refused. */
-static void check_matrix_seeds(void)
+static void check_solvable_seeds(void)
 {
     enum { N = 300 };
     struct craft_config cc;
@@ -238,8 +238,8 @@ static void check_matrix_seeds(void)
     craft_config_for_task(&cc, &task, &cfg);
     uint64_t seeds[N];
     int skipped = -1;
-    CHECK(bc_matrix_seeds(&cfg, &task, 2, N, BC_MATRIX_SEED, seeds,
-                          &skipped) == 0);
+    CHECK(bc_solvable_seeds(&cfg, &task, 2, N, BC_MATRIX_SEED, seeds,
+                            &skipped) == 0);
     int kept = 0, passed = 0;
     for (uint64_t n = 0; kept < N; n++) {
         uint64_t seed = craft_episode_seed(BC_MATRIX_SEED, 2, n);
@@ -262,8 +262,8 @@ static void check_matrix_seeds(void)
     }
     CHECK(skipped == passed && skipped > 0);
     cfg.n_each = 0;
-    CHECK(bc_matrix_seeds(&cfg, &task, 0, 10, BC_MATRIX_SEED, seeds, NULL) ==
-          GR_EINVAL);
+    CHECK(bc_solvable_seeds(&cfg, &task, 0, 10, BC_MATRIX_SEED, seeds,
+                            NULL) == GR_EINVAL);
     CHECK_STR_CONTAINS(gr_last_error(), "solved by the expert");
 }
 
@@ -348,7 +348,7 @@ int main(void)
     CHECK(train(&ds, b, 30, 1, &rb) == GR_EINVAL);
     CHECK_STR_CONTAINS(gr_last_error(), "past --updates");
 
-    check_matrix_seeds();
+    check_solvable_seeds();
 
     /* the success matrix: K x 3 shares in [0, 1] */
     {
@@ -372,6 +372,19 @@ int main(void)
             CHECK(rate[i] >= 0.0 && rate[i] <= 1.0 &&
                   rate[i] * 4 == floor(rate[i] * 4));
         }
+        /* greedy returns play the expert's solvable maps too: shares of
+         * 4 episodes per task, and a world without wood has none */
+        double ret, succ, task_ret[2], task_succ[2];
+        CHECK(bc_greedy_returns(&m, &cc, 4, BC_EVAL_SEED, &ret, &succ,
+                                task_ret, task_succ) == 0);
+        CHECK(succ >= 0.0 && succ <= 1.0 && succ * 8 == floor(succ * 8));
+        CHECK(fabs(succ - 0.5 * (task_succ[0] + task_succ[1])) < 1e-12);
+        CHECK(fabs(ret - 0.5 * (task_ret[0] + task_ret[1])) < 1e-12);
+        struct craft_config no_wood = cc;
+        no_wood.n_each = 0;
+        CHECK(bc_greedy_returns(&m, &no_wood, 4, BC_EVAL_SEED, &ret, &succ,
+                                NULL, NULL) == GR_EINVAL);
+        CHECK_STR_CONTAINS(gr_last_error(), "solved by the expert");
         check_alignment(&m, &cc);
         gr_ctx_free(ctx);
     }
