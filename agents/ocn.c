@@ -61,6 +61,10 @@ int ocn_config_validate(const struct ocn_config *c)
                         "0 <= lo <= hi <= %d",
                         c->opt_ignore_lo, c->opt_ignore_hi, c->obs_size);
     }
+    if (!(c->balance >= 0.0f) || !isfinite(c->balance)) {
+        return gr_error(GR_EINVAL, "balance %g: expected a number >= 0",
+                        (double)c->balance);
+    }
     if (c->n_tasks < 1 || c->n_tasks > OCN_MAX_TASKS) {
         return gr_error(GR_EINVAL, "tasks: %d, expected 1..%d", c->n_tasks,
                         OCN_MAX_TASKS);
@@ -116,6 +120,10 @@ int ocn_config_format(const struct ocn_config *c, char *out, size_t cap)
     if (n >= 0 && (size_t)n < cap && c->opt_ignore_hi > c->opt_ignore_lo) {
         n += snprintf(out + n, cap - (size_t)n, "options_ignore %d:%d\n",
                       c->opt_ignore_lo, c->opt_ignore_hi);
+    }
+    if (n >= 0 && (size_t)n < cap && c->balance != 0.0f) {
+        n += snprintf(out + n, cap - (size_t)n, "balance %.9g\n",
+                      (double)c->balance);
     }
     if (n < 0 || (size_t)n >= cap) {
         return gr_error(GR_EINVAL, "config text longer than %zu bytes", cap);
@@ -214,6 +222,14 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
             }
             c->opt_ignore_lo = lo;
             c->opt_ignore_hi = hi;
+        } else if (strcmp(key, "balance") == 0) {
+            char *end;
+            c->balance = strtof(v, &end);
+            if (end == v || *end != '\0') {
+                return gr_error(GR_EFORMAT, "config line %d: balance '%s' "
+                                            "is not a number",
+                                line_no, v);
+            }
         } else if (strcmp(key, "tasks") == 0) {
             c->n_tasks = 0;
             const char *q = v;
@@ -602,6 +618,7 @@ int ocn_forward_forced(struct ocn_model *m, const struct demo_batch *b,
     }
     int64_t prev = b->B;
     int rc = 0;
+    struct gr_tensor *usage = NULL; /* [K]: Σ over steps of Π^C in force */
     for (int t = 0; t < b->T; t++) {
         int64_t Bt = b->active[t], r0 = b->row_off[t];
         if (Bt < prev) {
@@ -628,6 +645,10 @@ int ocn_forward_forced(struct ocn_model *m, const struct demo_batch *b,
         struct gr_tensor *p = gr_gather(ctx, pi, a_t); /* [Bt, 1] */
         struct gr_tensor *s = gr_sum(ctx, gr_log(ctx, gr_maximum(ctx, p, eps)));
         total = total == NULL ? s : gr_add(ctx, total, s);
+        if (m->cfg.balance > 0.0f) {
+            struct gr_tensor *u = gr_sum_dim(ctx, st.pit, 1);
+            usage = usage == NULL ? u : gr_add(ctx, usage, u);
+        }
         if (gr_ctx_status(ctx) != 0) {
             break;
         }
@@ -684,6 +705,20 @@ int ocn_forward_forced(struct ocn_model *m, const struct demo_batch *b,
         return rc;
     }
     out->loss = gr_scale(ctx, total, -1.0f / (float)N);
+    if (m->cfg.balance > 0.0f) {
+        /* λ · Σ_k ū_k log(K ū_k): 0 when every option is in force equally
+         * often, ln K when one option is in force everywhere. Early in
+         * training the controller's soft choice can leave an option in
+         * force nowhere, and an option learns in proportion to its weight,
+         * so it never comes back (docs/ocn); this keeps every option in
+         * play. nll_sum below stays the pure NLL. */
+        struct gr_tensor *ub = gr_scale(ctx, usage, 1.0f / (float)N);
+        struct gr_tensor *kl = gr_sum(
+            ctx, gr_mul(ctx, ub,
+                        gr_log(ctx, gr_maximum(ctx, gr_scale(ctx, ub, (float)K),
+                                               eps))));
+        out->loss = gr_add(ctx, out->loss, gr_scale(ctx, kl, m->cfg.balance));
+    }
     if (out->loss == NULL || gr_ctx_status(ctx) != 0) {
         return ctx_fail(ctx, "OCN forward");
     }

@@ -83,6 +83,11 @@ struct ocn_config {
                        ocn.md §3 either: train bc --options-without-inventory
                        hides Craft's inventory counts, a variant measured in
                        docs/ocn) */
+    float balance;  /* weight λ of the option-balance term added to the
+                       BC loss, λ · KL(ū ‖ uniform) with ū the controller's
+                       distribution in force averaged over every step of
+                       the batch (0: none, ocn.md §6; not in the thesis:
+                       train bc --balance-options, measured in docs/ocn) */
     int n_tasks;    /* training tasks = controller initial states */
     char task_names[OCN_MAX_TASKS][CRAFT_TASK_NAME_CAP]; /* "AC", ... */
 };
@@ -99,8 +104,8 @@ const char *ocn_kind_name(enum ocn_kind k);
 int ocn_kind_from_name(const char *name);
 
 /* The config as text, one "key value" line each (kind, options, hidden,
- * width, obs, actions, tau, tasks; then, only when set, "controller blind"
- * and "options_ignore LO:HI"), into out[cap]; the format of a
+ * width, obs, actions, tau, tasks; then, only when set, "controller blind",
+ * "options_ignore LO:HI" and "balance λ"), into out[cap]; the format of a
  * checkpoint's config. Returns the length or GR_EINVAL if cap is short. */
 int ocn_config_format(const struct ocn_config *c, char *out, size_t cap);
 

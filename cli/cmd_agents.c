@@ -281,7 +281,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     int updates_i = 10000, per_task = 6000, resume = 0, blind = 0,
         no_inventory = 0;
     int n_each = -1; /* -1: not given */
-    double lr = 1e-3, clip = 0.2, tau = 10.0;
+    double lr = 1e-3, clip = 0.2, tau = 10.0, balance = 0.0;
     uint64_t demo_seed = 1;
     struct cli_common common;
     int first = 0;
@@ -336,6 +336,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                  "a variant of docs/ocn; an option then acts the same "
                  "whatever was collected before it)",
                  &no_inventory),
+        CLI_DOUBLE("balance-options", "L", "0",
+                   "add L * KL(mean option use || uniform) to the loss, so "
+                   "no option is left idle early in training (not in the "
+                   "thesis: a variant of docs/ocn; 0: off)",
+                   &balance),
         CLI_FLAG("resume", "continue the run in --out from its last.ckpt",
                  &resume),
         CLI_END,
@@ -365,6 +370,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     }
     if (!(lr > 0) || !(clip > 0) || !(tau > 0)) {
         return cli_usage_error(cmd, "--lr, --clip and --tau must be positive");
+    }
+    if (!(balance >= 0) || !isfinite(balance)) {
+        return cli_usage_error(cmd, "--balance-options %g: expected a number "
+                                    ">= 0",
+                               balance);
     }
     if (eval_every < 1 || return_every < 0 || return_episodes < 1 ||
         per_task < 2) {
@@ -410,6 +420,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         cfg.opt_ignore_lo = CRAFT_OBS_INVENTORY;
         cfg.opt_ignore_hi = CRAFT_OBS_DIR;
     }
+    cfg.balance = (float)balance;
     cfg.n_tasks = n_tasks;
     for (int i = 0; i < n_tasks; i++) {
         snprintf(cfg.task_names[i], CRAFT_TASK_NAME_CAP, "%s", tasks[i].name);
@@ -530,12 +541,16 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     memset(&res, 0, sizeof res);
     if (rc == 0) {
         if (!common.quiet) {
-            fprintf(stderr, "model: %s%s%s, K = %d, d = %d, w = %d, "
+            char bal[64] = "";
+            if (balance > 0) {
+                snprintf(bal, sizeof bal, " (option balance %g)", balance);
+            }
+            fprintf(stderr, "model: %s%s%s%s, K = %d, d = %d, w = %d, "
                             "tau = %g, %lld parameters, on %s\n",
                     ocn_kind_name(cfg.kind),
                     blind ? " (blind controller)" : "",
                     no_inventory ? " (options without inventory)" : "",
-                    options, hidden, width, tau,
+                    bal, options, hidden, width, tau,
                     (long long)ocn_param_count(&cfg),
                     gr_device_name(gr_ctx_device(ctx)));
         }

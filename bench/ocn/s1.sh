@@ -5,7 +5,8 @@
 # blindmoe: the same three with the controller blind to the observation,
 # train bc --blind-controller, the variant of docs/ocn; blindnoinv10,
 # blindnoinv1, blindnoinvmoe: the same with --options-without-inventory
-# too), several seeds each; then, for every run,
+# too; blindnoinvbal10: blindnoinv10 with --balance-options 0.1), several
+# seeds each; then, for every run,
 # the option -> subtask success matrix of best.ckpt (`grove eval options`)
 # and greedy returns (`grove craft run --agent ocn`), and one table with a
 # row per run and the means per configuration.
@@ -25,7 +26,7 @@
 # time-limited session on a lent GPU) until every run is done. --jobs runs
 # that many trainings at once (each with --threads threads).
 set -euo pipefail
-usage() { sed -n '13,16p' "$0" >&2; exit 2; }
+usage() { sed -n '14,17p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
@@ -62,8 +63,8 @@ for s in "${seed_list[@]}"; do
 done
 for c in "${config_list[@]}"; do
     case $c in
-    ocn10 | ocn1 | moe | blind10 | blind1 | blindmoe | blindnoinv10 | blindnoinv1 | blindnoinvmoe) ;;
-    *) echo "s1.sh: unknown config '$c' (ocn10, ocn1, moe, blind10, blind1, blindmoe, blindnoinv10, blindnoinv1, blindnoinvmoe)" >&2; exit 2 ;;
+    ocn10 | ocn1 | moe | blind10 | blind1 | blindmoe | blindnoinv10 | blindnoinv1 | blindnoinvmoe | blindnoinvbal10) ;;
+    *) echo "s1.sh: unknown config '$c' (ocn10, ocn1, moe, blind10, blind1, blindmoe, blindnoinv10, blindnoinv1, blindnoinvmoe, blindnoinvbal10)" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$out"
@@ -80,6 +81,7 @@ run_one() {
     blindnoinv10) blind=(--blind-controller --options-without-inventory) ;;
     blindnoinv1) tau=1 blind=(--blind-controller --options-without-inventory) ;;
     blindnoinvmoe) model=moe blind=(--blind-controller --options-without-inventory) ;;
+    blindnoinvbal10) blind=(--blind-controller --options-without-inventory --balance-options 0.1) ;;
     esac
     if ! grep -q "^$updates," "$d/metrics.csv" 2>/dev/null; then
         local start=--force

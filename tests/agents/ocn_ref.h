@@ -25,6 +25,7 @@
 struct ref_model {
     int K, d, w, O, A, n_tasks, moe;
     double tau;
+    double balance; /* weight of the option-balance term (ocn_config) */
     double *p[15];
     long n[15];
 };

@@ -74,6 +74,19 @@ ok train bc --tasks AC,CD --demos-per-task 10 --options-without-inventory --upda
 grep -q "^options_ignore 1050:1071$" "$tmp/noinv/config" || fail "no-inventory config: $(cat "$tmp/noinv/config")"
 expect 2 "options_ignore" train bc --tasks AC,CD --demos-per-task 10 --updates 2 $small --out "$tmp/noinv" --resume
 ok eval options --checkpoint "$tmp/noinv/last.ckpt" --episodes 2 --demos-per-task 2 --device cpu
+# the option-balance term: its weight in the config, --resume keeps it and
+# refuses a run that leaves it out; the training loss differs, the
+# validation NLL of update 0 (before any step) does not
+ok train bc --tasks AC,CD --demos-per-task 10 --balance-options 0.5 --updates 2 $small --out "$tmp/bal"
+grep -q "^balance 0.5$" "$tmp/bal/config" || fail "balance config: $(cat "$tmp/bal/config")"
+ok train bc --tasks AC,CD --demos-per-task 10 --balance-options 0.5 --updates 3 $small --out "$tmp/bal" --resume
+expect 2 "balance" train bc --tasks AC,CD --demos-per-task 10 --updates 4 $small --out "$tmp/bal" --resume
+ok train bc --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/nobal"
+checks=$((checks + 1))
+[ "$(sed -n 2p "$tmp/bal/metrics.csv" | cut -d, -f2)" = "$(sed -n 2p "$tmp/nobal/metrics.csv" | cut -d, -f2)" ] &&
+    [ "$(tail -1 "$tmp/bal/metrics.csv" | cut -d, -f2)" != "$(tail -1 "$tmp/nobal/metrics.csv" | cut -d, -f2)" ] ||
+    fail "--balance-options: update-0 NLL should match and the last differ: $(cat "$tmp/bal/metrics.csv" "$tmp/nobal/metrics.csv")"
+expect 2 "--balance-options" train bc --balance-options -0.1 --out "$tmp/x"
 
 # the success matrix
 ok eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv" --device cpu

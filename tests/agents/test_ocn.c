@@ -38,6 +38,7 @@ static void to_ref(const struct ocn_model *m, struct ref_model *r)
     r->A = m->cfg.n_actions;
     r->n_tasks = m->cfg.n_tasks;
     r->tau = m->cfg.tau;
+    r->balance = m->cfg.balance;
     r->moe = m->cfg.kind == OCN_KIND_MOE;
     for (int i = 0; i < 15; i++) {
         struct gr_tensor *t = tu_param(m, i);
@@ -63,16 +64,32 @@ static void ref_free(struct ref_model *r)
 static double ref_loss(const struct ref_model *r, const struct demo_set *ds,
                        const double *dense)
 {
-    double ll = 0.0;
+    double ll = 0.0, use[REF_MAX] = {0};
     int actions[64];
     for (int i = 0; i < ds->n; i++) {
+        double pic[64 * REF_MAX];
         for (int t = 0; t < ds->len[i]; t++) {
             actions[t] = ds->action[ds->first[i] + t];
         }
         ll += ref_demo(r, dense + ds->first[i] * r->O, actions, ds->len[i],
-                       ds->task[i], NULL, NULL, NULL);
+                       ds->task[i], NULL, NULL, pic);
+        for (int t = 0; t < ds->len[i]; t++) {
+            for (int k = 0; k < r->K; k++) {
+                use[k] += pic[t * r->K + k];
+            }
+        }
     }
-    return -ll / (double)ds->n_steps;
+    double loss = -ll / (double)ds->n_steps;
+    if (r->balance > 0.0) {
+        /* λ · KL(mean Π^C in force ‖ uniform) */
+        double kl = 0.0;
+        for (int k = 0; k < r->K; k++) {
+            double u = use[k] / (double)ds->n_steps;
+            kl += u * log(fmax(r->K * u, 1e-12));
+        }
+        loss += r->balance * kl;
+    }
+    return loss;
 }
 
 struct run {
@@ -536,6 +553,19 @@ static void test_counts_and_config(void)
     CHECK_STR_CONTAINS(text, "\ncontroller blind\n");
     CHECK(ocn_config_parse(text, &back) == 0 && back.ctrl_blind == 1);
     c.ctrl_blind = 0;
+    CHECK(strstr(text, "balance") == NULL || c.balance != 0.0f);
+    /* the option-balance weight: one line when set, read back exactly */
+    c.balance = 0.1f;
+    CHECK(ocn_config_format(&c, text, sizeof text) > 0);
+    CHECK_STR_CONTAINS(text, "\nbalance 0.100000001\n");
+    CHECK(ocn_config_parse(text, &back) == 0 && back.balance == 0.1f);
+    c.balance = -1.0f;
+    CHECK(ocn_config_validate(&c) == GR_EINVAL);
+    CHECK_STR_CONTAINS(gr_last_error(), "balance");
+    c.balance = 0.0f;
+    CHECK(ocn_config_parse("kind ocn\nbalance lots\n", &back) ==
+          GR_EFORMAT);
+    CHECK_STR_CONTAINS(gr_last_error(), "line 2");
     CHECK(ocn_config_parse("kind ocn\ncontroller deaf\n", &back) ==
           GR_EFORMAT);
     CHECK_STR_CONTAINS(gr_last_error(), "line 2");
@@ -716,6 +746,10 @@ int main(void)
     check_against_reference(&cfg, 3, 0);
     tu_tiny_config(&cfg, 3, 10.0f, OCN_KIND_MOE);
     check_against_reference(&cfg, 4, 1);
+    /* the option-balance term, with a weight large enough to matter */
+    tu_tiny_config(&cfg, 3, 10.0f, OCN_KIND_OCN);
+    cfg.balance = 0.7f;
+    check_against_reference(&cfg, 5, 1);
     test_properties();
     test_acting(OCN_KIND_OCN);
     test_acting(OCN_KIND_MOE);

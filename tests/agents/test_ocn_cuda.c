@@ -154,6 +154,9 @@ int main(void)
     strcpy(cfg.task_names[0], "AC");
     strcpy(cfg.task_names[1], "CD");
     compare("craft ocn", &cfg, &b);
+    cfg.balance = 0.1f; /* the option-balance term (gr_sum_dim, gr_log) */
+    compare("craft ocn, option balance", &cfg, &b);
+    cfg.balance = 0.0f;
 
     /* acting: the same greedy actions on both devices */
     struct gr_ctx *cpu = tu_ctx(GR_DEVICE_CPU), *gpu = tu_ctx(GR_DEVICE_CUDA);
