@@ -144,6 +144,19 @@ static int parse_int(const char *v, int line, const char *key, int *out)
     return 0;
 }
 
+static int parse_float(const char *v, int line, const char *key, float *out)
+{
+    char *end;
+    float x = strtof(v, &end);
+    if (end == v || *end != '\0') {
+        return gr_error(GR_EFORMAT, "config line %d: %s '%s' is not a "
+                                    "number",
+                        line, key, v);
+    }
+    *out = x;
+    return 0;
+}
+
 int ocn_config_parse(const char *text, struct ocn_config *c)
 {
     ocn_config_default(c);
@@ -197,13 +210,7 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
             rc = parse_int(v, line_no, key, &c->n_actions);
             have |= HAVE_ACT;
         } else if (strcmp(key, "tau") == 0) {
-            char *end;
-            c->tau = strtof(v, &end);
-            if (end == v || *end != '\0') {
-                return gr_error(GR_EFORMAT, "config line %d: tau '%s' is "
-                                            "not a number",
-                                line_no, v);
-            }
+            rc = parse_float(v, line_no, key, &c->tau);
             have |= HAVE_TAU;
         } else if (strcmp(key, "controller") == 0) {
             if (strcmp(v, "blind") != 0 && strcmp(v, "obs") != 0) {
@@ -223,13 +230,7 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
             c->opt_ignore_lo = lo;
             c->opt_ignore_hi = hi;
         } else if (strcmp(key, "balance") == 0) {
-            char *end;
-            c->balance = strtof(v, &end);
-            if (end == v || *end != '\0') {
-                return gr_error(GR_EFORMAT, "config line %d: balance '%s' "
-                                            "is not a number",
-                                line_no, v);
-            }
+            rc = parse_float(v, line_no, key, &c->balance);
         } else if (strcmp(key, "tasks") == 0) {
             c->n_tasks = 0;
             const char *q = v;
