@@ -9,7 +9,9 @@
  *   - acting online step by step equals the teacher-forced forward, with
  *     worlds starting episodes at different steps;
  *   - parameter counts of ocn.md §3 and the config text round trip;
- *   - a blind controller (docs/ocn's variant) equals zero weights on x. */
+ *   - a blind controller (docs/ocn's variant) equals zero weights on x;
+ *   - the option-balance term (train bc --balance-options): loss and every
+ *     gradient against the reference with finite differences. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
