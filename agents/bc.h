@@ -122,9 +122,9 @@ int bc_validate(struct ocn_model *m, const struct demo_set *ds,
 /* Plays `episodes` greedy episodes (argmax π_t, ocn.md §6) of each of the
  * model's tasks (task i = the model's controller state i, parsed from
  * cfg.task_names) under `config`, on the maps bc_solvable_seeds draws for
- * task i from craft_episode_seed(base_seed, i, n). Writes the mean return and the
- * share of successes over all episodes, and per task when the arrays are
- * not NULL ([n_tasks] each). */
+ * task i from craft_episode_seed(base_seed, i, n). Writes the mean return
+ * and the share of successes over all episodes, and per task when the
+ * arrays are not NULL ([n_tasks] each). */
 int bc_greedy_returns(struct ocn_model *m, const struct craft_config *config,
                       int episodes, uint64_t base_seed, double *mean_return,
                       double *success, double *task_return,

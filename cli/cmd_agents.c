@@ -1094,24 +1094,19 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
                 sw += tr[j].option[t] != tr[j].option[t - 1];
             }
             switches[ti] += sw;
-            struct craft_world start;
+            /* the episode's start again: the expert plays a copy of it,
+             * the replay re-simulates it step by step */
+            struct craft_world x;
             int expert_length;
-            rc = craft_world_reset(&start, &w[j].config, w[j].seed,
-                                   &w[j].task);
+            rc = craft_world_reset(&x, &w[j].config, w[j].seed, &w[j].task);
             if (rc == 0) {
-                int es = craft_expert_rollout(&start, expert_actions,
-                                              T_max + 1, &expert_length);
+                int es = craft_expert_rollout(&x, expert_actions, T_max + 1,
+                                              &expert_length);
                 expert[ti] += es == CRAFT_EXPERT_OK;
                 rc = es < 0 ? es : 0;
             }
             if (rc == 0 && wr != NULL) {
-                /* re-simulate from the seed and write the episode */
-                struct craft_world x;
-                rc = craft_world_reset(&x, &w[j].config, w[j].seed,
-                                       &w[j].task);
-                if (rc == 0) {
-                    rc = replay_writer_episode_start(wr, &x) < 0 ? -1 : 0;
-                }
+                rc = replay_writer_episode_start(wr, &x) < 0 ? -1 : 0;
                 for (int t = 0; rc == 0 && t < w[j].t; t++) {
                     struct replay_option_info oi;
                     oi.has_o = 1;

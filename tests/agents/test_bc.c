@@ -223,9 +223,9 @@ static void check_alignment(struct ocn_model *m,
 }
 
 /* The evaluation maps (success matrix, greedy returns): the first
- * solvable seeds of the stream, in order, checked against the expert stepped here one action at a time; in
- * the four-copy world some maps are passed over; a world with no wood has
- * no map for A and is refused. */
+ * solvable seeds of the stream, in order, checked against the expert
+ * stepped here one action at a time; in the four-copy world some maps are
+ * passed over; a world with no wood has no map for A and is refused. */
 static void check_solvable_seeds(void)
 {
     enum { N = 300 };
