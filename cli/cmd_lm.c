@@ -1,5 +1,5 @@
 /* grove nlp lm train | nlp lm eval: the LSTM and ON-LSTM language models
- * on PTB (nlp/lm.h, nlp/lm_train.h; on_lstm.md §7-§8). */
+ * on PTB (nlp/models/onlstm.h, nlp/tasks/lm.h; on_lstm.md §7-§8). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +10,11 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/progress.h"
-#include "nlp/corpus.h"
-#include "nlp/lm.h"
-#include "nlp/lm_train.h"
-#include "nlp/syneval.h"
-#include "nlp/treebank.h"
+#include "nlp/data/corpus.h"
+#include "nlp/models/onlstm.h"
+#include "nlp/tasks/lm.h"
+#include "nlp/tasks/syneval.h"
+#include "nlp/data/treebank.h"
 #include "render/plot.h"
 #include "render/pngfile.h"
 

@@ -12,10 +12,10 @@
 #include "cli/lm_common.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "nlp/corpus.h"
-#include "nlp/parse.h"
-#include "nlp/syneval.h"
-#include "nlp/treebank.h"
+#include "nlp/data/corpus.h"
+#include "nlp/tasks/parse.h"
+#include "nlp/tasks/syneval.h"
+#include "nlp/data/treebank.h"
 
 /* "12,345" */
 static const char *thousands(int64_t v, char *buf, size_t cap)

@@ -13,7 +13,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
-#include "nlp/lm.h"
+#include "nlp/models/onlstm.h"
 
 #ifndef GROVE_SOURCE_DIR
 #define GROVE_SOURCE_DIR "."

@@ -31,8 +31,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-# ---- grove's random numbers (core/random.h, kernels/rng.h, nlp/lm.c,
-# nlp/lm_train.c), for --grove-rng: the same window lengths and dropout
+# ---- grove's random numbers (core/random.h, kernels/rng.h, nlp/models/onlstm.c,
+# nlp/tasks/lm.c), for --grove-rng: the same window lengths and dropout
 # masks as a grove run with the same --seed, so that from the same initial
 # weights (--init-grove) the two runs compute the same steps with every
 # dropout on ----
@@ -87,7 +87,7 @@ def grove_uniform(words):
 
 
 class GroveRng:
-    """The draws of one grove training run (nlp/lm.h NLP_LM_RNG_*): window
+    """The draws of one grove training run (nlp/models/onlstm.h NLP_LM_RNG_*): window
     lengths from one stream per epoch, and per window the embedding mask,
     the input mask, each layer's DropConnect mask, the masks between
     layers and the output mask, each element i being word i of its own

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "nlp/corpus.h"
+#include "nlp/data/corpus.h"
 #include "tests/test.h"
 
 static void write_text(const char *dir, const char *name, const char *text)

@@ -13,7 +13,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
-#include "nlp/lm.h"
+#include "nlp/models/onlstm.h"
 #include "tests/test.h"
 
 struct side {

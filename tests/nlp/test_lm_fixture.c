@@ -26,7 +26,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
-#include "nlp/lm.h"
+#include "nlp/models/onlstm.h"
 #include "tests/nlp/lm_fixture.h"
 #include "tests/test.h"
 

@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "kernels/tape.h"
-#include "nlp/lm.h"
+#include "nlp/models/onlstm.h"
 #include "tests/test.h"
 
 #ifndef OPENBLAS_CONST

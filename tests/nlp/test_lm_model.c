@@ -1,5 +1,5 @@
-/* The language models of nlp/lm.h and the schedule pieces of
- * nlp/lm_train.h (on_lstm.md §2-§8, §12-§13):
+/* The language models of nlp/models/onlstm.h and the schedule pieces of
+ * nlp/tasks/lm.h (on_lstm.md §2-§8, §12-§13):
  *   - parameter counts of the PTB configurations (25,232,180 ON-LSTM,
  *     24,221,600 AWD-LSTM), by formula and by building the models;
  *   - configuration checks (layer sizes a multiple of the chunk);
@@ -29,8 +29,8 @@
 #include "kernels/layers.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
-#include "nlp/lm.h"
-#include "nlp/lm_train.h"
+#include "nlp/models/onlstm.h"
+#include "nlp/tasks/lm.h"
 #include "tests/test.h"
 
 static struct gr_ctx *cpu_ctx(void)

@@ -15,9 +15,9 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/progress.h"
-#include "nlp/corpus.h"
-#include "nlp/lm.h"
-#include "nlp/lm_train.h"
+#include "nlp/data/corpus.h"
+#include "nlp/models/onlstm.h"
+#include "nlp/tasks/lm.h"
 #include "tests/test.h"
 
 #ifdef NDEBUG

@@ -1,5 +1,5 @@
 /* The training schedule end to end on a small synthetic corpus
- * (on_lstm.md §8; nlp/lm_train.h):
+ * (on_lstm.md §8; nlp/tasks/lm.h):
  *   - the switch to ASGD happens at the epoch the NT-ASGD rule gives on
  *     the recorded validation losses, and ASGD epochs validate the
  *     averaged weights;
@@ -22,9 +22,9 @@
 #include "core/files.h"
 #include "core/random.h"
 #include "kernels/checkpoint.h"
-#include "nlp/corpus.h"
-#include "nlp/lm.h"
-#include "nlp/lm_train.h"
+#include "nlp/data/corpus.h"
+#include "nlp/models/onlstm.h"
+#include "nlp/tasks/lm.h"
 #include "tests/test.h"
 
 /* A few hundred lines from a small grammar. */

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
-#include "nlp/parse.h"
+#include "nlp/tasks/parse.h"
 #include "tests/test.h"
 
 #define MAXW 64

@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "nlp/parse.h"
-#include "nlp/treebank.h"
+#include "nlp/tasks/parse.h"
+#include "nlp/data/treebank.h"
 #include "tests/test.h"
 
 enum parser { RIGHT, LEFT, BALANCED, RANDOM, GOLD };

@@ -14,8 +14,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "nlp/corpus.h"
-#include "nlp/syneval.h"
+#include "nlp/data/corpus.h"
+#include "nlp/tasks/syneval.h"
 #include "tests/test.h"
 
 static const char tsv[] =

@@ -15,8 +15,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "nlp/corpus.h"
-#include "nlp/treebank.h"
+#include "nlp/data/corpus.h"
+#include "nlp/data/treebank.h"
 #include "tests/test.h"
 
 static int has_span(const struct nlp_sentence *s, int a, int b)

@@ -1,4 +1,4 @@
-/* nlp/lm.h — the word-level recurrent language models of on_lstm.md: the
+/* nlp/models/onlstm.h — the word-level recurrent language models of on_lstm.md: the
  * ON-LSTM LM (Shen et al.) and the plain AWD-LSTM LM (Merity et al.), with
  * their whole regularisation stack, tied weights, evaluation, and the
  * by-products the parser (syntactic distances) and syneval (per-token
@@ -247,7 +247,7 @@ int nlp_lm_run_sequences(struct nlp_lm *m, int32_t n,
                          int32_t max_batch, double *logprob, int32_t layer,
                          float *const *df, struct gr_progress *progress);
 
-/* An nlp_syneval_score_fn (nlp/syneval.h) over a struct nlp_lm_scorer. */
+/* An nlp_syneval_score_fn (nlp/tasks/syneval.h) over a struct nlp_lm_scorer. */
 struct nlp_lm_scorer {
     struct nlp_lm *lm;
     int32_t max_batch;            /* sequences per forward call */

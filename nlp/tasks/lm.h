@@ -1,4 +1,4 @@
-/* nlp/lm_train.h — training a language model of nlp/lm.h on PTB the way
+/* nlp/tasks/lm.h — training a language model of nlp/models/onlstm.h on PTB the way
  * the reference's main.py does (on_lstm.md §8), and its checkpoints.
  *
  * Schedule (§8.2-§8.3): per epoch, the batchified train stream is cut into
@@ -42,9 +42,9 @@
 
 #include "core/random.h"
 #include "kernels/tensor.h"
-#include "nlp/corpus.h"
-#include "nlp/lm.h"
-#include "nlp/vocab.h"
+#include "nlp/data/corpus.h"
+#include "nlp/models/onlstm.h"
+#include "nlp/data/vocab.h"
 
 /* ---- pieces of the schedule, exposed for tests ---- */
 

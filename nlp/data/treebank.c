@@ -1,11 +1,11 @@
-/* Penn Treebank reader and preprocessing: see nlp/treebank.h.
+/* Penn Treebank reader and preprocessing: see nlp/data/treebank.h.
  *
  * A tree is parsed into a node array in pre-order (parent before
  * children), so one backward pass computes each node's kept-word interval
  * and the number of its children that keep words, without recursion (a
  * hostile file cannot overflow the stack). */
 #define _POSIX_C_SOURCE 200809L
-#include "nlp/treebank.h"
+#include "nlp/data/treebank.h"
 
 #include <ctype.h>
 #include <dirent.h>

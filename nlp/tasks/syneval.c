@@ -1,5 +1,5 @@
-/* Targeted syntactic evaluation: see nlp/syneval.h. */
-#include "nlp/syneval.h"
+/* Targeted syntactic evaluation: see nlp/tasks/syneval.h. */
+#include "nlp/tasks/syneval.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* nlp/syneval.h — targeted syntactic evaluation (Marvin & Linzen 2018;
+/* nlp/tasks/syneval.h — targeted syntactic evaluation (Marvin & Linzen 2018;
  * lm_and_parsing.md §5): reading the minimal-pair TSV and scoring it with
  * any language model given as a callback.
  *
@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nlp/vocab.h"
+#include "nlp/data/vocab.h"
 
 struct nlp_syneval_item {
     int32_t task;      /* id in tasks */

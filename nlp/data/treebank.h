@@ -1,4 +1,4 @@
-/* nlp/treebank.h — Penn Treebank .mrg reader and the parsing-evaluation
+/* nlp/data/treebank.h — Penn Treebank .mrg reader and the parsing-evaluation
  * preprocessing of lm_and_parsing.md §2 (as the reference's data_ptb.py).
  *
  * Sources (nlp_treebank_read picks by what PATH is):
@@ -51,8 +51,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nlp/parse.h"
-#include "nlp/vocab.h"
+#include "nlp/tasks/parse.h"
+#include "nlp/data/vocab.h"
 
 struct nlp_sentence {
     int32_t file;    /* index into tb->files */

@@ -1,5 +1,5 @@
-/* nlp/lm.c — the ON-LSTM and AWD-LSTM language models (see nlp/lm.h). */
-#include "nlp/lm.h"
+/* nlp/models/onlstm.c — the ON-LSTM and AWD-LSTM language models (see nlp/models/onlstm.h). */
+#include "nlp/models/onlstm.h"
 
 #include <errno.h>
 #include <math.h>

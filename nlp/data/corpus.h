@@ -1,4 +1,4 @@
-/* nlp/corpus.h — the word-level PTB language-modelling corpus, batching,
+/* nlp/data/corpus.h — the word-level PTB language-modelling corpus, batching,
  * and the unigram oracle (lm_and_parsing.md §1).
  *
  * Loading (reference `data.py`): each of train, valid, test is read line
@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nlp/vocab.h"
+#include "nlp/data/vocab.h"
 
 enum nlp_split { NLP_TRAIN = 0, NLP_VALID = 1, NLP_TEST = 2, NLP_N_SPLITS };
 

@@ -1,5 +1,5 @@
-/* PTB corpus, batching, unigram oracle: see nlp/corpus.h. */
-#include "nlp/corpus.h"
+/* PTB corpus, batching, unigram oracle: see nlp/data/corpus.h. */
+#include "nlp/data/corpus.h"
 
 #include <math.h>
 #include <stdio.h>

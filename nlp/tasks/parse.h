@@ -1,4 +1,4 @@
-/* nlp/parse.h — unlabelled constituency trees as bracket sets, the greedy
+/* nlp/tasks/parse.h — unlabelled constituency trees as bracket sets, the greedy
  * top-down parser from syntactic distances (on_lstm.md §10.3), the
  * branching and random baselines, and the parsing metrics of
  * lm_and_parsing.md §3 (both F1s, per-label recall, depth).

@@ -1,4 +1,4 @@
-/* nlp/vocab.h — a word vocabulary: words <-> dense int32 ids.
+/* nlp/data/vocab.h — a word vocabulary: words <-> dense int32 ids.
  *
  * Ids are assigned in order of first addition (0, 1, 2, ...), which is how
  * the reference builds the PTB dictionary (lm_and_parsing.md §1.2), so ids

@@ -1,6 +1,6 @@
-/* nlp/lm_train.c — the training schedule of on_lstm.md §8 and LM
- * checkpoints (see nlp/lm_train.h). */
-#include "nlp/lm_train.h"
+/* nlp/tasks/lm.c — the training schedule of on_lstm.md §8 and LM
+ * checkpoints (see nlp/tasks/lm.h). */
+#include "nlp/tasks/lm.h"
 
 #include <errno.h>
 #include <math.h>

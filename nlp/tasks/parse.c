@@ -1,6 +1,6 @@
 /* Parsers from distances and baselines, tree printing, parsing metrics:
- * see nlp/parse.h. */
-#include "nlp/parse.h"
+ * see nlp/tasks/parse.h. */
+#include "nlp/tasks/parse.h"
 
 #include <stdio.h>
 #include <stdlib.h>

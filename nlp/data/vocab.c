@@ -1,6 +1,6 @@
-/* Vocabulary: see nlp/vocab.h. Linear probing over a power-of-two table of
+/* Vocabulary: see nlp/data/vocab.h. Linear probing over a power-of-two table of
  * ids; the words' hashes are kept so that growing never rehashes text. */
-#include "nlp/vocab.h"
+#include "nlp/data/vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
