@@ -12,7 +12,6 @@ CPU-second at 256 worlds.
 """
 
 import argparse
-import ctypes
 import os
 import sys
 import time

@@ -235,7 +235,8 @@ def load():
         raise GroveError("%s: cannot load: %s" % (path, e)) from None
     P = ctypes.POINTER
     c_int, c_u64, c_u32 = ctypes.c_int, ctypes.c_uint64, ctypes.c_uint32
-    c_char_p, c_void_p, c_size = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t
+    c_char_p, c_void_p = ctypes.c_char_p, ctypes.c_void_p
+    c_size = ctypes.c_size_t
     _proto(lib, "gr_last_error", c_char_p)
     _proto(lib, "craft_config_default", None, P(CraftConfig))
     _proto(lib, "craft_config_validate", c_int, P(CraftConfig))
@@ -272,7 +273,8 @@ def load():
     _proto(lib, "craft_batch_get", None, P(CraftBatch), c_int, P(CraftWorld))
     _proto(lib, "craft_expert_act_batch", None, P(CraftBatch), c_int, c_int,
            c_void_p, c_void_p, c_void_p)
-    _proto(lib, "replay_reader_open", c_int, P(c_void_p), c_char_p, ctypes.c_uint)
+    _proto(lib, "replay_reader_open", c_int, P(c_void_p), c_char_p,
+           ctypes.c_uint)
     _proto(lib, "replay_reader_next", c_int, c_void_p, P(ReplayRecord))
     _proto(lib, "replay_reader_header", P(ReplayHeader), c_void_p)
     _proto(lib, "replay_reader_status", None, c_void_p, P(ReplayReaderStatus))

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import (CraftBatch, CraftBatchOut, CraftConfig, CraftLog,
-                   CraftStep, CraftSubtask, CraftTask, CraftWorld, GroveError,
+                   CraftStep, CraftTask, CraftWorld, GroveError,
                    check, cstr, pystr)
 
 N_ACTIONS = _lib.N_ACTIONS
@@ -325,6 +325,19 @@ class Craft:
         check(self._step(*self._step_args))
         return (self.obs, self.rewards, self.terminated, self.truncated,
                 self.info)
+
+    @property
+    def single_observation_space(self):
+        """gymnasium's Box of one observation (needs gymnasium installed;
+        grove itself does not use it)."""
+        import gymnasium
+        return gymnasium.spaces.Box(0.0, np.inf, (OBS_SIZE,), np.float32)
+
+    @property
+    def single_action_space(self):
+        """gymnasium's Discrete(5) (needs gymnasium installed)."""
+        import gymnasium
+        return gymnasium.spaces.Discrete(N_ACTIONS)
 
     @property
     def actions(self):

@@ -20,7 +20,8 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from ._lib import GroveError, ReplayReaderStatus, ReplayRecord, check, cstr, pystr
+from ._lib import (GroveError, ReplayReaderStatus, ReplayRecord, check, cstr,
+                   pystr)
 from .craft import OBS_SIZE, World, config_dict, subtask_names
 
 _TYPE_NAMES = {_lib.REC_HEADER: "header",
@@ -183,6 +184,9 @@ class Replay:
                 if observations:
                     o = np.empty(OBS_SIZE, np.float32)
                     w = lib.replay_reader_world_before(self._r)
+                    if not w:
+                        raise GroveError("%s: no re-simulated world at "
+                                         "byte %d" % (self.path, rec.offset))
                     lib.craft_world_observe(w, o.ctypes.data_as(
                         ctypes.c_void_p))
                     obs.append(o)
