@@ -25,6 +25,16 @@ def tearDownModule():
     tmp.cleanup()
 
 
+_runs = {}
+
+
+def cached_run(name, *flags):
+    """A tiny BC run made once per module (each takes about a second)."""
+    if name not in _runs:
+        _runs[name] = bc_run(tmp, name, *flags)[0]
+    return _runs[name]
+
+
 def load_example(name):
     spec = importlib.util.spec_from_file_location(
         name, os.path.join(EXAMPLES, name + ".py"))
@@ -41,7 +51,7 @@ def run_example(*args):
 
 class TestOCNNumpy(unittest.TestCase):
     def check_model(self, name, *flags):
-        run, _ = bc_run(tmp, name, *flags)
+        run = cached_run(name, *flags)
         ckpt = os.path.join(run, "best.ckpt")
         rep = tmp.join(name + ".replay")
         run_grove("craft", "run", "--agent", "ocn", "--checkpoint", ckpt,
@@ -102,7 +112,7 @@ class TestExamples(unittest.TestCase):
         self.assertRegex(p.stdout, r"C log: \d+ episodes")
 
     def test_bc_metrics(self):
-        run, _ = bc_run(tmp, "metrics")
+        run = cached_run("ocn")
         p = run_example(os.path.join(EXAMPLES, "bc_metrics.py"), run)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("lowest validation nll", p.stdout)
