@@ -4,6 +4,7 @@
 #   build/ci-cpu       Release, CPU backend                 -> ctest
 #   build/ci-cuda      Release, CUDA backend (if nvcc)      -> ctest (GPU tests skip without a GPU)
 #   build/ci-sanitize  Debug, ASan + UBSan, CPU backend     -> ctest
+#   python/tests       over build/ci-cpu's libgrove.so      -> python3 -m unittest
 # Prints the time each build took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
