@@ -316,7 +316,8 @@ static int finish_example(struct nlp_listops_set *s, size_t off,
     int32_t n = (int32_t)(s->n_tokens - off);
     int value = 0, depth = 0;
     if (nlp_listops_eval(s->tokens + off, n, &value, &depth) < 0) {
-        return gr_error_wrap(GR_EFORMAT, "%s", where);
+        return gr_error_wrap(GR_EFORMAT, "%s: the list structure (tokens "
+                             "counted without parentheses)", where);
     }
     if (answer >= 0 && value != answer) {
         return gr_error(GR_EFORMAT, "%s: the answer is %d but the expression "
@@ -432,6 +433,14 @@ static int read_line(struct nlp_listops_set *s, const char *line, size_t len,
                 rc = gr_error(GR_EFORMAT, "%s: token %d: unknown token "
                               "'%.*s' (expected ( ) [MIN [MAX [MED [SM 0-9 ])",
                               where, k, (int)(j - i > 20 ? 20 : j - i), f + i);
+                break;
+            }
+            if (!is_digit_id(id) && !is_op_id(id) &&
+                id != NLP_LISTOPS_CLOSE) {
+                rc = gr_error(GR_EFORMAT, "%s: token %d '%s': operator "
+                              "without defined semantics (formal_tasks.md "
+                              "§2.2 has MIN MAX MED SM)", where, k,
+                              token_names[id]);
                 break;
             }
             if ((rc = grow((void **)&s->tokens, &s->cap_tokens,
