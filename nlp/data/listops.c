@@ -12,6 +12,7 @@
 #include "core/random.h"
 
 #define LISTOPS_MAX_FILE_BYTES ((size_t)1 << 31)
+#define NLP_GEN_STALL_DRAWS 200000 /* see nlp_listops_generate */
 
 static const char *const token_names[NLP_LISTOPS_VOCAB] = {
     "_PAD", "0",    "1",    "2",   "3",   "4",    "5",  "6",   "7",      "8",
@@ -638,13 +639,14 @@ int nlp_listops_generate(struct nlp_listops_set *s, int32_t n, uint64_t seed,
     struct tokbuf b = {NULL, 0, 0};
     int32_t *slot = NULL;
     size_t n_slots = 0;
-    int64_t max_draws = 1000 * (int64_t)n + 1000000;
+    int64_t last_new = 0; /* draws when the last pair was accepted */
     int rc = 0;
     while (s->n < n) {
-        if (st.draws >= max_draws) {
+        if (st.draws - last_new >= NLP_GEN_STALL_DRAWS) {
             rc = gr_error(GR_EINVAL, "listops generate: only %d distinct "
-                          "trees after %lld draws (%d asked)", s->n,
-                          (long long)st.draws, n);
+                          "trees after %lld draws, the last %d of them all "
+                          "rejected (%d asked)", s->n, (long long)st.draws,
+                          NLP_GEN_STALL_DRAWS, n);
             break;
         }
         st.draws++;
@@ -683,6 +685,7 @@ int nlp_listops_generate(struct nlp_listops_set *s, int32_t n, uint64_t seed,
             break;
         }
         slot[j] = s->n - 1;
+        last_new = st.draws;
     }
     free(b.t);
     free(slot);

@@ -121,14 +121,14 @@ struct nlp_listops_gen_stats {
  * probability 3/4 below depth max_depth, always at it; 2-5 arguments;
  * MIN, MAX, MED, SM uniform; digits uniform), in order of first draw,
  * deterministic from `seed` (Philox). max_depth 20 is the released files'
- * (d20). GR_EINVAL if n distinct trees are not found within 1000 n + 10^6
- * draws. `stats` may be NULL. */
+ * (d20). GR_EINVAL (and s freed) when 200,000 draws in a row bring no new
+ * tree (e.g. more than 10 trees with max_depth 1). `stats` may be NULL. */
 int nlp_listops_generate(struct nlp_listops_set *s, int32_t n, uint64_t seed,
                          int max_depth, struct nlp_listops_gen_stats *stats);
 
 /* A seeded permutation of 0..n-1 into perm[n] (Fisher-Yates on Philox):
- * the first n_valid entries are the held-out validation examples (§2.6:
- * 1,000 of the training set), the rest train. */
+ * a trainer takes its first entries as the held-out validation examples
+ * (§2.6: 1,000 of the training set) and the rest as train. */
 void nlp_listops_holdout(int32_t n, uint64_t seed, int32_t *perm);
 
 #endif

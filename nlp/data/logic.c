@@ -10,6 +10,7 @@
 #include "core/random.h"
 
 #define LOGIC_MAX_FILE_BYTES ((size_t)1 << 31)
+#define NLP_GEN_STALL_DRAWS 200000 /* see nlp_logic_generate */
 
 static const char *const token_names[NLP_LOGIC_VOCAB] = {
     "(", ")", "a", "b", "c", "d", "e", "f", "or", "and", "not", "<pad>"};
@@ -790,13 +791,15 @@ int nlp_logic_generate(struct nlp_logic_set *s, int32_t n, int32_t min_k,
     }
     struct seen h = {NULL, 0, 0};
     struct gr_philox_stream rng = gr_philox_stream_init(seed, 0);
-    int64_t max_draws = 1000 * (int64_t)n + 1000000;
+    int64_t last_new = 0; /* draws when the last pair was accepted */
     uint8_t t[2][256];
     while (rc == 0 && s->n - first < n) {
-        if (st.draws >= max_draws) {
+        if (st.draws - last_new >= NLP_GEN_STALL_DRAWS) {
             rc = gr_error(GR_EINVAL, "logic generate: only %d distinct pairs "
-                          "with k in %d-%d after %lld draws (%d asked)",
-                          s->n - first, min_k, max_k, (long long)st.draws, n);
+                          "with k in %d-%d after %lld draws, the last %d "
+                          "of them all rejected (%d asked)",
+                          s->n - first, min_k, max_k, (long long)st.draws,
+                          NLP_GEN_STALL_DRAWS, n);
             break;
         }
         st.draws++;
@@ -877,6 +880,7 @@ int nlp_logic_generate(struct nlp_logic_set *s, int32_t n, int32_t min_k,
         p->line = s->n - first + 1;
         h.slot[j] = s->n;
         h.used++;
+        last_new = st.draws;
         s->n++;
     }
     free(h.slot);

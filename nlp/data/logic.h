@@ -208,8 +208,9 @@ struct nlp_logic_gen_stats {
  * both sides with gen(vars, 12) of §1.7, rejects degenerate pairs and
  * labels it with nlp_logic_relation; duplicates of pairs accepted in this
  * call are drawn again. Deterministic from `seed` (Philox). GR_EINVAL when
- * no more distinct pairs can be found after 1000 n + 10^6 draws (e.g. more
- * than 36 pairs with k = 0). `stats` may be NULL. */
+ * 200,000 draws in a row bring no new pair (the range is exhausted: e.g.
+ * more than the 36 pairs with k = 0); the set is then as before the call.
+ * `stats` may be NULL. */
 int nlp_logic_generate(struct nlp_logic_set *s, int32_t n, int32_t min_k,
                        int32_t max_k, uint64_t seed,
                        struct nlp_logic_gen_stats *stats);
