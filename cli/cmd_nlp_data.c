@@ -341,6 +341,74 @@ const struct cli_command cmd_nlp_listops_generate = {
 
 /* ---- grove nlp logic generate ------------------------------------------- */
 
+/* --layout released: DIR/train0-12 and DIR/test0-12 must not exist
+ * unless force. */
+static int logic_check_folder(const char *dir, int force)
+{
+    if (gr_mkdir_p(dir) < 0) {
+        return -1;
+    }
+    for (int t = 0; t < 2 && !force; t++) {
+        for (int k = 0; k < NLP_LOGIC_N_K; k++) {
+            char name[16], path[GR_PATH_MAX];
+            snprintf(name, sizeof name, "%s%d", t ? "test" : "train", k);
+            if (gr_path_join(path, sizeof path, dir, name) < 0) {
+                return -1;
+            }
+            if (gr_path_exists(path)) {
+                return gr_error(GR_EEXIST, "%s already exists (use --force "
+                                "to overwrite)", path);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Per k in order of generation: the first floor(0.85 n_k) pairs to
+ * trainK, the rest to testK (formal_tasks.md §1.7 step 5; the pairs are
+ * already distinct). Every one of the 26 files is written, empty or not. */
+static int logic_write_folder(const struct nlp_logic_set *s, const char *dir)
+{
+    int32_t n_k[NLP_LOGIC_N_K] = {0};
+    for (int32_t i = 0; i < s->n; i++) {
+        n_k[s->pairs[i].k]++;
+    }
+    for (int k = 0; k < NLP_LOGIC_N_K; k++) {
+        int32_t n_train = (int32_t)((int64_t)n_k[k] * 85 / 100), j = 0;
+        struct gr_atomic_file af[2];
+        for (int t = 0; t < 2; t++) {
+            char name[16], path[GR_PATH_MAX];
+            snprintf(name, sizeof name, "%s%d", t ? "test" : "train", k);
+            if (gr_path_join(path, sizeof path, dir, name) < 0 ||
+                gr_atomic_open(&af[t], path, 1) < 0) {
+                if (t == 1) {
+                    gr_atomic_abort(&af[0]);
+                }
+                return -1;
+            }
+        }
+        int rc = 0;
+        for (int32_t i = 0; i < s->n && rc == 0; i++) {
+            if (s->pairs[i].k == k) {
+                rc = nlp_logic_write_pair(af[j++ < n_train ? 0 : 1].fp, s, i);
+            }
+        }
+        if (rc < 0) {
+            gr_atomic_abort(&af[0]);
+            gr_atomic_abort(&af[1]);
+            return rc;
+        }
+        if (gr_atomic_commit(&af[0]) < 0) {
+            gr_atomic_abort(&af[1]);
+            return -1;
+        }
+        if (gr_atomic_commit(&af[1]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* "LO-HI" or "K" within 0..12. */
 static int parse_ops(const char *text, int *lo, int *hi)
 {
@@ -371,12 +439,18 @@ static int run_logic_generate(const struct cli_command *cmd, int argc,
 {
     struct cli_common common;
     int first = 0, n = 0;
-    const char *ops = "1-12";
+    const char *ops = "1-12", *layout = "one";
     const struct cli_option opts[] = {
         CLI_INT("n", "N", NULL, "distinct pairs to write (required)", &n),
         CLI_STRING("ops", "LO-HI", "1-12",
                    "keep pairs whose k = min(12, max operators of a side) is "
                    "in LO..HI (0..12; one number for one k)", &ops),
+        CLI_STRING("layout", "one|released", "one",
+                   "one: --out is one file of pairs in generation order; "
+                   "released: --out is a folder that receives train0-12 and "
+                   "test0-12, the first 85 % of each k's pairs in trainK and "
+                   "the rest in testK, as the reference split its files",
+                   &layout),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -397,33 +471,48 @@ static int run_logic_generate(const struct cli_command *cmd, int argc,
         return cli_usage_error(cmd, "--ops expects LO-HI with 0 <= LO <= HI "
                                "<= 12 (or one number), got '%s'", ops);
     }
+    int released = strcmp(layout, "released") == 0;
+    if (!released && strcmp(layout, "one") != 0) {
+        return cli_usage_error(cmd, "--layout expects one or released, got "
+                               "'%s'", layout);
+    }
     struct gr_atomic_file af;
-    if (gr_atomic_open(&af, common.out, common.force) < 0) {
+    if (!released && gr_atomic_open(&af, common.out, common.force) < 0) {
+        return cli_fail(cmd);
+    }
+    if (released && logic_check_folder(common.out, common.force) < 0) {
         return cli_fail(cmd);
     }
     struct nlp_logic_set s;
     nlp_logic_set_init(&s);
     struct nlp_logic_gen_stats st;
     if (nlp_logic_generate(&s, n, lo, hi, common.seed, &st) < 0) {
-        gr_atomic_abort(&af);
+        if (!released) {
+            gr_atomic_abort(&af);
+        }
         return cli_fail(cmd);
     }
     rc = 0;
-    for (int32_t i = 0; i < s.n && rc == 0; i++) {
-        rc = nlp_logic_write_pair(af.fp, &s, i);
-    }
-    if (rc < 0) {
-        gr_atomic_abort(&af);
+    if (released) {
+        rc = logic_write_folder(&s, common.out);
     } else {
-        rc = gr_atomic_commit(&af);
+        for (int32_t i = 0; i < s.n && rc == 0; i++) {
+            rc = nlp_logic_write_pair(af.fp, &s, i);
+        }
+        if (rc < 0) {
+            gr_atomic_abort(&af);
+        } else {
+            rc = gr_atomic_commit(&af);
+        }
     }
     if (rc < 0) {
         nlp_logic_set_free(&s);
         return cli_fail(cmd);
     }
     char a[32], b[32], c[32], d[32], e[32];
-    printf("wrote %s distinct pairs with k in %d-%d to %s (seed %llu)\n",
+    printf("wrote %s distinct pairs with k in %d-%d to %s%s (seed %llu)\n",
            thousands(s.n, a, sizeof a), lo, hi, common.out,
+           released ? "/train0-12, test0-12" : "",
            (unsigned long long)common.seed);
     if (!common.quiet) {
         printf("draws %s: %s degenerate (a tautology or contradiction), %s "
@@ -458,8 +547,12 @@ const struct cli_command cmd_nlp_logic_generate = {
     "released files' format, labelled by truth tables.",
     "",
     "Pairs are distinct; each line is RELATION<TAB>LEFT<TAB>RIGHT as in "
-    "train0-12/test0-12. Example:\n"
+    "train0-12/test0-12. Examples:\n"
     "  grove nlp logic generate --n 100000 --ops 1-12 --seed 1 --out "
-    "pairs.tsv",
+    "pairs.tsv\n"
+    "  grove nlp logic generate --n 250000 --ops 0-12 --seed 1 --layout "
+    "released --out data/logic_gen\n"
+    "The second writes a folder that grove nlp data (and the trainers' "
+    "--data) read like the released one.",
     run_logic_generate,
 };

@@ -63,6 +63,20 @@ logic)
     low=$(cat "$tmp"/folder/train[0-6] | wc -l)
     expect 0 "train0-6: $low pairs; the split keeps $low" nlp data --task logic --data "$tmp/folder"
     expect 0 "labeller: 0 of 800 labels differ" nlp data --task logic --data "$tmp/folder" --max-train-ops 12
+    # --layout released: 85 % of each k in trainK, the same pairs as one file
+    expect 0 "wrote 400 .*/train0-12, test0-12" nlp logic generate --n 400 --ops 0-12 --seed 9 --layout released --out "$tmp/rel"
+    checks=$((checks + 1))
+    cat "$tmp"/rel/train* "$tmp"/rel/test* | sort >"$tmp/rel.sorted"
+    sort "$tmp/all.tsv" | cmp -s - "$tmp/rel.sorted" || fail "the released layout holds other pairs"
+    checks=$((checks + 1))
+    for k in 5 6; do
+        n=$(grep -c . "$tmp/folder/train$k"); t=$(wc -l <"$tmp/rel/train$k")
+        [ "$t" -eq $((n * 85 / 100)) ] || fail "train$k has $t of $n pairs"
+        head -n "$t" "$tmp/folder/train$k" | cmp -s - "$tmp/rel/train$k" || fail "train$k is not the first 85 %"
+    done
+    expect 0 "labeller: 0 of 400 labels differ" nlp data --task logic --data "$tmp/rel" --max-train-ops 12
+    expect 1 "rel/train0 already exists \(use --force" nlp logic generate --n 400 --ops 0-12 --layout released --out "$tmp/rel"
+    expect 2 "--layout expects one or released, got 'dir'" nlp logic generate --n 4 --layout dir --out "$tmp/rel"
     expect 1 "already exists \(use --force" nlp logic generate --n 10 --out "$tmp/a.tsv"
     same "$tmp/a.tsv" "$tmp/b.tsv"
     expect 0 "wrote 10 distinct" nlp logic generate --n 10 --out "$tmp/a.tsv" --force
