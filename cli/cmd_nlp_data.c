@@ -490,6 +490,7 @@ static int run_logic_generate(const struct cli_command *cmd, int argc,
         if (!released) {
             gr_atomic_abort(&af);
         }
+        nlp_logic_set_free(&s);
         return cli_fail(cmd);
     }
     rc = 0;

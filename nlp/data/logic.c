@@ -28,10 +28,26 @@ const char *nlp_logic_token_name(int id)
 int nlp_logic_token_id(const char *s, size_t n)
 {
     /* the padding is no input token */
-    for (int i = 0; i < NLP_LOGIC_PAD; i++) {
-        if (strlen(token_names[i]) == n && memcmp(token_names[i], s, n) == 0) {
-            return i;
+    if (n == 1) {
+        if (s[0] == '(') {
+            return NLP_LOGIC_LPAREN;
         }
+        if (s[0] == ')') {
+            return NLP_LOGIC_RPAREN;
+        }
+        if (s[0] >= 'a' && s[0] <= 'f') {
+            return NLP_LOGIC_VAR_A + (s[0] - 'a');
+        }
+        return -1;
+    }
+    if (n == 2 && s[0] == 'o' && s[1] == 'r') {
+        return NLP_LOGIC_OR;
+    }
+    if (n == 3 && memcmp(s, "and", 3) == 0) {
+        return NLP_LOGIC_AND;
+    }
+    if (n == 3 && memcmp(s, "not", 3) == 0) {
+        return NLP_LOGIC_NOT;
     }
     return -1;
 }
@@ -304,6 +320,12 @@ static int read_expr(struct nlp_logic_set *s, const char *f, size_t n,
 {
     int32_t k = 0;
     size_t i = 0;
+    /* at most one token per two bytes, plus one */
+    int rc = grow((void **)&s->tokens, &s->cap_tokens,
+                  s->n_tokens + n / 2 + 1, 1);
+    if (rc < 0) {
+        return rc;
+    }
     while (i < n) {
         if (f[i] == ' ') {
             i++;
@@ -323,10 +345,6 @@ static int read_expr(struct nlp_logic_set *s, const char *f, size_t n,
         if (k >= NLP_LOGIC_MAX_TOKENS) {
             return gr_error(GR_EFORMAT, "%s: %s expression longer than %d "
                             "tokens", where, side, NLP_LOGIC_MAX_TOKENS);
-        }
-        int rc = grow((void **)&s->tokens, &s->cap_tokens, s->n_tokens + 1, 1);
-        if (rc < 0) {
-            return rc;
         }
         s->tokens[s->n_tokens++] = (uint8_t)id;
         k++;
