@@ -48,6 +48,8 @@ differ() { checks=$((checks + 1)); cmp -s "$1" "$2" && fail "$1 and $2 are the s
 
 case $part in
 logic)
+    expect 0 "^logic +logical inference" nlp tasks
+    expect 0 "grove nlp logic generate" nlp tasks
     expect 0 "wrote 2,000 distinct pairs with k in 1-12" nlp logic generate --n 2000 --seed 4 --out "$tmp/a.tsv"
     expect 0 "pairs per k: 1:[0-9]+ 2:" nlp logic generate --n 2000 --seed 4 --out "$tmp/b.tsv"
     expect 0 "wrote 2,000" nlp logic generate --n 2000 --seed 5 --out "$tmp/c.tsv" --quiet
@@ -111,6 +113,7 @@ logic)
     fi
     ;;
 listops)
+    expect 0 "^listops +ListOps" nlp tasks
     expect 0 "wrote 3,000 distinct ListOps trees" nlp listops generate --n 3000 --seed 2 --out "$tmp/a.tsv"
     expect 0 "answers: 0:" nlp listops generate --n 3000 --seed 2 --out "$tmp/b.tsv"
     expect 0 "wrote 3,000" nlp listops generate --n 3000 --seed 3 --out "$tmp/c.tsv" --quiet
@@ -135,6 +138,7 @@ listops)
     fi
     ;;
 sst)
+    expect 0 "^sst2 +Stanford Sentiment Treebank" nlp tasks
     mkdir -p "$tmp/sst"
     printf '(3 (2 a) (4 b))\n(2 (2 a) (2 c))\n' >"$tmp/sst/train.txt"
     printf '(1 (2 a) (1 d))\n' >"$tmp/sst/dev.txt"
