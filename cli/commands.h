@@ -27,6 +27,7 @@ extern const struct cli_command cmd_bench_craft;
 extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_bench_ocn;
 extern const struct cli_command cmd_bench_nlp;
+extern const struct cli_command cmd_bench_om;
 
 /* --n-each N of craft run, craft demos and train bc (cli/cmd_craft.c): sets
  * c->n_each (n_each -1: the flag was not given, c is kept) and validates
