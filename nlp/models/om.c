@@ -414,6 +414,10 @@ struct fwd_scratch {
     int32_t *rev;  /* [B, N] reversal indices N-1-i */
     int32_t *act;  /* [B] active rows of a slot */
     int32_t *pos;  /* [B] where each row's cell output is (or A) */
+    int32_t *kidx; /* [B·N] allowed pairs: rows of Mh [N·B, D] */
+    int32_t *qidx; /* [B·N] allowed pairs: their batch row */
+    int32_t *bpos; /* [B·N] where each score is (or K: zero) */
+    float *smask;  /* [B, N] 0 allowed, -inf masked */
 };
 
 int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
@@ -437,8 +441,8 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     const float rm = m->cfg.dropoutm;
 
     size_t nb = (size_t)B * N;
-    size_t bytes = (3 * nb + (size_t)B) * sizeof(float) +
-                   (nb + 2 * (size_t)B) * sizeof(int32_t) + 64;
+    size_t bytes = (4 * nb + (size_t)B) * sizeof(float) +
+                   (4 * nb + 2 * (size_t)B) * sizeof(int32_t) + 64;
     char *buf = scratch(m, bytes);
     if (buf == NULL) {
         return gr_error(GR_ENOMEM, "nlp_om_forward: out of memory");
@@ -451,6 +455,10 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     s.rev = (int32_t *)(s.vm + B);
     s.act = s.rev + nb;
     s.pos = s.act + B;
+    s.kidx = s.pos + B;
+    s.qidx = s.kidx + nb;
+    s.bpos = s.qidx + nb;
+    s.smask = (float *)(s.bpos + nb);
     for (int64_t b = 0; b < B; b++) {
         for (int i = 0; i < N; i++) {
             s.rev[b * N + i] = N - 1 - i;
@@ -470,7 +478,8 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     struct gr_tensor *ones_col = gr_full(ctx, gr_shape2(B, 1), 1.0f);
     struct gr_tensor *floor_t = gr_full(ctx, gr_shape1(1), OM_FLOOR);
     struct gr_tensor *zero_row = gr_zeros(ctx, gr_shape2(1, D));
-    if (q_all == NULL || rev == NULL || ones_col == NULL ||
+    struct gr_tensor *zero_one = gr_zeros(ctx, gr_shape2(1, 1));
+    if (zero_one == NULL || q_all == NULL || rev == NULL || ones_col == NULL ||
         floor_t == NULL || zero_row == NULL) {
         return gr_error(gr_ctx_status(ctx) < 0 ? gr_ctx_status(ctx)
                                                : GR_ENOMEM,
@@ -509,39 +518,78 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             y = xt;
         } else {
             struct gr_tensor *q = gr_select(ctx, q_all, t); /* [B, D] */
-            /* keys from the previous candidates (eqs 3.5.8-3.5.9) */
-            struct gr_tensor *k = gr_layer_norm(
-                ctx,
-                gr_linear_forward(ctx, &d->k,
-                                  drop(ctx, Mh, rm, run, t, 0,
-                                       NLP_OM_RNG_KEY, dir)),
-                d->ln_k_g, d->ln_k_b, OM_LN_EPS); /* [N, B, D] */
-            struct gr_tensor *a = drop(ctx, gr_relu(ctx, gr_add(ctx, k, q)),
-                                       rm, run, t, 0, NLP_OM_RNG_BETA, dir);
-            struct gr_tensor *beta = gr_scale(
-                ctx, gr_linear_forward(ctx, &d->beta, a),
-                1.0f / sqrtf((float)D)); /* [N, B, 1] */
-            beta = gr_transpose(ctx, gr_reshape(ctx, beta, gr_shape2(N, B)),
-                                0, 1); /* [B, N] */
-            /* mask from the previous cumulative pointer (eqs 3.5.10) */
+            /* mask from the previous cumulative pointer (eq. 3.5.10) */
             struct gr_tensor *c = gr_cumsum(ctx, p);
             if (c == NULL || gr_tensor_to_host(c, s.c) < 0) {
                 rc = -1;
                 break;
             }
+            /* The allowed (slot, row) pairs: m_i > 0 on a real row. Only
+             * their scores matter: p_t is 0 at a masked slot and does not
+             * depend on its score, so keys are computed for these only. */
+            int K = 0;
             for (int64_t b = 0; b < B; b++) {
-                for (int i = 0; i < N - 1; i++) {
-                    s.cut[b * (N - 1) + i] =
-                        s.c[b * N + i + 1] < OM_CUT ? 0.0f : 1.0f;
+                for (int i = 0; i < N; i++) {
+                    int ok = i == N - 1 || s.c[b * N + i + 1] >= OM_CUT;
+                    if (i < N - 1) {
+                        s.cut[b * (N - 1) + i] = ok ? 1.0f : 0.0f;
+                    }
+                    if (ok && s.vm[b] != 0.0f) {
+                        s.kidx[K] = (int32_t)(i * B + b);
+                        s.qidx[K] = (int32_t)b;
+                        s.bpos[b * N + i] = K++;
+                        s.smask[b * N + i] = 0.0f;
+                    } else {
+                        s.bpos[b * N + i] = -1;
+                        s.smask[b * N + i] = -INFINITY;
+                    }
                 }
             }
+            for (int64_t j = 0; j < B * N; j++) {
+                if (s.bpos[j] < 0) {
+                    s.bpos[j] = K; /* the zero row */
+                }
+            }
+            struct gr_tensor *beta = NULL;
+            if (K > 0) {
+                /* keys from the previous candidates (eqs 3.5.8-3.5.9) */
+                struct gr_tensor *kidx = gr_tensor_from_host(
+                    ctx, GR_I32, gr_shape1(K), s.kidx);
+                struct gr_tensor *qidx = gr_tensor_from_host(
+                    ctx, GR_I32, gr_shape1(K), s.qidx);
+                struct gr_tensor *mh_rows = gr_embedding(
+                    ctx, gr_reshape(ctx, Mh, gr_shape2(N * B, D)), kidx);
+                struct gr_tensor *k = gr_layer_norm(
+                    ctx,
+                    gr_linear_forward(ctx, &d->k,
+                                      drop(ctx, mh_rows, rm, run, t, 0,
+                                           NLP_OM_RNG_KEY, dir)),
+                    d->ln_k_g, d->ln_k_b, OM_LN_EPS); /* [K, D] */
+                struct gr_tensor *a = drop(
+                    ctx, gr_relu(ctx, gr_add(ctx, k, gr_embedding(ctx, q,
+                                                                  qidx))),
+                    rm, run, t, 0, NLP_OM_RNG_BETA, dir);
+                struct gr_tensor *bk = gr_scale(
+                    ctx, gr_linear_forward(ctx, &d->beta, a),
+                    1.0f / sqrtf((float)D)); /* [K, 1] */
+                struct gr_tensor *cat[2] = {bk, zero_one};
+                struct gr_tensor *bpos = gr_tensor_from_host(
+                    ctx, GR_I32, gr_shape1(B * N), s.bpos);
+                beta = gr_reshape(
+                    ctx, gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), bpos),
+                    gr_shape2(B, N));
+            } else {
+                beta = gr_zeros(ctx, gr_shape2(B, N));
+            }
+            struct gr_tensor *smask = gr_tensor_from_host(
+                ctx, GR_F32, gr_shape2(B, N), s.smask);
             struct gr_tensor *cut = gr_tensor_from_host(
                 ctx, GR_F32, gr_shape2(B, N - 1), s.cut);
             struct gr_tensor *mparts[2] = {
                 gr_mul(ctx, gr_slice(ctx, c, 1, 1, N - 1), cut), ones_col};
             struct gr_tensor *mask = gr_concat(ctx, 2, mparts, 1); /* [B,N] */
             /* masked softmax (eq. 3.5.11) */
-            struct gr_tensor *e = gr_mul(ctx, gr_softmax(ctx, beta, NULL),
+            struct gr_tensor *e = gr_mul(ctx, gr_softmax(ctx, beta, smask),
                                          mask);
             struct gr_tensor *sum = gr_maximum(
                 ctx, gr_reshape(ctx, gr_sum_dim(ctx, e, 1), gr_shape2(B, 1)),

@@ -354,6 +354,50 @@ static void test_dropout_and_errors(void)
     gr_ctx_free(ctx);
 }
 
+/* The CPU dropout computes each Philox block once for four mask words:
+ * its masks must stay the bits gr_rng_keep names (plain, odd sizes, and a
+ * broadcast mask whose words are not consecutive). */
+static void test_dropout_bits(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    gr_step_reset(ctx);
+    const int R = 7, C = 13;
+    float x[7 * 13], y[7 * 13];
+    for (int i = 0; i < R * C; i++) {
+        x[i] = 1.0f + (float)i;
+    }
+    struct gr_tensor *xt = gr_tensor_from_host(ctx, GR_F32, gr_shape2(R, C),
+                                               x);
+    struct gr_rng r = gr_rng_make(5, 77);
+    uint64_t key = gr_rng_key(r);
+    host(gr_dropout(ctx, xt, 0.3f, r), y);
+    int bad = 0;
+    for (int i = 0; i < R * C; i++) {
+        float want = gr_rng_keep(key, (uint64_t)i, 0.3f) ? x[i] / 0.7f : 0.0f;
+        bad += fabsf(y[i] - want) > 1e-6f * fabsf(want);
+    }
+    CHECK_MSG(bad == 0, "%d dropout elements differ from gr_rng_keep", bad);
+    /* mask [1, C] broadcast over rows (locked dropout's shape) */
+    host(gr_dropout_mask(ctx, xt, 0.5f, r, gr_shape2(1, C), 0), y);
+    bad = 0;
+    for (int i = 0; i < R * C; i++) {
+        float want =
+            gr_rng_keep(key, (uint64_t)(i % C), 0.5f) ? x[i] * 2.0f : 0.0f;
+        bad += fabsf(y[i] - want) > 1e-6f * fabsf(want);
+    }
+    CHECK_MSG(bad == 0, "%d broadcast dropout elements differ", bad);
+    /* mask [R, 1]: one word per row */
+    host(gr_dropout_mask(ctx, xt, 0.5f, r, gr_shape2(R, 1), 0), y);
+    bad = 0;
+    for (int i = 0; i < R * C; i++) {
+        float want =
+            gr_rng_keep(key, (uint64_t)(i / C), 0.5f) ? x[i] * 2.0f : 0.0f;
+        bad += fabsf(y[i] - want) > 1e-6f * fabsf(want);
+    }
+    CHECK_MSG(bad == 0, "%d row-mask dropout elements differ", bad);
+    gr_ctx_free(ctx);
+}
+
 static void test_learns(void)
 {
     struct gr_ctx *ctx = cpu_ctx();
@@ -414,6 +458,7 @@ int main(void)
     test_slot_invariance();
     test_trees();
     test_dropout_and_errors();
+    test_dropout_bits();
     test_learns();
     return test_report("nlp_om");
 }
