@@ -487,13 +487,21 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
     if (rc == 0) {
         rc = make_batches(&pool, n, o->pairs, bs);
     }
-    /* The longest batch warms up (when there is a warm-up): grove's step
-     * arena then has its steady size, as in a training run past its first
-     * batches, and the reference's allocator sees the largest tensors. */
+    /* The batch needing the most memory warms up (when there is a
+     * warm-up): grove's step arena then has its steady size, as in a
+     * training run past its first batches, and the reference's allocator
+     * has seen the largest tensors. Memory ~ the per-step slot tensors
+     * (T·B·N) plus the cells of the real tokens. */
     if (rc == 0 && o->warmup > 0) {
         int big = 0;
-        for (int k = 1; k < n; k++) {
-            big = bs[k].T > bs[big].T ? k : big;
+        double best = -1.0;
+        for (int k = 0; k < n; k++) {
+            double need = 12.0 * o->nslot * bs[k].T * bs[k].B +
+                          560.0 * (double)bs[k].tokens;
+            if (need > best) {
+                best = need;
+                big = k;
+            }
         }
         struct batch tmp = bs[0];
         bs[0] = bs[big];

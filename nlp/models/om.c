@@ -477,10 +477,9 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                                                 gr_shape2(B, N), s.rev);
     struct gr_tensor *ones_col = gr_full(ctx, gr_shape2(B, 1), 1.0f);
     struct gr_tensor *floor_t = gr_full(ctx, gr_shape1(1), OM_FLOOR);
-    struct gr_tensor *zero_row = gr_zeros(ctx, gr_shape2(1, D));
     struct gr_tensor *zero_one = gr_zeros(ctx, gr_shape2(1, 1));
     if (zero_one == NULL || q_all == NULL || rev == NULL || ones_col == NULL ||
-        floor_t == NULL || zero_row == NULL) {
+        floor_t == NULL) {
         return gr_error(gr_ctx_status(ctx) < 0 ? gr_ctx_status(ctx)
                                                : GR_ENOMEM,
                         "nlp_om_forward: %s", gr_ctx_error(ctx));
@@ -632,28 +631,35 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     continue;
                 }
                 struct gr_tensor *Mi = gr_select(ctx, Mt, i); /* [B, D] */
-                struct gr_tensor *o;
+                struct gr_tensor *ci = gr_select(ctx, cpT, i);   /* [B, 1] */
                 if (A == B) {
-                    o = cell(m, dir, h, Mi, run, t, i);
+                    struct gr_tensor *o = cell(m, dir, h, Mi, run, t, i);
+                    struct gr_tensor *omci = gr_select(ctx, omcT, i);
+                    h = gr_add(ctx, gr_mul(ctx, xt, omci), gr_mul(ctx, o, ci));
                 } else {
+                    /* The A active rows go through the cell; every other
+                     * row of the slot is xt (cp = 0; padded rows are
+                     * zeroed after the step). */
                     struct gr_tensor *idx = gr_tensor_from_host(
                         ctx, GR_I32, gr_shape1(A), s.act);
+                    struct gr_tensor *xa = gr_embedding(ctx, xt, idx);
+                    struct gr_tensor *ca = gr_embedding(ctx, ci, idx);
                     struct gr_tensor *oa = cell(
                         m, dir, gr_embedding(ctx, h, idx),
                         gr_embedding(ctx, Mi, idx), run, t, i);
+                    struct gr_tensor *ha = gr_add(
+                        ctx, gr_mul(ctx, xa, gr_affine(ctx, ca, -1.0f, 1.0f)),
+                        gr_mul(ctx, oa, ca));
                     for (int64_t b = 0; b < B; b++) {
                         if (s.pos[b] < 0) {
-                            s.pos[b] = A; /* the zero row */
+                            s.pos[b] = A + (int32_t)b; /* xt's row b */
                         }
                     }
                     struct gr_tensor *pos = gr_tensor_from_host(
                         ctx, GR_I32, gr_shape1(B), s.pos);
-                    struct gr_tensor *cat[2] = {oa, zero_row};
-                    o = gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), pos);
+                    struct gr_tensor *cat[2] = {ha, xt};
+                    h = gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), pos);
                 }
-                struct gr_tensor *ci = gr_select(ctx, cpT, i);   /* [B, 1] */
-                struct gr_tensor *omci = gr_select(ctx, omcT, i); /* [B, 1] */
-                h = gr_add(ctx, gr_mul(ctx, xt, omci), gr_mul(ctx, o, ci));
                 slots[i] = h;
             }
             M = Mt;
