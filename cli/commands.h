@@ -29,11 +29,4 @@ extern const struct cli_command cmd_bench_ocn;
 extern const struct cli_command cmd_bench_nlp;
 extern const struct cli_command cmd_bench_om;
 
-/* --n-each N of craft run, craft demos and train bc (cli/cmd_craft.c): sets
- * c->n_each (n_each -1: the flag was not given, c is kept) and validates
- * the world. 0, or the exit code of the usage error it printed. */
-struct craft_config;
-int cli_world_n_each(const struct cli_command *cmd, int n_each,
-                     struct craft_config *c);
-
 #endif
