@@ -242,6 +242,13 @@ static int dir_init(struct nlp_om_dir *d, struct gr_ctx *ctx,
 int nlp_om_init(struct nlp_om *m, struct gr_ctx *ctx,
                 const struct nlp_om_config *cfg, uint64_t seed)
 {
+    return nlp_om_init_named(m, ctx, cfg, seed, "");
+}
+
+int nlp_om_init_named(struct nlp_om *m, struct gr_ctx *ctx,
+                      const struct nlp_om_config *cfg, uint64_t seed,
+                      const char *prefix)
+{
     memset(m, 0, sizeof *m);
     int rc = nlp_om_config_check(cfg);
     if (rc < 0) {
@@ -250,7 +257,13 @@ int nlp_om_init(struct nlp_om *m, struct gr_ctx *ctx,
     m->cfg = *cfg;
     m->ctx = ctx;
     struct gr_rng rng = gr_rng_make(seed, 0);
-    m->embedding = gr_param_new(ctx, "embedding.weight",
+    if (prefix == NULL || strlen(prefix) > 64) {
+        return gr_error(GR_EINVAL, "om: a parameter prefix of at most 64 "
+                                   "characters");
+    }
+    char name[160];
+    snprintf(name, sizeof name, "%sembedding.weight", prefix);
+    m->embedding = gr_param_new(ctx, name,
                                 gr_shape2(cfg->vocab, cfg->emsize));
     if (m->embedding == NULL) {
         return gr_error(GR_EINVAL, "om: creating the embedding: %s",
@@ -258,7 +271,7 @@ int nlp_om_init(struct nlp_om *m, struct gr_ctx *ctx,
     }
     if (cfg->embed_normal) {
         uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the name */
-        for (const char *s = "embedding.weight"; *s; s++) {
+        for (const char *s = name; *s; s++) {
             h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
         }
         rc = gr_tensor_rand_normal(m->embedding, 0.0f, 1.0f,
@@ -284,11 +297,11 @@ int nlp_om_init(struct nlp_om *m, struct gr_ctx *ctx,
     if (rc < 0) {
         return rc;
     }
-    rc = dir_init(&m->dir[0], ctx, "encoder.OM_forward", cfg->emsize,
-                  cfg->nhid, rng);
+    snprintf(name, sizeof name, "%sencoder.OM_forward", prefix);
+    rc = dir_init(&m->dir[0], ctx, name, cfg->emsize, cfg->nhid, rng);
     if (rc == 0 && cfg->bidirection) {
-        rc = dir_init(&m->dir[1], ctx, "encoder.OM_backward", cfg->emsize,
-                      cfg->nhid, rng);
+        snprintf(name, sizeof name, "%sencoder.OM_backward", prefix);
+        rc = dir_init(&m->dir[1], ctx, name, cfg->emsize, cfg->nhid, rng);
     }
     return rc;
 }

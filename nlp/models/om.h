@@ -146,6 +146,12 @@ struct nlp_om {
 int nlp_om_init(struct nlp_om *m, struct gr_ctx *ctx,
                 const struct nlp_om_config *cfg, uint64_t seed);
 
+/* The same with every parameter name prefixed by `prefix` (at most 64
+ * characters; "enc." in the encoder table, nlp/models/encoder.h). */
+int nlp_om_init_named(struct nlp_om *m, struct gr_ctx *ctx,
+                      const struct nlp_om_config *cfg, uint64_t seed,
+                      const char *prefix);
+
 /* Frees the host scratch (the parameters stay in the context). */
 void nlp_om_free(struct nlp_om *m);
 
@@ -243,5 +249,24 @@ int32_t nlp_om_tree_remove_leaves(const int32_t *spans, int32_t n,
  * needed (as snprintf). */
 int nlp_om_tree_format(const int32_t *spans, int32_t n_spans, int32_t n,
                        const char *const *words, char *out, size_t cap);
+
+/* ---- the encoder table (nlp/models/encoder.h) ---- */
+
+/* nlp_encoder_om, the row "om" of the table: nlp_om under "enc.", its
+ * config from struct nlp_encoder_config (emsize, hidden, slots_train /
+ * slots_eval, dropout_in / dropout_cell / dropout_mem; left_pad selects
+ * the ListOps form: y_{T-1} readout and an N(0, 1) embedding). A training
+ * encode uses slots_train, an evaluation encode slots_eval as the config
+ * holds it at that call (logic validation: set it to slots_train first).
+ * Dropout masks: (rng.seed, batch = rng.stream). */
+struct nlp_encoder;
+
+/* The forward pointers of the last encode: *probs [T, B, N] (host, owned
+ * by the encoder, valid until its next encode or free) with T, B, N.
+ * Trees: nlp_om_distances and nlp_om_build_tree per sequence (for
+ * left-padded batches, skip each sequence's padded steps). GR_EINVAL
+ * before any encode or for another model. */
+int nlp_om_encoder_probs(struct nlp_encoder *e, const float **probs,
+                         int32_t *T, int32_t *B, int32_t *N);
 
 #endif

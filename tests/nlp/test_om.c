@@ -26,6 +26,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/models/encoder.h"
 #include "nlp/models/heads.h"
 #include "nlp/models/om.h"
 #include "tests/test.h"
@@ -450,6 +451,68 @@ static void test_learns(void)
     gr_ctx_free(ctx);
 }
 
+/* OM through the encoder table (nlp/models/encoder.h): the row exists,
+ * takes the spec's defaults per task, names its parameters under "enc.",
+ * encodes a padded batch like nlp_om_encode and keeps its pointers. */
+static void test_encoder_table(void)
+{
+    struct nlp_encoder_config c;
+    CHECK(nlp_encoder_config_default(&c, "om", "logic") == 0);
+    CHECK(c.emsize == 200 && c.hidden == 200 && c.slots_train == 12 &&
+          c.slots_eval == 24 && !c.left_pad);
+    CHECK_NEAR(c.dropout_cell, 0.2, 1e-7);
+    CHECK(nlp_encoder_config_default(&c, "om", "listops") == 0);
+    CHECK(c.hidden == 128 && c.slots_train == 21 && c.left_pad);
+    CHECK(nlp_encoder_config_default(&c, "om", "logic") == 0);
+    c.vocab = 12;
+    c.pad_id = 11;
+    c.emsize = 6;
+    c.hidden = 8;
+    c.slots_eval = 7;
+    CHECK(nlp_encoder_config_check(&c) == 0);
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_encoder e;
+    CHECK(nlp_encoder_init(&e, ctx, &c, gr_rng_make(3, 0)) == 0);
+    CHECK(nlp_encoder_out_dim(&e) == 8);
+    struct nlp_om_config oc;
+    nlp_om_config_default(&oc, NLP_OM_LOGIC);
+    oc.emsize = 6;
+    oc.nhid = 8;
+    CHECK_EQ_U64(gr_param_count(ctx, "enc."), nlp_om_param_count(&oc));
+    CHECK(gr_ctx_find(ctx, "enc.encoder.OM_forward.activation.weight") !=
+          NULL);
+    const int T = 4, B = 3;
+    int32_t ids[4 * 3] = {2, 3, 0, 8, 4, 5, 9, 1, 11, 2, 11, 11};
+    int32_t lengths[3] = {4, 3, 2};
+    gr_step_reset(ctx);
+    struct gr_tensor *idt = gr_tensor_from_host(ctx, GR_I32,
+                                                gr_shape2(T, B), ids);
+    struct nlp_encoder_batch b = {idt, lengths, T, B};
+    struct gr_tensor *u = nlp_encoder_encode(&e, &b, 0, gr_rng_make(0, 0));
+    CHECK_MSG(u != NULL && u->shape[0] == B && u->shape[1] == 8, "%s",
+              gr_last_error());
+    const float *probs = NULL;
+    int32_t pT = 0, pB = 0, pN = 0;
+    CHECK(nlp_om_encoder_probs(&e, &probs, &pT, &pB, &pN) == 0);
+    CHECK(pT == T && pB == B && pN == 7);
+    /* t = 1: forced to slot N-1 on every sequence */
+    for (int bb = 0; bb < B; bb++) {
+        CHECK(probs[(1 * B + bb) * 7 + 6] == 1.0f);
+    }
+    /* t = 3 of the 2-token sequence is padding: p = 0 */
+    for (int i = 0; i < 7; i++) {
+        CHECK(probs[(3 * B + 2) * 7 + i] == 0.0f);
+    }
+    float a[24], t1[24];
+    host(u, a);
+    u = nlp_encoder_encode(&e, &b, 1, gr_rng_make(5, 9));
+    host(u, t1);
+    CHECK(nlp_om_encoder_probs(&e, &probs, &pT, &pB, &pN) == 0 && pN == 12);
+    CHECK(memcmp(a, t1, sizeof a) != 0);
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx);
+}
+
 int main(void)
 {
     test_counts();
@@ -460,5 +523,6 @@ int main(void)
     test_dropout_and_errors();
     test_dropout_bits();
     test_learns();
+    test_encoder_table();
     return test_report("nlp_om");
 }
