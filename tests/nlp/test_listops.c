@@ -238,9 +238,25 @@ static void test_generator(void)
         CHECK_MSG(ops[op] > lists / 5 && ops[op] < lists * 3 / 10, "%s %lld",
                   nlp_listops_token_name(op), (long long)ops[op]);
     }
-    /* §2.5: the reference's trees average 39.9 tokens (its 20,000 draws) */
+    /* §2.5: the reference's trees average 39.9 tokens (its 20,000 draws),
+     * 10.0 % of them longer than 100; the released test file 42.8 and
+     * 10.7 %, and its answers 0:1127 .. 9:1141 of 10,000 */
     double mean = (double)total / a.n;
     CHECK_MSG(mean > 30.0 && mean < 52.0, "mean length %.1f", mean);
+    static const int32_t released[10] = {1127, 1038, 967, 978, 991,
+                                         969,  895,  930, 964, 1141};
+    int32_t ans[10] = {0}, over100 = 0;
+    for (int32_t i = 0; i < a.n; i++) {
+        ans[a.examples[i].answer]++;
+        over100 += a.examples[i].n_tokens > 100;
+    }
+    for (int d = 0; d < 10; d++) {
+        double p = (double)ans[d] / a.n, q = released[d] / 10000.0;
+        CHECK_MSG(fabs(p - q) < 0.025, "answer %d: %.3f generated, %.3f "
+                  "released", d, p, q);
+    }
+    CHECK_MSG(over100 > a.n * 7 / 100 && over100 < a.n * 14 / 100,
+              "%d of %d longer than 100 tokens", over100, a.n);
 
     /* written, then read back: the same tokens, answers and trees */
     char *buf = NULL;
