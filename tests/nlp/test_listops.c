@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "core/files.h"
 #include "nlp/data/listops.h"
 #include "tests/test.h"
@@ -238,9 +239,25 @@ static void test_generator(void)
         CHECK_MSG(ops[op] > lists / 5 && ops[op] < lists * 3 / 10, "%s %lld",
                   nlp_listops_token_name(op), (long long)ops[op]);
     }
-    /* §2.5: the reference's trees average 39.9 tokens (its 20,000 draws) */
+    /* §2.5: the reference's trees average 39.9 tokens (its 20,000 draws),
+     * 10.0 % of them longer than 100; the released test file 42.8 and
+     * 10.7 %, and its answers 0:1127 .. 9:1141 of 10,000 */
     double mean = (double)total / a.n;
     CHECK_MSG(mean > 30.0 && mean < 52.0, "mean length %.1f", mean);
+    static const int32_t released[10] = {1127, 1038, 967, 978, 991,
+                                         969,  895,  930, 964, 1141};
+    int32_t ans[10] = {0}, over100 = 0;
+    for (int32_t i = 0; i < a.n; i++) {
+        ans[a.examples[i].answer]++;
+        over100 += a.examples[i].n_tokens > 100;
+    }
+    for (int d = 0; d < 10; d++) {
+        double p = (double)ans[d] / a.n, q = released[d] / 10000.0;
+        CHECK_MSG(fabs(p - q) < 0.025, "answer %d: %.3f generated, %.3f "
+                  "released", d, p, q);
+    }
+    CHECK_MSG(over100 > a.n * 7 / 100 && over100 < a.n * 14 / 100,
+              "%d of %d longer than 100 tokens", over100, a.n);
 
     /* written, then read back: the same tokens, answers and trees */
     char *buf = NULL;
@@ -348,12 +365,70 @@ static void test_released(const char *dir)
     nlp_listops_free(&s);
 }
 
+/* Mutated copies of a valid text (bytes replaced, deleted, inserted from
+ * the format's alphabet, Philox-seeded): each is read or refused with a
+ * message naming the file and a line, never a crash (the ASan build runs
+ * this too). */
+static void test_mutations(void)
+{
+    static const char base[] = "0\t( ( ( ( ( [SM 6 ) 5 ) 9 ) 0 ) ] )\n"
+        "9\t( ( ( ( [MAX 2 ) ( ( ( [MIN 4 ) 7 ) ] ) ) 9 ) ] )\n"
+        "4\t4\n";
+    static const char alphabet[] = "( )\t\n[MINAXSED]0123456789 ";
+    struct gr_philox_stream r = gr_philox_stream_init(77, 0);
+    char buf[sizeof base + 8];
+    int bad_message = 0, bad_rc = 0, accepted = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t n = sizeof base - 1;
+        memcpy(buf, base, n);
+        int edits = 1 + (int)(gr_philox_next_u32(&r) % 3);
+        for (int e = 0; e < edits; e++) {
+            size_t at = gr_philox_next_u32(&r) % n;
+            char c = alphabet[gr_philox_next_u32(&r) % (sizeof alphabet - 1)];
+            switch (gr_philox_next_u32(&r) % 3) {
+            case 0:
+                buf[at] = c;
+                break;
+            case 1:
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+                break;
+            default:
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = c;
+                n++;
+                break;
+            }
+        }
+        struct nlp_listops_set s;
+        int rc = nlp_listops_read_text(&s, buf, n, "m.tsv");
+        if (rc == 0) {
+            accepted++;
+            for (int32_t i = 0; i < s.n; i++) {
+                int v = -1;
+                const struct nlp_listops_example *x = &s.examples[i];
+                bad_rc += nlp_listops_eval(s.tokens + x->tokens, x->n_tokens,
+                                           &v, NULL) != 0 || v != x->answer;
+            }
+            nlp_listops_free(&s);
+        } else if (rc != GR_EFORMAT) {
+            bad_rc++;
+        } else if (strncmp(gr_last_error(), "m.tsv:", 6) != 0) {
+            bad_message++;
+        }
+    }
+    CHECK_MSG(bad_rc == 0 && bad_message == 0, "%d wrong codes, %d messages "
+              "without file and line", bad_rc, bad_message);
+    CHECK(accepted > 0 && accepted < 3000);
+}
+
 int main(int argc, char **argv)
 {
     test_semantics();
     test_tree();
     test_reader();
     test_generator();
+    test_mutations();
     struct stat st;
     if (argc > 1 && stat(argv[1], &st) == 0) {
         test_released(argv[1]);

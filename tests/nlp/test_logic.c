@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "nlp/data/logic.h"
 #include "tests/test.h"
 
@@ -361,6 +362,45 @@ static void test_generator(void)
     nlp_logic_set_free(&z);
 }
 
+/* ---- the generator against the released files' statistics ------------- */
+
+static const int32_t train_lines[13];
+static const int32_t test_lines[13];
+
+/* The reference drew 500,000 non-degenerate pairs and kept 249,069 distinct
+ * ones (§1.7, §1.4). Drawing with grove's generator until 249,069 distinct
+ * pairs must take about 500,000 non-degenerate draws, and give each k about
+ * the released count (two realisations of one process: a difference of
+ * a few sqrt(2 n_k) at most). A generator with another P(binary), negation
+ * rate, budget halving or variable choice misses both by far. */
+static void test_generator_fidelity(void)
+{
+    struct nlp_logic_set s;
+    nlp_logic_set_init(&s);
+    struct nlp_logic_gen_stats st;
+    int rc = nlp_logic_generate(&s, 249069, 0, 12, 1, &st);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc < 0) {
+        return;
+    }
+    int64_t kept = st.draws - st.degenerate;
+    CHECK_MSG(kept > 495000 && kept < 505000, "%lld non-degenerate draws "
+              "for 249,069 distinct pairs (the reference: 500,000)",
+              (long long)kept);
+    int32_t per_k[13] = {0};
+    for (int32_t i = 0; i < s.n; i++) {
+        per_k[s.pairs[i].k]++;
+    }
+    for (int k = 0; k < 13; k++) {
+        double want = train_lines[k] + test_lines[k];
+        double tol = 6.0 * sqrt(2.0 * want) + 2.0;
+        CHECK_MSG(fabs(per_k[k] - want) <= tol, "k = %d: %d pairs, the "
+                  "released files %.0f (tolerance %.0f)", k, per_k[k], want,
+                  tol);
+    }
+    nlp_logic_set_free(&s);
+}
+
 /* ---- the released files ---------------------------------------------- */
 
 static const int32_t train_lines[13] = {30,    2319,  12451, 23252, 30373,
@@ -533,6 +573,62 @@ static void test_loader_errors(void)
     rmdir(dir);
 }
 
+/* Mutated copies of a valid text (bytes replaced, deleted, inserted from
+ * the format's alphabet, Philox-seeded): each is read or refused with a
+ * message naming the file and a line, never a crash (the ASan build runs
+ * this too). */
+static void test_mutations(void)
+{
+    static const char base[] = "#\te\t( ( f ( or d ) ) ( and d ) )\n"
+        "^\t( e ( or ( not a ) ) )\t( ( not e ) ( and a ) )\n"
+        "<\t( a ( and b ) )\ta\n";
+    static const char alphabet[] = "( )\t\nabfnotrd<>=^|#v ";
+    struct gr_philox_stream r = gr_philox_stream_init(77, 0);
+    char buf[sizeof base + 8];
+    int bad_message = 0, bad_rc = 0, accepted = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t n = sizeof base - 1;
+        memcpy(buf, base, n);
+        int edits = 1 + (int)(gr_philox_next_u32(&r) % 3);
+        for (int e = 0; e < edits; e++) {
+            size_t at = gr_philox_next_u32(&r) % n;
+            char c = alphabet[gr_philox_next_u32(&r) % (sizeof alphabet - 1)];
+            switch (gr_philox_next_u32(&r) % 3) {
+            case 0:
+                buf[at] = c;
+                break;
+            case 1:
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+                break;
+            default:
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = c;
+                n++;
+                break;
+            }
+        }
+        struct nlp_logic_set s;
+        nlp_logic_set_init(&s);
+        int rc = nlp_logic_read_text(&s, buf, n, "m.tsv");
+        if (rc == 0) {
+            accepted++;
+            for (int32_t i = 0; i < s.n; i++) {
+                bad_rc += s.pairs[i].k < 0 || s.pairs[i].k > 12 ||
+                          s.pairs[i].computed < -1 || s.pairs[i].computed > 6;
+            }
+        } else if (rc != GR_EFORMAT) {
+            bad_rc++;
+        } else if (strncmp(gr_last_error(), "m.tsv:", 6) != 0) {
+            bad_message++;
+        }
+        nlp_logic_set_free(&s);
+    }
+    CHECK_MSG(bad_rc == 0 && bad_message == 0, "%d wrong codes, %d messages "
+              "without file and line", bad_rc, bad_message);
+    CHECK(accepted > 0 && accepted < 3000);
+}
+
 int main(int argc, char **argv)
 {
     test_denotations();
@@ -540,7 +636,9 @@ int main(int argc, char **argv)
     test_reader();
     test_split_patterns();
     test_generator();
+    test_generator_fidelity();
     test_loader_errors();
+    test_mutations();
     struct stat st;
     if (argc > 1 && stat(argv[1], &st) == 0) {
         test_released(argv[1]);
