@@ -1608,17 +1608,17 @@ int main(int argc, char **argv)
     }
     if (parity) {
         if (!gr_cuda_compiled()) {
-            printf("SKIP: CUDA is not compiled into this build; the "
-                   "CUDA-vs-CPU parity test needs -DGROVE_CUDA=ON and a "
-                   "GPU\n");
-            return TEST_SKIP;
+            return test_skip("kernels_cuda_parity", NULL,
+                             "CUDA is not compiled into this build; the "
+                             "CUDA-vs-CPU parity test needs -DGROVE_CUDA=ON "
+                             "and a GPU");
         }
         if (gr_cuda_device_count() == 0) {
             char why[256];
             gr_cuda_status(why, sizeof why);
-            printf("SKIP: no GPU visible (%s); the CUDA-vs-CPU parity test "
-                   "needs one\n", why);
-            return TEST_SKIP;
+            return test_skip("kernels_cuda_parity", TEST_NEED_GPU,
+                             "no GPU visible (%s); the CUDA-vs-CPU parity "
+                             "test needs one", why);
         }
     }
     int ran = 0, checks = 0;
