@@ -12,6 +12,19 @@ bash scripts/deps.sh
 jobs=$(nproc)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# A test that misses data or a GPU skips (exit 77); where they are meant to
+# be there, that is a failure instead (tests/test.h, tests/skip.sh): the
+# data when ../shared/data exists (CI has it), a GPU when nvidia-smi sees
+# one (GPU tests still skip in the builds without CUDA). A value already
+# in the environment wins.
+if [ -z "${GROVE_REQUIRE_DATA:-}" ] && [ -d ../shared/data ]; then
+    export GROVE_REQUIRE_DATA=1
+fi
+if [ -z "${GROVE_REQUIRE_GPU:-}" ] && command -v nvidia-smi >/dev/null 2>&1 &&
+    nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    export GROVE_REQUIRE_GPU=1
+fi
+echo "== GROVE_REQUIRE_DATA=${GROVE_REQUIRE_DATA:-0} GROVE_REQUIRE_GPU=${GROVE_REQUIRE_GPU:-0}" >&2
 
 variant() {
     local name=$1; shift
