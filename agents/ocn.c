@@ -121,6 +121,9 @@ int ocn_config_format(const struct ocn_config *c, char *out, size_t cap)
         n += snprintf(out + n, cap - (size_t)n, "options_ignore %d:%d\n",
                       c->opt_ignore_lo, c->opt_ignore_hi);
     }
+    if (n >= 0 && (size_t)n < cap && c->value_head) {
+        n += snprintf(out + n, cap - (size_t)n, "value 1\n");
+    }
     if (n >= 0 && (size_t)n < cap && c->balance != 0.0f) {
         n += snprintf(out + n, cap - (size_t)n, "balance %.9g\n",
                       (double)c->balance);
@@ -229,6 +232,13 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
             }
             c->opt_ignore_lo = lo;
             c->opt_ignore_hi = hi;
+        } else if (strcmp(key, "value") == 0) {
+            rc = parse_int(v, line_no, key, &c->value_head);
+            if (rc == 0 && c->value_head != 0 && c->value_head != 1) {
+                return gr_error(GR_EFORMAT, "config line %d: value '%s' is "
+                                            "not 0 or 1",
+                                line_no, v);
+            }
         } else if (strcmp(key, "balance") == 0) {
             rc = parse_float(v, line_no, key, &c->balance);
         } else if (strcmp(key, "tasks") == 0) {
@@ -277,7 +287,7 @@ int64_t ocn_param_count(const struct ocn_config *c)
     int64_t K = c->n_options, d = c->hidden, w = c->width, O = c->obs_size,
             A = c->n_actions;
     int64_t ctrl = (O + d) * w + w + w * w + w + (K + d) * w + (K + d) +
-                   (int64_t)c->n_tasks * d;
+                   (int64_t)c->n_tasks * d + (c->value_head ? w + 1 : 0);
     int64_t opt = K * ((O + d) * w + w + w * w + w + (A + d + 1) * w +
                        (A + d + 1));
     return ctrl + opt;
@@ -320,15 +330,21 @@ static int param_specs(const struct ocn_config *c, struct param_spec *s)
          offsetof(struct ocn_model, o_wo)},
         {"opt.head.bias", gr_shape2(K, A + d + 1), fw,
          offsetof(struct ocn_model, o_bo)},
+        {"ctrl.value.weight", gr_shape2(1, w), fw,
+         offsetof(struct ocn_model, c_vw)},
+        {"ctrl.value.bias", gr_shape1(1), fw, offsetof(struct ocn_model, c_vb)},
     };
     int n = (int)(sizeof v / sizeof v[0]);
+    if (!c->value_head) {
+        n -= 2; /* the value head is last */
+    }
     for (int i = 0; i < n; i++) {
         s[i] = v[i];
     }
     return n;
 }
 
-#define OCN_N_PARAMS 15
+#define OCN_N_PARAMS 17
 
 int ocn_model_init(struct ocn_model *m, struct gr_ctx *ctx,
                    const struct ocn_config *cfg, uint64_t seed)

@@ -21,6 +21,8 @@
  *   ctrl.head.bias [K + d]        (the controller's end head is skipped,
  *                                  ocn.md §4)
  *   ctrl.h_init [n_tasks, d]      learned initial state per task
+ *   ctrl.value.weight [1, w], ctrl.value.bias [1]   only with value_head
+ *                                 (a PPO controller's value head)
  *   opt.l1.wx [O, K·w]      row o = options 0..K-1's columns, concatenated
  *   opt.l1.wh [K, w, d]     opt.l1.bias [K, w]
  *   opt.l2.weight [K, w, w] opt.l2.bias [K, w]
@@ -88,6 +90,11 @@ struct ocn_config {
                        distribution in force averaged over every step of
                        the batch (0: none, ocn.md §6; not in the thesis:
                        train bc --balance-options, measured in docs/ocn) */
+    int value_head; /* 1: the controller also has a value head
+                       V = w_v · u + b_v on its MLP output (ocn.md §7:
+                       ctrl.value.weight [1, w], ctrl.value.bias [1]);
+                       PPO's controllers (agents/ppo.h) have it, BC's do
+                       not; config line "value 1" (0) */
     int n_tasks;    /* training tasks = controller initial states */
     char task_names[OCN_MAX_TASKS][CRAFT_TASK_NAME_CAP]; /* "AC", ... */
 };
@@ -105,7 +112,7 @@ int ocn_kind_from_name(const char *name);
 
 /* The config as text, one "key value" line each (kind, options, hidden,
  * width, obs, actions, tau, tasks; then, only when set, "controller blind",
- * "options_ignore LO:HI" and "balance λ"), into out[cap]; the format of a
+ * "options_ignore LO:HI", "balance λ" and "value 1"), into out[cap]; the format of a
  * checkpoint's config. Returns the length or GR_EINVAL if cap is short. */
 int ocn_config_format(const struct ocn_config *c, char *out, size_t cap);
 
@@ -120,6 +127,7 @@ struct ocn_model {
     /* controller */
     struct gr_tensor *c_wx, *c_wh, *c_b1, *c_w2, *c_b2, *c_wo, *c_bo;
     struct gr_tensor *h_init;
+    struct gr_tensor *c_vw, *c_vb; /* value head (NULL without value_head) */
     /* options, stacked over K */
     struct gr_tensor *o_wx, *o_wh, *o_b1, *o_w2, *o_b2, *o_wo, *o_bo;
 };
