@@ -194,6 +194,9 @@ int ppo_config_parse(const char *text, struct ppo_config *c)
         int num = end != v && *end == '\0';
         const char *k = line;
         int bad = 0;
+        if (strcmp(k, "options") == 0) {
+            continue; /* the pool's sources, for the record */
+        }
         if (strcmp(k, "policy") == 0) {
             int pol = ppo_policy_from_name(v);
             bad = pol < 0;
@@ -1940,7 +1943,36 @@ int ppo_save(struct ppo_trainer *t, const char *path, int force)
 
 int ppo_load(struct ppo_trainer *t, const char *path)
 {
-    int rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
+    char *text = NULL;
+    int rc = gr_checkpoint_read_config(path, &text);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ppo_config c;
+    struct ocn_config oc;
+    rc = ppo_config_parse(text, &c);
+    if (rc == 0 && (strstr(text, "ppo_policy ") == NULL ||
+                    ocn_config_parse(text, &oc) < 0)) {
+        rc = gr_error(GR_EFORMAT, "%s is not a PPO checkpoint", path);
+    } else if (rc == 0 && c.policy != t->cfg.policy) {
+        rc = gr_error(GR_EFORMAT, "%s: a %s policy; this run's is %s", path,
+                      ppo_policy_name(c.policy),
+                      ppo_policy_name(t->cfg.policy));
+    } else if (rc == 0 && c.num_envs != t->E) {
+        rc = gr_error(GR_EFORMAT, "%s: a trainer of %d worlds (num_envs); "
+                                  "this run has %d",
+                      path, c.num_envs, t->E);
+    } else if (rc == 0 && (oc.n_options != t->K || oc.hidden != t->d ||
+                           oc.width != t->w)) {
+        rc = gr_error(GR_EFORMAT, "%s: %d options of hidden %d, width %d; "
+                                  "this run has %d, %d, %d",
+                      path, oc.n_options, oc.hidden, oc.width, t->K, t->d,
+                      t->w);
+    }
+    free(text);
+    if (rc == 0) {
+        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
+    }
     if (rc == 0) {
         rc = gr_tensor_to_host(t->state, t->state_host);
     }
