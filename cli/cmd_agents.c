@@ -33,6 +33,7 @@
 #include "render/pngfile.h"
 #include "render/window.h"
 #include "replays/replay.h"
+#include "train/train.h"
 
 /* ---- shared helpers ---------------------------------------------------------- */
 
@@ -239,25 +240,6 @@ static void demo_progress(void *arg, int64_t done, int64_t total)
     gr_progress_update(arg, (uint64_t)done);
 }
 
-/* First line where two texts differ, for the resume check. */
-static void first_difference(const char *a, const char *b, char *out,
-                             size_t cap)
-{
-    while (*a != '\0' || *b != '\0') {
-        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
-        size_t la = ea ? (size_t)(ea - a) : strlen(a);
-        size_t lb = eb ? (size_t)(eb - b) : strlen(b);
-        if (la != lb || strncmp(a, b, la) != 0) {
-            snprintf(out, cap, "'%.*s' in the run, '%.*s' now", (int)la, a,
-                     (int)lb, b);
-            return;
-        }
-        a += la + (ea != NULL);
-        b += lb + (eb != NULL);
-    }
-    snprintf(out, cap, "(none)");
-}
-
 /* The base world of a replay file (its header). */
 static int replay_world(const char *path, struct craft_config *world)
 {
@@ -446,28 +428,20 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
 
-    char last[GR_PATH_MAX];
-    if (gr_path_join(last, sizeof last, common.out, "last.ckpt") < 0) {
-        return cli_fail(cmd);
-    }
-    if (resume) {
-        char *old = NULL;
-        if (gr_checkpoint_read_config(last, &old) < 0) {
-            gr_error_wrap(GR_EINVAL, "--resume");
-            return cli_fail(cmd);
-        }
-        if (strcmp(old, text) != 0) {
-            char diff[512];
-            first_difference(old, text, diff, sizeof diff);
-            free(old);
-            return cli_usage_error(cmd, "--resume: the options differ from "
-                                        "the run's (first difference: %s)",
-                                   diff);
-        }
-        free(old);
-    } else if (gr_run_dir_create(common.out, common.force, argc, argv, text) <
-               0) {
-        return cli_fail(cmd);
+    struct train_run run;
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.argc = argc;
+    spec.argv = argv;
+    spec.config_text = text;
+    spec.check_config = 1;
+    spec.columns = bc_metrics_columns(&spec.n_columns);
+    spec.what = "train bc";
+    if (train_run_open(&run, &spec) < 0) {
+        return run.config_mismatch ? cli_usage_error(cmd, "%s", gr_last_error())
+                                   : cli_fail(cmd);
     }
 
     /* demonstrations */
@@ -488,10 +462,12 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         gr_progress_finish(&p);
     }
     if (rc < 0) {
+        train_run_close(&run);
         return cli_fail(cmd);
     }
     if (demo_set_split(&ds, 0.8) < 0) {
         demo_set_free(&ds);
+        train_run_close(&run);
         return cli_fail(cmd);
     }
     if (!common.quiet) {
@@ -531,9 +507,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     o.return_episodes = return_episodes;
     o.seed = common.seed;
     o.quiet = common.quiet;
-    o.resume = resume;
-    o.force = 1; /* the run folder is ours (created above, or resumed) */
-    o.run_dir = common.out;
+    o.run = &run;
     o.config_text = text;
     o.on_row = draw_curves;
     o.on_row_arg = &cv;
@@ -554,13 +528,22 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                     (long long)ocn_param_count(&cfg),
                     gr_device_name(gr_ctx_device(ctx)));
         }
+        train_signals_install();
         rc = bc_train(&m, opt, &ds, &o, &res);
+        train_signals_restore();
     }
     gr_optim_free(opt);
     gr_ctx_free(ctx);
     demo_set_free(&ds);
+    if (rc == 0 && res.stopped) {
+        train_print_stopped(&run, res.stopped_at);
+    }
+    train_run_close(&run);
     if (rc < 0) {
         return cli_fail(cmd);
+    }
+    if (res.stopped) {
+        return 128 + train_stop_requested(); /* as a shell reports a signal */
     }
     char dur[32];
     gr_format_duration(res.seconds, dur, sizeof dur);

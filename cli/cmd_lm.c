@@ -13,6 +13,7 @@
 #include "nlp/data/corpus.h"
 #include "nlp/models/onlstm.h"
 #include "nlp/tasks/lm.h"
+#include "train/train.h"
 #include "nlp/tasks/syneval.h"
 #include "nlp/data/treebank.h"
 #include "render/plot.h"
@@ -284,10 +285,15 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_lm_train_result res;
     struct curve cv = {common.out, 0};
+    train_signals_install();
     rc = nlp_lm_train(&tc, &corpus, &cc, write_curve, &cv, &res);
+    train_signals_restore();
     nlp_corpus_free(&corpus);
     if (rc < 0) {
         return cli_fail(cmd);
+    }
+    if (res.stopped) {
+        return 128 + train_stop_requested(); /* as a shell reports a signal */
     }
     printf("run:        %s (%s, %d epochs, %.1f s)\n", common.out,
            nlp_lm_kind_name(tc.model.kind), (int)res.epochs_done, res.wall_s);

@@ -28,20 +28,21 @@ static const struct rule rules[] = {
     {"core", "core", 0},
     {"kernels", "core kernels", BIT(LIB_CBLAS) | BIT(LIB_CUDA) |
                                     BIT(LIB_MSGPACK)},
+    {"train", "core kernels train", 0},
     {"envs", "core envs", 0},
     {"replays", "core envs replays", BIT(LIB_MSGPACK)},
     {"render", "core envs replays render", BIT(LIB_SDL) | BIT(LIB_PNG)},
-    {"agents", "core kernels envs replays agents", 0},
-    {"nlp", "core kernels nlp", 0},
-    {"cli", "core kernels envs replays render agents nlp cli bench",
+    {"agents", "core kernels train envs replays agents", 0},
+    {"nlp", "core kernels train nlp", 0},
+    {"cli", "core kernels train envs replays render agents nlp cli bench",
      BIT(LIB_SDL) | BIT(LIB_PNG) | BIT(LIB_MSGPACK) | BIT(LIB_CBLAS) |
          BIT(LIB_CUDA)},
 };
 #define N_RULES (sizeof rules / sizeof rules[0])
 
 static const char *const grove_modules[] = {
-    "core", "kernels", "envs", "replays", "render", "agents", "nlp", "cli",
-    "tests", "bench"};
+    "core", "kernels", "train", "envs", "replays", "render", "agents", "nlp",
+    "cli", "tests", "bench"};
 
 static int violations;
 static int files_checked;
