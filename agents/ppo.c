@@ -1392,6 +1392,35 @@ static int world_text(const struct craft_config *c, char *out, size_t cap)
     return bc_world_format(&w, out, cap);
 }
 
+/* The world lines on one line, for messages: "n_each 4; ..." or
+ * "default". */
+static void world_summary(const struct craft_config *c, char *out, size_t cap)
+{
+    char text[512];
+    if (world_text(c, text, sizeof text) <= 0) {
+        snprintf(out, cap, "default");
+        return;
+    }
+    size_t n = 0;
+    out[0] = '\0';
+    for (char *p = text; *p != '\0' && n + 1 < cap;) {
+        char *eol = strchr(p, '\n');
+        if (eol != NULL) {
+            *eol = '\0';
+        }
+        const char *item = strncmp(p, "world ", 6) == 0 ? p + 6 : p;
+        int w = snprintf(out + n, cap - n, "%s%s", n ? "; " : "", item);
+        if (w < 0) {
+            break;
+        }
+        n += (size_t)w;
+        if (eol == NULL) {
+            break;
+        }
+        p = eol + 1;
+    }
+}
+
 /* Loads the options of one checkpoint into host arrays of the pool. */
 struct pool {
     int K, d, w, O, A, ign_lo, ign_hi;
@@ -1451,8 +1480,8 @@ static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
     }
     if (p->K > 0) {
         char a[512], b[512];
-        world_text(&p->world, a, sizeof a);
-        world_text(&world, b, sizeof b);
+        world_summary(&p->world, a, sizeof a);
+        world_summary(&world, b, sizeof b);
         if (c.hidden != p->d || c.width != p->w) {
             return gr_error(GR_EINVAL, "%s: options of hidden %d, width %d; "
                                        "%s has %d, %d (a pool needs one size)",
@@ -1466,9 +1495,8 @@ static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
         }
         if (strcmp(a, b) != 0) {
             return gr_error(GR_EINVAL, "%s was trained in another world than "
-                                       "%s ('%s' vs '%s')",
-                            path, t->sources[0], b[0] ? b : "default",
-                            a[0] ? a : "default");
+                                       "%s (%s vs %s)",
+                            path, t->sources[0], b, a);
         }
     } else {
         p->d = c.hidden;
@@ -1941,6 +1969,20 @@ int ppo_save(struct ppo_trainer *t, const char *path, int force)
     return rc;
 }
 
+/* The integer of the config line "key N", or -1. */
+static int config_int(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = text; p != NULL && *p != '\0';) {
+        if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+            return atoi(p + n + 1);
+        }
+        p = strchr(p, '\n');
+        p = p != NULL ? p + 1 : NULL;
+    }
+    return -1;
+}
+
 int ppo_load(struct ppo_trainer *t, const char *path)
 {
     char *text = NULL;
@@ -1949,10 +1991,10 @@ int ppo_load(struct ppo_trainer *t, const char *path)
         return rc;
     }
     struct ppo_config c;
-    struct ocn_config oc;
     rc = ppo_config_parse(text, &c);
-    if (rc == 0 && (strstr(text, "ppo_policy ") == NULL ||
-                    ocn_config_parse(text, &oc) < 0)) {
+    int K = config_int(text, "options"), d = config_int(text, "hidden"),
+        w = config_int(text, "width");
+    if (rc == 0 && strstr(text, "ppo_policy ") == NULL) {
         rc = gr_error(GR_EFORMAT, "%s is not a PPO checkpoint", path);
     } else if (rc == 0 && c.policy != t->cfg.policy) {
         rc = gr_error(GR_EFORMAT, "%s: a %s policy; this run's is %s", path,
@@ -1962,12 +2004,10 @@ int ppo_load(struct ppo_trainer *t, const char *path)
         rc = gr_error(GR_EFORMAT, "%s: a trainer of %d worlds (num_envs); "
                                   "this run has %d",
                       path, c.num_envs, t->E);
-    } else if (rc == 0 && (oc.n_options != t->K || oc.hidden != t->d ||
-                           oc.width != t->w)) {
+    } else if (rc == 0 && (K != t->K || d != t->d || w != t->w)) {
         rc = gr_error(GR_EFORMAT, "%s: %d options of hidden %d, width %d; "
                                   "this run has %d, %d, %d",
-                      path, oc.n_options, oc.hidden, oc.width, t->K, t->d,
-                      t->w);
+                      path, K, d, w, t->K, t->d, t->w);
     }
     free(text);
     if (rc == 0) {
