@@ -15,6 +15,8 @@
  *     with sparse reward, greedy evaluation success >= 0.9 within 500,000
  *     frames (lr 1e-3, d = w = 32: ocn.md's lr 3e-4 with τ_C = 10 needs
  *     more, the controller's softmax being flat at first);
+ *   - acting's host forward gives the log-probabilities the update's
+ *     device forward gives (the ratio of an update's first minibatch is 1);
  *   - moe and flat run (a decision per frame), bad configurations fail
  *     with a message. */
 #define _POSIX_C_SOURCE 200809L
@@ -428,6 +430,30 @@ static void test_moe_flat(const char *src)
     }
 }
 
+/* Acting's host forward (plain C, a fast tanh) against the update's device
+ * forward (kernel ops): with one epoch of one minibatch, the ratio is
+ * computed before any step, so log p_old (host) must equal log p_new. */
+static void test_host_forward(const char *src)
+{
+    struct gr_ctx *ctx = new_ctx();
+    struct ppo_config c;
+    small_config(&c, PPO_POLICY_OCN);
+    c.update_epochs = 1;
+    c.num_minibatches = 1;
+    struct ppo_trainer *t = NULL;
+    CHECK(ppo_trainer_new(&t, ctx, &c, &src, 1) == 0);
+    struct ppo_stats st;
+    for (int i = 0; t != NULL && i < 2; i++) {
+        CHECK(ppo_iteration(t, &st) == 0);
+        CHECK_MSG(fabs(st.old_approx_kl) < 1e-5 && st.clipfrac == 0.0,
+                  "host and device log-probabilities differ: mean log "
+                  "ratio %g",
+                  -st.old_approx_kl);
+    }
+    ppo_trainer_free(t);
+    gr_ctx_free(ctx);
+}
+
 static void test_errors(const char *src, const char *other_world,
                         const char *dir)
 {
@@ -494,6 +520,7 @@ int main(void)
     test_frozen(src1, src2, dir);
     test_resume(src1, dir);
     test_moe_flat(src1);
+    test_host_forward(src1);
     test_errors(src1, src3, dir);
     test_learning();
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
