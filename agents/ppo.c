@@ -346,14 +346,13 @@ int ppo_loss(struct ocn_model *m, const struct ppo_minibatch *b,
                gr_matmul(ctx, hc, m->c_wh, 0, 1));
     struct gr_tensor *z = gr_tanh(ctx, pre);
     struct gr_tensor *u = gr_tanh(ctx, gr_linear(ctx, z, m->c_w2, m->c_b2));
-    struct gr_tensor *head = gr_linear(ctx, u, m->c_wo, m->c_bo);
-    struct gr_tensor *parts[2] = {NULL, NULL};
-    int64_t sizes[2] = {K, d};
-    if (head != NULL) {
-        gr_split(ctx, head, 1, 2, sizes, parts);
-    }
+    /* only the head's K logit rows: the next state (rows K..K+d-1) is not
+     * in the loss, and skipping it saves a third of the update */
+    struct gr_tensor *logits =
+        gr_linear(ctx, u, gr_slice(ctx, m->c_wo, 0, 0, K),
+                  gr_slice(ctx, m->c_bo, 0, 0, K));
     struct gr_tensor *lp =
-        gr_log_softmax(ctx, gr_scale(ctx, parts[0], 1.0f / m->cfg.tau), NULL);
+        gr_log_softmax(ctx, gr_scale(ctx, logits, 1.0f / m->cfg.tau), NULL);
     struct gr_tensor *p = gr_exp(ctx, lp);
     struct gr_tensor *ent =
         gr_scale(ctx, gr_mean(ctx, gr_sum_dim(ctx, gr_mul(ctx, p, lp), 1)),
