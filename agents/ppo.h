@@ -29,7 +29,8 @@
  *
  * Where it runs: acting (controller and options, rollouts and evaluation)
  * is plain C on host copies of the weights (no allocation per step, one
- * observation buffer for all worlds); the update runs on the context's
+ * observation buffer for all worlds; a vectorised tanh within 3 ulp of
+ * libm's, AVX2 clones chosen at run time); the update runs on the context's
  * device with the kernel ops and the tape (CPU or CUDA), Adam (eps 1e-5)
  * over the parameters named "ctrl." only: the options' tensors ("opt.")
  * are frozen and in no optimizer. The learning rate decays linearly to 0
@@ -112,7 +113,7 @@ struct ppo_config {
                                    approx_kl exceeds it (cleanrl) */
     float adam_eps;             /* 1e-5 */
     /* the new controller */
-    float tau;                  /* τ_C (10; flat uses 1 unless set) */
+    float tau;                  /* τ_C; 0: auto (10, or 1 for flat) */
     int hidden, width;          /* flat/oracle only (128, 128); ocn/moe
                                    take the options' */
 };
@@ -248,10 +249,10 @@ struct ppo_stats {
 };
 
 /* One rollout (num_envs · num_steps decisions) and one PPO update.
- * GR_ERANGE with "non-finite loss at iteration N" when the loss or a
- * gradient is not finite: the parameters are then left as they were
- * before this update's first optimizer step that went wrong (the caller
- * keeps its last good checkpoint). */
+ * GR_EINVAL with "non-finite loss at iteration N (epoch E, minibatch B)"
+ * (or "non-finite gradient") when the loss or the gradient norm is not
+ * finite: no optimizer step is taken with it (the minibatches before it
+ * were applied; the caller keeps its last good checkpoint). */
 int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st);
 
 /* Greedy evaluation (ocn.md §7): world j = 0..episodes-1 plays episode 0
