@@ -489,6 +489,23 @@ static void test_errors(const char *src, const char *other_world,
     const char *badp = bad;
     CHECK(ppo_trainer_new(&t, ctx, &c, &badp, 1) < 0);
     CHECK_STR_CONTAINS(gr_last_error(), "not an OCN or MoE checkpoint");
+    /* a diverging run stops with a message naming the iteration */
+    small_config(&c, PPO_POLICY_ORACLE);
+    c.learning_rate = 1e30f;
+    struct gr_ctx *nctx = new_ctx();
+    CHECK(ppo_trainer_new(&t, nctx, &c, NULL, 0) == 0);
+    int rc = 0;
+    struct ppo_stats st;
+    for (int i = 0; t != NULL && rc == 0 && i < 10; i++) {
+        rc = ppo_iteration(t, &st);
+    }
+    CHECK(rc < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "non-finite");
+    CHECK_STR_CONTAINS(gr_last_error(), "at iteration");
+    ppo_trainer_free(t);
+    gr_ctx_free(nctx);
+    t = NULL;
+    small_config(&c, PPO_POLICY_OCN);
     /* a task with a subtask no option was trained on */
     strcpy(c.task, "DBA");
     CHECK(ppo_trainer_new(&t, ctx, &c, &src, 1) == 0);

@@ -58,7 +58,7 @@ checks=$((checks + 1))
 grep -q '^options 6$' "$tmp/ppo2/config" || fail "the pool of two checkpoints is not 6 options"
 
 # kill -9 after the first last.ckpt, then --resume = uninterrupted
-run="--policy oracle --task DCA --reward sparse --hidden 16 --width 16 --num-envs 4 --num-steps 16 --eval-every 3 --eval-episodes 5 --total-timesteps 12000 $common"
+run="--policy oracle --task DCA --reward sparse --hidden 16 --width 16 --num-envs 4 --num-steps 16 --eval-every 4 --eval-episodes 5 --total-timesteps 6000 $common"
 ok train ppo $run --out "$tmp/straight"
 "$grove" train ppo $run --out "$tmp/killed" >/dev/null 2>&1 &
 pid=$!
@@ -79,7 +79,7 @@ checks=$((checks + 1))
 diff <(cut -d, -f1-16 "$tmp/straight/metrics.csv") \
      <(cut -d, -f1-16 "$tmp/killed/metrics.csv") >/dev/null ||
     fail "resumed metrics.csv differs from the uninterrupted run's"
-expect 2 "differ" train ppo $run --total-timesteps 13000 --out "$tmp/killed" --resume
+expect 2 "differ" train ppo $run --total-timesteps 7000 --out "$tmp/killed" --resume
 
 # errors
 expect 2 "--task" train ppo --policy oracle --out "$tmp/e1" $common
