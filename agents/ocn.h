@@ -95,6 +95,11 @@ struct ocn_config {
                        ctrl.value.weight [1, w], ctrl.value.bias [1]);
                        PPO's controllers (agents/ppo.h) have it, BC's do
                        not; config line "value 1" (0) */
+    int act_hard;   /* 1: ocn_act executes hard, as PPO trained it
+                       (ocn.md §7, greedy): the running option keeps
+                       control until its e > 0.5, then the controller
+                       picks argmax p and that option starts from z_k;
+                       config line "acting hard" (0: the soft §5 of BC) */
     int n_tasks;    /* training tasks = controller initial states */
     char task_names[OCN_MAX_TASKS][CRAFT_TASK_NAME_CAP]; /* "AC", ... */
 };
@@ -185,6 +190,9 @@ struct ocn_act_state {
     int32_t *idx_o;  /* [E, O]: idx without the features options ignore */
     float *val;      /* [E, O] */
     float *buf;      /* [K · E · max(d, A) + E] */
+    /* hard acting (cfg.act_hard) only: */
+    int32_t *opt;    /* [E] the option in control */
+    float *hard;     /* scratch [K·E·(2A + 2d + 1) + E·(K + d)] */
 };
 
 int ocn_act_state_init(struct ocn_act_state *s, const struct ocn_model *m,
@@ -197,6 +205,10 @@ void ocn_act_reset(struct ocn_act_state *s, int j, int task);
 /* One soft step of §5 for every world: obs[E, O] (dense; the sparse rows
  * are built here) -> per world: actions[E] = argmax π_t (ties: smallest),
  * and when not NULL probs[E, A] = π_t, end[E] = e_t, pi_c[E, K] = Π^C_t.
+ * With cfg.act_hard (a PPO checkpoint) the step is hard instead: π_t is
+ * the running option's, end[j] its e (1 where the controller decided),
+ * pi_c[j] the controller's distribution at its last decision (its argmax
+ * is the option in control).
  * Runs without recording (gradients disabled inside) and resets the step
  * arena before it returns. */
 int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,

@@ -1766,6 +1766,7 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
                              : (cfg->policy == PPO_POLICY_FLAT ? 1.0f : 10.0f);
     oc.tau = t->tau;
     oc.value_head = 1;
+    oc.act_hard = 1; /* ocn_act (craft run, watch) plays it as trained */
     oc.n_tasks = 1;
     snprintf(oc.task_names[0], sizeof oc.task_names[0], "%s", t->task.name);
     t->K = oc.n_options;

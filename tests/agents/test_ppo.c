@@ -246,18 +246,47 @@ static void test_frozen(const char *src1, const char *src2, const char *dir)
     CHECK(ocn_model_init(&pm, pc, &oc, 0) == 0);
     CHECK_MSG(gr_checkpoint_load(pc, path, GR_CKPT_PARAMS, NULL) == 0, "%s",
               gr_last_error());
+    /* ocn_act plays it hard, as ppo_evaluate does: same actions, same
+     * option in control, same lengths on the evaluation maps */
+    CHECK(oc.act_hard == 1);
+    enum { NE = 4, TT = 64 };
+    uint64_t seeds[NE];
+    int32_t len[NE];
+    uint8_t acts[NE * TT], dec[NE * TT];
+    int16_t opts[NE * TT];
+    struct ppo_trace tr = {seeds, len, acts, opts, dec, NULL};
+    struct ppo_eval ev;
+    CHECK(ppo_evaluate(t, NE, PPO_EVAL_SEED, &ev, &tr) == 0);
     struct ocn_act_state as;
     CHECK(ocn_act_state_init(&as, &pm, 1) == 0);
-    float obs[CRAFT_OBS_SIZE];
-    struct craft_world wd;
     struct craft_task task;
     craft_task_parse("DCA", &task);
-    craft_world_reset(&wd, &world, 3, &task);
-    craft_world_observe(&wd, obs);
-    int32_t a = -1;
-    ocn_act_reset(&as, 0, 0);
-    CHECK(ocn_act(&pm, &as, obs, &a, NULL, NULL, NULL) == 0 && a >= 0 &&
-          a < CRAFT_N_ACTIONS);
+    int same = 1, switches = 0;
+    for (int e = 0; e < NE; e++) {
+        struct craft_world wd;
+        craft_world_reset(&wd, &world, seeds[e], &task);
+        ocn_act_reset(&as, 0, 0);
+        struct craft_step cs = {0};
+        int steps = 0;
+        while (!craft_world_done(&wd)) {
+            float obs[CRAFT_OBS_SIZE], pic[8], end;
+            int32_t a = -1;
+            craft_world_observe(&wd, obs);
+            CHECK(ocn_act(&pm, &as, obs, &a, NULL, &end, pic) == 0);
+            int k = 0;
+            for (int i = 1; i < 5; i++) {
+                k = pic[i] > pic[k] ? i : k;
+            }
+            same &= a == acts[e * TT + steps] && k == opts[e * TT + steps] &&
+                    (end == 1.0f) == (dec[e * TT + steps] == 1);
+            switches += dec[e * TT + steps];
+            craft_world_step(&wd, a, &cs);
+            steps++;
+        }
+        same &= steps == len[e];
+    }
+    CHECK_MSG(same, "ocn_act (hard) and ppo_evaluate play differently");
+    CHECK(switches > NE); /* options ended and the controller decided again */
     ocn_act_state_free(&as);
     gr_ctx_free(pc);
     ppo_trainer_free(t);
