@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agents/bc.h"
+#include "agents/ocn_load.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "envs/expert.h"
@@ -1487,49 +1488,33 @@ static int grow(float **a, size_t n)
 
 static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
 {
-    char *text = NULL;
-    int rc = gr_checkpoint_read_config(path, &text);
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    cc.step_chunk_bytes = 1 << 20;
+    struct ocn_loaded src;
+    int rc = ocn_load(&src, path, &cc);
     if (rc < 0) {
         return rc;
     }
-    struct ocn_config c;
-    rc = ocn_config_parse(text, &c);
-    if (rc < 0) {
-        free(text);
-        return gr_error_wrap(GR_EINVAL, "%s: not an OCN or MoE checkpoint",
-                             path);
-    }
-    struct craft_config world;
-    rc = bc_world_parse(text, &world);
-    free(text);
-    if (rc < 0) {
-        return gr_error_wrap(rc, "%s", path);
-    }
-    if (c.obs_size != CRAFT_OBS_SIZE || c.n_actions != CRAFT_N_ACTIONS) {
-        return gr_error(GR_EINVAL, "%s: the options read %d features and "
-                                   "have %d actions; Craft has %d and %d",
-                        path, c.obs_size, c.n_actions, CRAFT_OBS_SIZE,
-                        CRAFT_N_ACTIONS);
-    }
+    const struct ocn_config c = src.model.cfg;
+    const struct craft_config world = src.world;
     if (p->K > 0) {
         char a[512], b[512];
         world_summary(&p->world, a, sizeof a);
         world_summary(&world, b, sizeof b);
         if (c.hidden != p->d || c.width != p->w) {
-            return gr_error(GR_EINVAL, "%s: options of hidden %d, width %d; "
-                                       "%s has %d, %d (a pool needs one size)",
-                            path, c.hidden, c.width, t->sources[0], p->d,
-                            p->w);
-        }
-        if (c.opt_ignore_lo != p->ign_lo || c.opt_ignore_hi != p->ign_hi) {
-            return gr_error(GR_EINVAL, "%s: its options read other features "
-                                       "than those of %s",
-                            path, t->sources[0]);
-        }
-        if (strcmp(a, b) != 0) {
-            return gr_error(GR_EINVAL, "%s was trained in another world than "
-                                       "%s (%s vs %s)",
-                            path, t->sources[0], b, a);
+            rc = gr_error(GR_EINVAL, "%s: options of hidden %d, width %d; "
+                                     "%s has %d, %d (a pool needs one size)",
+                          path, c.hidden, c.width, t->sources[0], p->d, p->w);
+        } else if (c.opt_ignore_lo != p->ign_lo ||
+                 c.opt_ignore_hi != p->ign_hi) {
+            rc = gr_error(GR_EINVAL, "%s: its options read other features "
+                                     "than those of %s",
+                          path, t->sources[0]);
+        } else if (strcmp(a, b) != 0) {
+            rc = gr_error(GR_EINVAL, "%s was trained in another world than "
+                                     "%s (%s vs %s)",
+                          path, t->sources[0], b, a);
         }
     } else {
         p->d = c.hidden;
@@ -1540,33 +1525,22 @@ static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
         p->ign_hi = c.opt_ignore_hi;
         p->world = world;
     }
-    if (p->K + c.n_options > OCN_MAX_OPTIONS) {
-        return gr_error(GR_EINVAL, "%s: the pool would have %d options, more "
-                                   "than %d",
-                        path, p->K + c.n_options, OCN_MAX_OPTIONS);
+    if (rc == 0 && p->K + c.n_options > OCN_MAX_OPTIONS) {
+        rc = gr_error(GR_EINVAL, "%s: the pool would have %d options, more "
+                                 "than %d",
+                      path, p->K + c.n_options, OCN_MAX_OPTIONS);
+    }
+    if (rc < 0) {
+        ocn_loaded_free(&src);
+        return rc;
     }
     /* the subtasks its options were trained on */
-    for (int i = 0; i < c.n_tasks; i++) {
-        struct craft_task tk;
-        if (craft_task_parse(c.task_names[i], &tk) < 0) {
-            continue;
-        }
-        for (int s = 0; s < tk.n && t->n_trained < 64; s++) {
-            t->trained[t->n_trained++] = tk.sub[s];
+    for (int i = 0; i < src.n_tasks; i++) {
+        for (int s = 0; s < src.tasks[i].n && t->n_trained < 64; s++) {
+            t->trained[t->n_trained++] = src.tasks[i].sub[s];
         }
     }
-    struct gr_ctx *ctx = NULL;
-    struct gr_ctx_config cc = gr_ctx_config_default();
-    cc.device = GR_DEVICE_CPU;
-    cc.step_chunk_bytes = 1 << 20;
-    rc = gr_ctx_new(&ctx, &cc);
-    struct ocn_model m;
-    if (rc == 0) {
-        rc = ocn_model_init(&m, ctx, &c, 0);
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_load(ctx, path, GR_CKPT_PARAMS, NULL);
-    }
+    struct ocn_model m = src.model;
     const int Ks = c.n_options, K = p->K + Ks, w = p->w, d = p->d,
               A = p->A, O = p->O, nh = A + d + 1;
     if (rc == 0) {
@@ -1604,7 +1578,7 @@ static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
                                    *parts[i].dst + (size_t)p->K * parts[i].per);
         }
     }
-    gr_ctx_free(ctx);
+    ocn_loaded_free(&src);
     if (rc < 0) {
         return gr_error_wrap(rc, "%s", path);
     }

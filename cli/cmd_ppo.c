@@ -10,6 +10,7 @@
 #include "agents/ppo.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "cli/craft_common.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/progress.h"

@@ -517,7 +517,7 @@ static void test_errors(const char *src, const char *other_world,
     gr_ctx_free(lc);
     const char *badp = bad;
     CHECK(ppo_trainer_new(&t, ctx, &c, &badp, 1) < 0);
-    CHECK_STR_CONTAINS(gr_last_error(), "not an OCN or MoE checkpoint");
+    CHECK_STR_CONTAINS(gr_last_error(), "not an OCN checkpoint");
     /* a diverging run stops with a message naming the iteration */
     small_config(&c, PPO_POLICY_ORACLE);
     c.learning_rate = 1e30f;
