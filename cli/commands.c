@@ -31,5 +31,6 @@ const struct cli_command *const cli_commands[] = {
     &cmd_bench_kernels,
     &cmd_bench_ocn,
     &cmd_bench_nlp,
+    &cmd_bench_om,
     NULL,
 };

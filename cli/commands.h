@@ -31,5 +31,6 @@ extern const struct cli_command cmd_bench_craft;
 extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_bench_ocn;
 extern const struct cli_command cmd_bench_nlp;
+extern const struct cli_command cmd_bench_om;
 
 #endif

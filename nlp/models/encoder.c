@@ -12,6 +12,7 @@
 const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_lstm,
     &nlp_encoder_onlstm,
+    &nlp_encoder_om,
     NULL,
 };
 

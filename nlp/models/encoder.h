@@ -116,4 +116,8 @@ void nlp_encoder_free(struct nlp_encoder *e);
 extern const struct nlp_encoder_kind nlp_encoder_lstm;
 extern const struct nlp_encoder_kind nlp_encoder_onlstm;
 
+/* ---- Ordered Memory (nlp/models/om_encoder.c, nlp/models/om.h) ---- */
+
+extern const struct nlp_encoder_kind nlp_encoder_om;
+
 #endif
