@@ -15,6 +15,7 @@ const struct cli_command *const cli_commands[] = {
     &cmd_replay_play,
     &cmd_plot,
     &cmd_train_bc,
+    &cmd_train_ppo,
     &cmd_eval_options,
     &cmd_watch,
     &cmd_nlp_tasks,

@@ -15,6 +15,7 @@ extern const struct cli_command cmd_replay_export;
 extern const struct cli_command cmd_replay_play;
 extern const struct cli_command cmd_plot;
 extern const struct cli_command cmd_train_bc;
+extern const struct cli_command cmd_train_ppo;
 extern const struct cli_command cmd_eval_options;
 extern const struct cli_command cmd_watch;
 extern const struct cli_command cmd_nlp_tasks;
