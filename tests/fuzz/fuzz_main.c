@@ -1,8 +1,11 @@
-/* Runs the fuzz target's entry function over files, without libFuzzer:
- *   test_fuzz_replay_regress PATH...
+/* Runs a fuzz target's entry function over files, without libFuzzer:
+ *   test_fuzz_NAME_regress PATH... [--valid PATH...]
  * PATH is a file or a folder (its regular files, not recursive). Each
  * input must come back without a crash (ASan in the sanitizer build
- * catches what a crash would hide). Prints how many inputs ran. */
+ * catches what a crash would hide); those after --valid (the seeds) must
+ * also be accepted by the reader (fuzz_input_accepted, fuzz_util.h), so a
+ * change of format that leaves the seeds behind is noticed. Prints how
+ * many inputs ran. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdint.h>
@@ -12,6 +15,9 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern int fuzz_input_accepted;
+
+static int want_valid;
 
 static int run_file(const char *path)
 {
@@ -43,6 +49,10 @@ static int run_file(const char *path)
     }
     LLVMFuzzerTestOneInput(buf, n);
     free(buf);
+    if (want_valid && !fuzz_input_accepted) {
+        fprintf(stderr, "%s: a seed the reader no longer accepts\n", path);
+        return -1;
+    }
     return 0;
 }
 
@@ -50,6 +60,10 @@ int main(int argc, char **argv)
 {
     int inputs = 0, errors = 0;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--valid") == 0) {
+            want_valid = 1;
+            continue;
+        }
         struct stat st;
         if (stat(argv[i], &st) != 0) {
             perror(argv[i]);
@@ -76,7 +90,8 @@ int main(int argc, char **argv)
             closedir(d);
         }
     }
-    printf("replays_fuzz_regressions: %d inputs, %d unreadable\n", inputs,
+    const char *prog = strrchr(argv[0], '/');
+    printf("%s: %d inputs, %d failed\n", prog ? prog + 1 : argv[0], inputs,
            errors);
     return errors == 0 && inputs > 0 ? 0 : 1;
 }
