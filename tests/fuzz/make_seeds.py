@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Writes the seed corpora of the fuzz targets under tests/fuzz/seeds/
 (except checkpoint/, written by the C program fuzz_make_checkpoint_seeds
-with grove's own checkpoint writer). Small valid inputs of each reader, so
-that the fuzzer starts from files that parse. Run from the repository
-root:
+with grove's own checkpoint writer): small valid inputs of each reader, so
+that the fuzzer starts from files that parse. Also writes hand-made nasty
+inputs under tests/fuzz/regressions/NAME/hand-* (huge declared counts and
+sizes, Zip64 claims), which ctest replays beside the fuzzers' finds. Run
+from the repository root:
 
     /usr/bin/python3 tests/fuzz/make_seeds.py
 
@@ -11,6 +13,7 @@ Only the standard library; zip entries have a fixed date, so the output is
 the same on every run."""
 import io
 import os
+import struct
 import zipfile
 
 DATE = (2024, 1, 2, 3, 4, 6)
@@ -91,6 +94,60 @@ def main():
           b"\tungrammatical2\nsimple_agrmt\tsing_MS_MV\tthe author laughs"
           b"\tthe author laugh\t\nlong_vp_coord\tplur\tthe dogs run and "
           b"eat\tthe dogs run and eats\tthe dogs runs and eat\n")
+    nasty()
+
+
+def eocd_at(z):
+    return z.rindex(b"PK\x05\x06")
+
+
+def nasty():
+    """Inputs that ask a reader to trust a size or a count."""
+    reg = "tests/fuzz/regressions"
+    base = treebank_zip(zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED, "")
+    e = eocd_at(base)
+    tb = os.path.join(reg, "treebank")
+    # 65,535 entries declared, 3 present
+    z = bytearray(base)
+    z[e + 8:e + 12] = struct.pack("<HH", 0xFFFF, 0xFFFF)
+    write(tb, "hand-count-65535.zip", bytes(z))
+    # every entry declares 4 GiB - 2 uncompressed bytes
+    z = bytearray(base)
+    p = 0
+    while True:
+        p = z.find(b"PK\x01\x02", p)
+        if p < 0:
+            break
+        z[p + 24:p + 28] = struct.pack("<I", 0xFFFFFFFE)
+        p += 4
+    write(tb, "hand-size-4g.zip", bytes(z))
+    # a Zip64 end record claiming 2^62 entries in a 2^62-byte directory
+    cd_size, cd_off = struct.unpack("<II", base[e + 12:e + 20])
+    z64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0,
+                      1 << 62, 1 << 62, 1 << 62, cd_off)
+    loc = struct.pack("<IIQI", 0x07064B50, 0, e, 1)
+    end = bytearray(base[e:])
+    end[8:20] = struct.pack("<HHII", 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
+    write(tb, "hand-zip64-huge.zip", base[:e] + z64 + loc + bytes(end))
+
+    ck = os.path.join(reg, "checkpoint")
+    write(ck, "hand-map32-huge", b"\xdf\xff\xff\xff\xff")
+    # a plausible head, then a tensor whose data claims 4 GiB - 16 bytes
+    head = (b"\x85\xa6format\xb0grove-checkpoint\xa7version\x01"
+            b"\xa6config\xa0\xacconfig_crc32\x00\xa7tensors\x81"
+            b"\xa6fc.bias\x85\xa4kind\xa5param\xa5dtype\xa3f32"
+            b"\xa5shape\x91\x03\xa4data\xc6\xff\xff\xff\xf0")
+    write(ck, "hand-bin32-huge", head + b"\x00" * 12)
+
+    co = os.path.join(reg, "corpus")
+    write(co, "hand-one-long-word", b"w" * 4000)
+    write(co, "hand-only-line-ends", b"\r\n\r\r\n\n\0\r\0\n")
+
+    nt = os.path.join(reg, "nlp_text")
+    write(nt, "hand-words-int32-max", b"\x00grove-lm 1\nvocab 3\n"
+          b"words 2147483647\nthe\n")
+    write(nt, "hand-syneval-header-only",
+          b"\x01task\tcondition\tgrammatical\tungrammatical\n")
 
 
 if __name__ == "__main__":
