@@ -17,6 +17,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
 void bc_options_default(struct bc_options *o)
 {
@@ -705,85 +706,33 @@ static void epoch_perm(uint64_t seed, uint64_t epoch, int64_t n, int64_t *p)
     }
 }
 
-static void csv_cell(FILE *f, double v, int last)
+/* metrics.csv of a BC run (agents/README.md): the step key, then the
+ * validation metrics, the training NLL since the previous row, the greedy
+ * returns and the time. */
+static const struct train_column bc_columns[] = {
+    {"update", "%.0f"},     {"nll", "%.9g"},         {"action_acc", "%.9g"},
+    {"f1_tol0", "%.9g"},    {"f1_tol1", "%.9g"},     {"align_acc", "%.9g"},
+    {"nmi", "%.9g"},        {"train_nll", "%.9g"},   {"greedy_return", "%.9g"},
+    {"greedy_success", "%.9g"}, {"wall_s", "%.9g"},
+};
+
+const struct train_column *bc_metrics_columns(int *n)
 {
-    if (isnan(v)) {
-        fputs(last ? "\n" : ",", f);
-    } else {
-        fprintf(f, "%.9g%s", v, last ? "\n" : ",");
-    }
+    *n = (int)(sizeof bc_columns / sizeof bc_columns[0]);
+    return bc_columns;
 }
 
-#define BC_CSV_HEADER                                                        \
-    "update,nll,action_acc,f1_tol0,f1_tol1,align_acc,nmi,train_nll,"       \
-    "greedy_return,greedy_success,wall_s\n"
-
-static int append_row(const char *path, const struct bc_row *r)
+static int append_row(struct train_run *run, const struct bc_row *r)
 {
-    FILE *f = fopen(path, "a");
-    if (f == NULL) {
-        return gr_error(GR_EIO, "%s: cannot append", path);
-    }
-    fprintf(f, "%lld,", (long long)r->update);
-    csv_cell(f, r->nll, 0);
-    csv_cell(f, r->action_acc, 0);
-    csv_cell(f, r->f1_tol0, 0);
-    csv_cell(f, r->f1_tol1, 0);
-    csv_cell(f, r->align_acc, 0);
-    csv_cell(f, r->nmi, 0);
-    csv_cell(f, r->train_nll, 0);
-    csv_cell(f, r->greedy_return, 0);
-    csv_cell(f, r->greedy_success, 0);
-    csv_cell(f, r->wall_s, 1);
-    if (fclose(f) != 0) {
-        return gr_error(GR_EIO, "%s: write failed", path);
-    }
-    return 0;
-}
-
-/* Keeps the header and the rows with update <= upto (resume). */
-static int cut_metrics(const char *path, int64_t upto)
-{
-    char *text = NULL;
-    size_t size = 0;
-    int rc = gr_read_file(path, 256u << 20, &text, &size);
-    if (rc < 0) {
-        return gr_error_wrap(rc, "resuming");
-    }
-    char *out = malloc(size + 1);
-    if (out == NULL) {
-        free(text);
-        return gr_error(GR_ENOMEM, "resuming: out of memory");
-    }
-    size_t n = 0;
-    int line = 0;
-    char *p = text;
-    while (*p != '\0') {
-        char *eol = strchr(p, '\n');
-        size_t len = eol != NULL ? (size_t)(eol - p) + 1 : strlen(p);
-        line++;
-        int keep = line == 1;
-        if (!keep) {
-            char *end;
-            long long u = strtoll(p, &end, 10);
-            if (end == p || *end != ',') {
-                free(text);
-                free(out);
-                return gr_error(GR_EFORMAT, "%s:%d: not a metrics row", path,
-                                line);
-            }
-            keep = u <= upto;
-        }
-        if (keep) {
-            memcpy(out + n, p, len);
-            n += len;
-        }
-        p += len;
-    }
-    free(text);
-    rc = gr_write_file_atomic(path, out, n, 1);
-    free(out);
-    return rc;
+    struct train_cell c[] = {
+        TRAIN_NUM(r->update),        TRAIN_NUM(r->nll),
+        TRAIN_NUM(r->action_acc),    TRAIN_NUM(r->f1_tol0),
+        TRAIN_NUM(r->f1_tol1),       TRAIN_NUM(r->align_acc),
+        TRAIN_NUM(r->nmi),           TRAIN_NUM(r->train_nll),
+        TRAIN_NUM(r->greedy_return), TRAIN_NUM(r->greedy_success),
+        TRAIN_NUM(r->wall_s),
+    };
+    return train_metrics_row(run, c);
 }
 
 /* Training state kept in last.ckpt: update, best update, best NLL bits. */
@@ -827,12 +776,19 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                                    "demonstrations, %d in the model",
                         ds->n_tasks, m->cfg.n_tasks);
     }
-    char metrics[GR_PATH_MAX], last[GR_PATH_MAX], best[GR_PATH_MAX];
-    if (gr_path_join(metrics, sizeof metrics, o->run_dir, "metrics.csv") < 0 ||
-        gr_path_join(last, sizeof last, o->run_dir, "last.ckpt") < 0 ||
-        gr_path_join(best, sizeof best, o->run_dir, "best.ckpt") < 0) {
-        return GR_EINVAL;
+    /* With MPI every process trains and evaluates (the weights stay
+     * identical); only process 0 writes. Another process has a run only to
+     * resume from (o->run NULL on a fresh start). */
+    struct train_run *run = o->run;
+    int rank = train_mpi_rank(), n_ranks = train_mpi_size();
+    int writer = rank == 0;
+    if (run == NULL && writer) {
+        return gr_error(GR_EINVAL, "behaviour cloning: no run folder "
+                                   "(train_run_open first)");
     }
+    struct train_run no_run;
+    memset(&no_run, 0, sizeof no_run);
+    no_run.last_saved_step = -1;
     struct gr_tensor *state = state_buffer(ctx);
     if (state == NULL) {
         return gr_error(GR_EINVAL, "behaviour cloning: %s",
@@ -841,8 +797,8 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
     int64_t update = 0, best_update = -1;
     double best_nll = INFINITY;
     int rc;
-    if (o->resume) {
-        rc = gr_checkpoint_load(ctx, last, GR_CKPT_ALL, NULL);
+    if (run != NULL && run->spec.resume) {
+        rc = gr_checkpoint_load(ctx, run->path_last, GR_CKPT_ALL, NULL);
         if (rc < 0) {
             return gr_error_wrap(rc, "resuming");
         }
@@ -859,18 +815,14 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         if (update > o->updates) {
             return gr_error(GR_EINVAL, "resuming: %s is at update %lld, past "
                                        "--updates %lld",
-                            last, (long long)update, (long long)o->updates);
+                            run->path_last, (long long)update,
+                            (long long)o->updates);
         }
-        rc = cut_metrics(metrics, update);
+        rc = writer ? train_metrics_resume(run, update) : 0;
         if (rc < 0) {
             return rc;
         }
-    } else {
-        rc = gr_write_file_atomic(metrics, BC_CSV_HEADER,
-                                  strlen(BC_CSV_HEADER), o->force);
-        if (rc < 0) {
-            return rc;
-        }
+        train_note_last_saved(run, update);
     }
     int64_t n_train = ds->n_train;
     int64_t *perm = malloc((size_t)n_train * 2 * sizeof *perm);
@@ -889,14 +841,16 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
     double t0 = gr_now_seconds();
     double train_sum = 0.0;
     int64_t train_n = 0, start_update = update;
+    int resumed = run != NULL && run->spec.resume;
     struct bc_row row;
     memset(&row, 0, sizeof row);
+    int stopped = 0;
     rc = 0;
     for (;;) {
         /* validation, checkpoints, metrics row */
         int at_end = update == o->updates;
         int do_eval = (update % o->eval_every == 0) || at_end;
-        if (do_eval && !(o->resume && update == start_update)) {
+        if (do_eval && !(resumed && update == start_update)) {
             row.update = update;
             row.nll = row.action_acc = row.f1_tol0 = row.f1_tol1 = NAN;
             row.align_acc = row.nmi = row.greedy_return = NAN;
@@ -921,20 +875,22 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
             if (row.nll < best_nll) {
                 best_nll = row.nll;
                 best_update = update;
-                rc = gr_checkpoint_save(ctx, best, o->config_text,
-                                        GR_CKPT_PARAMS, 1);
+                if (writer) {
+                    rc = train_save(run, TRAIN_BEST, ctx, o->config_text,
+                                    GR_CKPT_PARAMS, update);
+                }
             }
             /* the row first, then last.ckpt: a run killed in between
              * resumes from the previous checkpoint and writes it again */
-            if (rc == 0) {
-                rc = append_row(metrics, &row);
+            if (rc == 0 && writer) {
+                rc = append_row(run, &row);
             }
             if (rc == 0) {
                 rc = save_state(state, update, best_update, best_nll);
             }
-            if (rc == 0) {
-                rc = gr_checkpoint_save(ctx, last, o->config_text,
-                                        GR_CKPT_ALL, 1);
+            if (rc == 0 && writer) {
+                rc = train_save(run, TRAIN_LAST, ctx, o->config_text,
+                                GR_CKPT_ALL, update);
             }
             if (rc < 0) {
                 break;
@@ -943,16 +899,33 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
             snprintf(extra, sizeof extra, "val nll %.4f acc %.3f nmi %.3f",
                      row.nll, row.action_acc, row.nmi);
             gr_progress_set_extra(&prog, extra);
-            if (o->on_row != NULL) {
+            if (o->on_row != NULL && writer) {
                 o->on_row(o->on_row_arg, &row);
             }
         }
         if (at_end) {
             break;
         }
+        /* every process stops at the same update, or none does */
+        if (train_allreduce_max_int(train_stop_requested() != 0)) {
+            /* a signal: last.ckpt at this boundary (the metrics row of the
+             * next evaluation counts the training NLL from here) */
+            if (writer && run->last_saved_step != update) {
+                rc = save_state(state, update, best_update, best_nll);
+                if (rc == 0) {
+                    rc = train_save(run, TRAIN_LAST, ctx, o->config_text,
+                                    GR_CKPT_ALL, update);
+                }
+            }
+            stopped = 1;
+            break;
+        }
         /* the batch of this update: positions u·B .. u·B + B - 1 of the
          * concatenated epoch permutations */
-        for (int j = 0; j < o->batch; j++) {
+        /* with MPI, this process's share of the batch (train/mpi.h) */
+        int j0 = (int)((int64_t)o->batch * rank / n_ranks);
+        int j1 = (int)((int64_t)o->batch * (rank + 1) / n_ranks);
+        for (int j = j0; j < j1; j++) {
             int64_t pos = update * o->batch + j;
             int64_t epoch = pos / n_train, k = pos % n_train;
             int slot = (int)(epoch & 1);
@@ -961,9 +934,9 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                            perm + slot * n_train);
                 perm_epoch[slot] = epoch;
             }
-            ids[j] = ds->train[perm[slot * n_train + k]];
+            ids[j - j0] = ds->train[perm[slot * n_train + k]];
         }
-        rc = demo_batch_build(&b, ds, ids, o->batch);
+        rc = demo_batch_build(&b, ds, ids, j1 - j0);
         if (rc < 0) {
             break;
         }
@@ -971,8 +944,23 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         struct ocn_forward_out fo;
         memset(&fo, 0, sizeof fo);
         rc = ocn_forward(m, &b, &fo);
+        /* the whole batch's NLL and steps (one process: as they are) */
+        double part[2] = {fo.nll_sum, (double)b.rows};
+        if (rc == 0) {
+            rc = train_allreduce_sum(part, 2);
+        }
+        if (rc == 0) {
+            rc = train_check_finite(run ? run : &no_run, part[0], update + 1);
+            if (rc < 0) {
+                break;
+            }
+        }
         if (rc == 0) {
             rc = gr_backward(ctx, fo.loss);
+        }
+        if (rc == 0 && n_ranks > 1) {
+            /* each loss is its own steps' mean: weight by the share */
+            rc = train_allreduce_grads(ctx, (double)b.rows / part[1]);
         }
         if (rc == 0) {
             rc = gr_clip_grad_norm(ctx, NULL, o->clip, NULL);
@@ -987,7 +975,7 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
             gr_error_wrap(rc, "update %lld", (long long)update + 1);
             break;
         }
-        train_sum += fo.nll_sum / (double)b.rows;
+        train_sum += part[0] / part[1];
         train_n++;
         update++;
         gr_progress_update(&prog, (uint64_t)update);
@@ -1003,6 +991,8 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
     }
     if (res != NULL) {
         res->last = row;
+        res->stopped = stopped;
+        res->stopped_at = update;
         res->best_update = best_update;
         res->best_nll = best_nll;
         res->seconds = secs;

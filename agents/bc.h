@@ -29,7 +29,7 @@
  * or update.
  *
  *   struct bc_options o; bc_options_default(&o);
- *   o.run_dir = "runs/s1"; o.config_text = text;
+ *   o.run = &run; o.config_text = text;   // run: train_run_open'd
  *   if (bc_train(&model, opt, &demos, &o, NULL) < 0) fail();
  */
 #ifndef GROVE_AGENTS_BC_H
@@ -40,6 +40,7 @@
 #include "agents/demos.h"
 #include "agents/ocn.h"
 #include "kernels/optim.h"
+#include "train/train.h"
 
 /* Base seed of the fixed evaluation maps (greedy returns): those of the
  * i-th training task are drawn from craft_episode_seed(BC_EVAL_SEED, i, n)
@@ -71,9 +72,10 @@ struct bc_options {
     int val_batch;       /* demonstrations per validation forward (512) */
     uint64_t seed;       /* data order */
     int quiet;           /* no progress bar */
-    int resume;          /* continue from RUN/last.ckpt */
-    int force;           /* overwrite checkpoints and metrics.csv */
-    const char *run_dir; /* where metrics.csv and the checkpoints go */
+    /* The run folder (train/train.h), opened by the caller with
+     * bc_metrics_columns; on --resume (run->spec.resume) training continues
+     * from its last.ckpt. */
+    struct train_run *run;
     const char *config_text; /* saved in every checkpoint */
     /* Called after each metrics row is written (for example to redraw the
      * learning curves); may be NULL. */
@@ -81,12 +83,18 @@ struct bc_options {
     void *on_row_arg;
 };
 
+/* The columns of a BC run's metrics.csv, for train_run_open. */
+const struct train_column *bc_metrics_columns(int *n);
+
 struct bc_result {
     struct bc_row last;     /* the final row */
     int64_t best_update;    /* update of the lowest validation NLL */
     double best_nll;
     double seconds;         /* training time of this call */
     double updates_per_s;
+    int stopped;            /* 1: a signal stopped training (last.ckpt
+                             * written at update stopped_at) */
+    int64_t stopped_at;
 };
 
 /* The Craft world a model was trained in, kept in its checkpoint's config

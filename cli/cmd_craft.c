@@ -18,8 +18,9 @@
 
 #include "bench/craft/bench_craft.h"
 #include "cli/build_info.h"
-#include "cli/cmd_agents.h"
+#include "cli/cmd_craft_ocn.h"
 #include "cli/commands.h"
+#include "cli/craft_common.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/random.h"
@@ -161,25 +162,10 @@ static void *worker_main(void *p)
     return NULL;
 }
 
-int cli_world_n_each(const struct cli_command *cmd, int n_each,
-                     struct craft_config *c)
-{
-    if (n_each == -1) {
-        return 0;
-    }
-    c->n_each = n_each;
-    if (n_each < 1 || craft_config_validate(c) < 0) {
-        return cli_usage_error(cmd, "--n-each %d: %s", n_each,
-                               n_each < 1 ? "must be at least 1"
-                                          : gr_last_error());
-    }
-    return 0;
-}
-
 static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
 {
     /* --agent ocn: the OCN agent and its own options live in
-     * cli/cmd_agents.c (issue 8); this is the whole hook. */
+     * cli/cmd_craft_ocn.c (issue 8); this is the whole hook. */
     if (cli_craft_run_wants_ocn(argc, argv)) {
         return cli_craft_run_ocn(cmd, argc, argv);
     }

@@ -16,6 +16,7 @@
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "cli/craft_common.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "envs/craft.h"

@@ -23,9 +23,13 @@ const struct cli_command *const cli_commands[] = {
     &cmd_nlp_lm_eval,
     &cmd_nlp_parse,
     &cmd_nlp_syneval,
+    &cmd_nlp_data,
+    &cmd_nlp_listops_generate,
+    &cmd_nlp_logic_generate,
     &cmd_bench_craft,
     &cmd_bench_kernels,
     &cmd_bench_ocn,
     &cmd_bench_nlp,
+    &cmd_bench_om,
     NULL,
 };

@@ -23,16 +23,13 @@ extern const struct cli_command cmd_nlp_lm_train;
 extern const struct cli_command cmd_nlp_lm_eval;
 extern const struct cli_command cmd_nlp_parse;
 extern const struct cli_command cmd_nlp_syneval;
+extern const struct cli_command cmd_nlp_data;
+extern const struct cli_command cmd_nlp_listops_generate;
+extern const struct cli_command cmd_nlp_logic_generate;
 extern const struct cli_command cmd_bench_craft;
 extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_bench_ocn;
 extern const struct cli_command cmd_bench_nlp;
-
-/* --n-each N of craft run, craft demos and train bc (cli/cmd_craft.c): sets
- * c->n_each (n_each -1: the flag was not given, c is kept) and validates
- * the world. 0, or the exit code of the usage error it printed. */
-struct craft_config;
-int cli_world_n_each(const struct cli_command *cmd, int n_each,
-                     struct craft_config *c);
+extern const struct cli_command cmd_bench_om;
 
 #endif

@@ -880,13 +880,26 @@ static int cpu_dropout(void *st, const float *x, float *y,
     (void)st;
     const int64_t *s = mbc->shape, *bs = mbc->bstride;
     int64_t i = 0;
+    /* Word m of the draw is word m & 3 of Philox block m >> 2: consecutive
+     * mask elements share a block, so compute each block once (the same
+     * bits as gr_rng_keep, a quarter of the Philox work). */
+    const uint32_t pkey[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+    uint64_t have = UINT64_MAX;
+    uint32_t words[4] = {0, 0, 0, 0};
     for (int64_t d0 = 0; d0 < s[0]; d0++) {
         for (int64_t d1 = 0; d1 < s[1]; d1++) {
             for (int64_t d2 = 0; d2 < s[2]; d2++) {
                 int64_t mo = d0 * bs[0] + d1 * bs[1] + d2 * bs[2];
                 for (int64_t d3 = 0; d3 < s[3]; d3++, i++) {
                     uint64_t m = (uint64_t)(mo + d3 * bs[3]);
-                    float v = gr_rng_keep(key, m, p) ? x[i] * scale : 0.0f;
+                    if ((m >> 2) != have) {
+                        have = m >> 2;
+                        uint32_t ctr[4] = {(uint32_t)have,
+                                           (uint32_t)(have >> 32), 0u, 0u};
+                        gr_philox4x32_10(ctr, pkey, words);
+                    }
+                    int kept = gr_u32_to_uniform(words[m & 3u]) >= p;
+                    float v = kept ? x[i] * scale : 0.0f;
                     if (acc) {
                         y[i] += v;
                     } else {

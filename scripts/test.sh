@@ -4,6 +4,7 @@
 #   build/ci-cpu       Release, CPU backend                 -> ctest
 #   build/ci-cuda      Release, CUDA backend (if nvcc)      -> ctest (GPU tests skip without a GPU)
 #   build/ci-sanitize  Debug, ASan + UBSan, CPU backend     -> ctest
+#   python/tests       over build/ci-cpu's libgrove.so      -> python3 -m unittest
 # Prints the time each build took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,12 +29,21 @@ variant() {
 
 mkdir -p build
 variant ci-cpu -DCMAKE_BUILD_TYPE=Release -DGROVE_CUDA=OFF
+# The Python package (python/) over the ci-cpu build's libgrove.so and
+# grove binary. Debian's python3 (deps.sh installs its numpy and msgpack),
+# named by path: a python3 earlier on PATH may lack them.
+t0=$SECONDS
+echo "== python: tests over build/ci-cpu/libgrove.so" >&2
+GROVE_LIB="$PWD/build/ci-cpu/libgrove.so" GROVE_BIN="$PWD/build/ci-cpu/grove" \
+    /usr/bin/python3 -m unittest discover -s python/tests -t python
+echo "== python: tests took $((SECONDS - t0)) s" >&2
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     variant ci-cuda -DCMAKE_BUILD_TYPE=Release -DGROVE_CUDA=ON
 else
     echo "== ci-cuda: skipped, no nvcc on PATH or in /usr/local/cuda/bin" >&2
 fi
-variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON
+# without MPI: OpenMPI's own allocations would read as leaks under ASan
+variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON -DGROVE_MPI=OFF
 # Every reader's libFuzzer target (tests/fuzz/: replays, checkpoints, the
 # treebank and its zip path, the PTB corpus, the OCN and LM configs, the
 # syneval TSV), each for a few seconds from its seeds, where clang is
@@ -48,7 +58,7 @@ if command -v clang >/dev/null 2>&1; then
     targets="replay_reader:20 checkpoint:12 treebank:12 corpus:12 ocn_config:10 nlp_text:10"
     echo "== ci-fuzz: configure and build (clang, libFuzzer)" >&2
     CC=clang cmake -S . -B "$fz" -DGROVE_WERROR=ON -DGROVE_CUDA=OFF \
-        -DGROVE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DGROVE_MPI=OFF -DGROVE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         >build-ci-fuzz.log 2>&1 || { cat build-ci-fuzz.log; exit 1; }
     # shellcheck disable=SC2046
     cmake --build "$fz" -j"$jobs" --target $(for t in $targets; do

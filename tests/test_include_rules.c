@@ -20,12 +20,13 @@ enum lib {
     LIB_MSGPACK,
     LIB_CBLAS,
     LIB_CUDA,
+    LIB_MPI,
     LIB_ZLIB,
     LIB_ZIP
 };
-static const char *const lib_names[] = {"libc",  "SDL2", "libpng",
+static const char *const lib_names[] = {"libc",  "SDL2",  "libpng",
                                         "msgpack-c", "CBLAS", "CUDA",
-                                        "zlib",  "libzip"};
+                                        "MPI",   "zlib",  "libzip"};
 
 struct rule {
     const char *module;
@@ -38,20 +39,21 @@ static const struct rule rules[] = {
     {"core", "core", BIT(LIB_ZLIB) | BIT(LIB_ZIP)},
     {"kernels", "core kernels", BIT(LIB_CBLAS) | BIT(LIB_CUDA) |
                                     BIT(LIB_MSGPACK)},
+    {"train", "core kernels train", BIT(LIB_MPI)},
     {"envs", "core envs", 0},
     {"replays", "core envs replays", BIT(LIB_MSGPACK)},
     {"render", "core envs replays render", BIT(LIB_SDL) | BIT(LIB_PNG)},
-    {"agents", "core kernels envs replays agents", 0},
-    {"nlp", "core kernels nlp", 0},
-    {"cli", "core kernels envs replays render agents nlp cli bench",
+    {"agents", "core kernels train envs replays agents", 0},
+    {"nlp", "core kernels train nlp", 0},
+    {"cli", "core kernels train envs replays render agents nlp cli bench",
      BIT(LIB_SDL) | BIT(LIB_PNG) | BIT(LIB_MSGPACK) | BIT(LIB_CBLAS) |
          BIT(LIB_CUDA) | BIT(LIB_ZLIB) | BIT(LIB_ZIP)},
 };
 #define N_RULES (sizeof rules / sizeof rules[0])
 
 static const char *const grove_modules[] = {
-    "core", "kernels", "envs", "replays", "render", "agents", "nlp", "cli",
-    "tests", "bench"};
+    "core", "kernels", "train", "envs", "replays", "render", "agents", "nlp",
+    "cli", "tests", "bench"};
 
 static int violations;
 static int files_checked;
@@ -69,6 +71,9 @@ static enum lib classify_system_header(const char *h)
     }
     if (strcmp(h, "cblas.h") == 0 || strncmp(h, "openblas", 8) == 0) {
         return LIB_CBLAS;
+    }
+    if (strcmp(h, "mpi.h") == 0) {
+        return LIB_MPI;
     }
     if (strncmp(h, "cuda", 4) == 0 || strncmp(h, "cublas", 6) == 0 ||
         strncmp(h, "curand", 6) == 0 || strncmp(h, "cub/", 4) == 0 ||

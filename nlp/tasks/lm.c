@@ -12,6 +12,7 @@
 #include "core/files.h"
 #include "core/progress.h"
 #include "kernels/checkpoint.h"
+#include "train/mpi.h"
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
@@ -230,9 +231,9 @@ struct trainer {
     double wall;
     int32_t epoch_done;
     int32_t switch_epoch;
-    FILE *metrics;
-    char path_best[GR_PATH_MAX], path_last[GR_PATH_MAX];
-    char path_metrics[GR_PATH_MAX];
+    struct train_run run; /* when tc.out_dir is set (have_run) */
+    int have_run;
+    int stopped; /* a signal stopped the run inside epoch_done + 1 */
 };
 
 static struct gr_optim *current(struct trainer *tr)
@@ -500,9 +501,31 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
     const int32_t *data = tr->data[NLP_TRAIN];
     size_t rows = tr->rows[NLP_TRAIN];
     int32_t B = tc->batch;
+    /* MPI (train/mpi.h): this process trains columns [c0, c1) of the
+     * batchified stream; its dropout masks are its own draw (seed salted by
+     * the rank), so N processes equal one only without dropout */
+    int rank = train_mpi_rank(), n_ranks = train_mpi_size();
+    int32_t c0 = (int32_t)((int64_t)B * rank / n_ranks);
+    int32_t c1 = (int32_t)((int64_t)B * (rank + 1) / n_ranks);
+    int32_t *local = NULL;
+    if (n_ranks > 1) {
+        local = malloc(rows * (size_t)(c1 - c0) * sizeof *local);
+        if (local == NULL) {
+            return gr_error(GR_ENOMEM, "out of memory splitting the batch");
+        }
+        for (size_t r = 0; r < rows; r++) {
+            memcpy(local + r * (size_t)(c1 - c0), data + r * (size_t)B + c0,
+                   (size_t)(c1 - c0) * sizeof *local);
+        }
+        data = local;
+        B = c1 - c0;
+    }
+    uint64_t drop_seed = n_ranks > 1 ? tc->seed ^ gr_mix64((uint64_t)rank)
+                                     : tc->seed;
     struct nlp_lm_state st;
     int rc = nlp_lm_state_init(&st, &tr->lm, "train", B);
     if (rc < 0) {
+        free(local);
         return rc;
     }
     struct gr_philox_stream ws = nlp_lm_window_stream(tc->seed, epoch);
@@ -518,6 +541,11 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
     size_t i = 0;
     while (rows >= 2 && i < rows - 2) {
         if (tc->max_batches > 0 && windows >= tc->max_batches) {
+            break;
+        }
+        if (train_allreduce_max_int(train_stop_requested() != 0)) {
+            tr->stopped = 1; /* the epoch is dropped: last.ckpt holds the
+                              * previous one, and --resume redoes it */
             break;
         }
         /* main.py scales the lr by the drawn length and advances by it;
@@ -536,13 +564,18 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         struct gr_tensor *tg = gr_tensor_from_host(
             ctx, GR_I32, gr_shape1((int64_t)T * B),
             data + (i + 1) * (size_t)B);
-        struct nlp_lm_drop drop = nlp_lm_drop_train(tc->seed, epoch, windows);
+        struct nlp_lm_drop drop = nlp_lm_drop_train(drop_seed, epoch, windows);
         struct nlp_lm_out o;
         rc = nlp_lm_forward(&tr->lm, &st, in, tg, &drop, &o);
         if (rc < 0) {
             break;
         }
         rc = gr_backward(ctx, o.loss);
+        if (rc == 0 && n_ranks > 1) {
+            /* every term of the loss is a mean over this process's columns:
+             * weighted by its share, the sum is the whole batch's */
+            rc = train_allreduce_grads(ctx, (double)B / tc->batch);
+        }
         if (rc < 0) {
             break;
         }
@@ -553,6 +586,26 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
                 break;
             }
         }
+        /* a non-finite loss stops before the step touches the weights;
+         * last.ckpt keeps the last finished epoch */
+        double ce = (double)gr_tensor_item(o.ce);
+        if (n_ranks > 1) {
+            double part = ce * B / tc->batch;
+            rc = train_allreduce_sum(&part, 1);
+            ce = part;
+        }
+        if (rc < 0) {
+            break;
+        }
+        if (!isfinite(ce)) {
+            rc = tr->have_run ? train_check_finite(&tr->run, ce, epoch)
+                              : gr_error(GR_EINVAL, "the training loss is %g",
+                                         ce);
+            rc = gr_error_wrap(rc, "window %lld (diverged; try a smaller "
+                                   "--lr or --clip)",
+                               (long long)windows);
+            break;
+        }
         struct gr_optim *opt = current(tr);
         gr_optim_set_lr(opt, (float)(tr->group_lr * drawn / tc->bptt));
         rc = gr_optim_step(opt);
@@ -560,18 +613,10 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         if (rc < 0) {
             break;
         }
-        double ce = (double)gr_tensor_item(o.ce);
-        if (!isfinite(ce)) {
-            rc = gr_error(GR_EINVAL,
-                          "epoch %d window %lld: the training loss is %g "
-                          "(diverged; try a smaller --lr or --clip)",
-                          (int)epoch, (long long)windows, ce);
-            break;
-        }
         sum_loss += ce;
         sum_norm += (double)norm;
         windows++;
-        tokens += (int64_t)T * B;
+        tokens += (int64_t)T * tc->batch;
         tr->global_step++;
         i += (size_t)drawn;
         if (!tc->quiet) {
@@ -590,6 +635,7 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
     }
     gr_progress_finish(&prog);
     gr_step_reset(ctx);
+    free(local);
     if (rc < 0) {
         return rc;
     }
@@ -608,70 +654,30 @@ static int validate(struct trainer *tr, struct nlp_lm_eval_result *ev)
                            "validation", tr->tc.quiet, ev);
 }
 
-static int write_metrics_header(FILE *f)
-{
-    return fprintf(f, "epoch,global_step,wall_s,phase,lr,train_loss,"
-                      "train_ppl,val_loss,val_ppl,val_ppl_compat,grad_norm,"
-                      "tokens_per_s,windows,best\n") < 0
-               ? GR_EIO
-               : 0;
-}
+/* metrics.csv of an LM run (nlp/README.md). */
+static const struct train_column lm_columns[] = {
+    {"epoch", "%.0f"},          {"global_step", "%.0f"},
+    {"wall_s", "%.3f"},         {"phase", NULL},
+    {"lr", "%.9g"},             {"train_loss", "%.6f"},
+    {"train_ppl", "%.4f"},      {"val_loss", "%.6f"},
+    {"val_ppl", "%.4f"},        {"val_ppl_compat", "%.4f"},
+    {"grad_norm", "%.5f"},      {"tokens_per_s", "%.1f"},
+    {"windows", "%.0f"},        {"best", "%.0f"},
+};
 
-static int write_metrics_row(FILE *f, const struct nlp_lm_epoch_log *e)
+static int write_metrics_row(struct train_run *run,
+                             const struct nlp_lm_epoch_log *e)
 {
-    int k = fprintf(f, "%d,%lld,%.3f,%s,%.9g,%.6f,%.4f,%.6f,%.4f,%.4f,%.5f,"
-                       "%.1f,%lld,%d\n",
-                    (int)e->epoch, (long long)e->global_step, e->wall_s,
-                    e->asgd ? "asgd" : "sgd", e->lr, e->train_loss,
-                    exp(e->train_loss), e->val_loss, e->val_ppl,
-                    e->val_ppl_compat, e->grad_norm, e->tokens_per_s,
-                    (long long)e->windows, e->best);
-    if (k < 0 || fflush(f) != 0) {
-        return gr_error(GR_EIO, "writing metrics.csv: %s", strerror(errno));
-    }
-    return 0;
-}
-
-/* On resume: keep the rows of epochs <= epoch_done, reopen for append. */
-static int metrics_reopen(struct trainer *tr)
-{
-    char *text = NULL;
-    size_t n = 0;
-    int rc = gr_read_file(tr->path_metrics, (size_t)1 << 30, &text, &n);
-    if (rc < 0) {
-        text = NULL;
-    }
-    struct gr_atomic_file af;
-    rc = gr_atomic_open(&af, tr->path_metrics, 1);
-    if (rc < 0) {
-        free(text);
-        return rc;
-    }
-    rc = write_metrics_header(af.fp);
-    const char *p = text ? strchr(text, '\n') : NULL;
-    while (rc == 0 && p != NULL && p[1] != '\0') {
-        p++;
-        const char *eol = strchr(p, '\n');
-        long ep = strtol(p, NULL, 10);
-        if (eol != NULL && ep >= 1 && ep <= tr->epoch_done) {
-            fwrite(p, 1, (size_t)(eol - p + 1), af.fp);
-        }
-        p = eol;
-    }
-    free(text);
-    if (rc == 0) {
-        rc = gr_atomic_commit(&af);
-    } else {
-        gr_atomic_abort(&af);
-    }
-    if (rc < 0) {
-        return rc;
-    }
-    tr->metrics = fopen(tr->path_metrics, "a");
-    if (tr->metrics == NULL) {
-        return gr_error(GR_EIO, "%s: %s", tr->path_metrics, strerror(errno));
-    }
-    return 0;
+    struct train_cell c[] = {
+        TRAIN_NUM(e->epoch),         TRAIN_NUM(e->global_step),
+        TRAIN_NUM(e->wall_s),        TRAIN_TEXT(e->asgd ? "asgd" : "sgd"),
+        TRAIN_NUM(e->lr),            TRAIN_NUM(e->train_loss),
+        TRAIN_NUM(exp(e->train_loss)), TRAIN_NUM(e->val_loss),
+        TRAIN_NUM(e->val_ppl),       TRAIN_NUM(e->val_ppl_compat),
+        TRAIN_NUM(e->grad_norm),     TRAIN_NUM(e->tokens_per_s),
+        TRAIN_NUM(e->windows),       TRAIN_NUM(e->best),
+    };
+    return train_metrics_row(run, c);
 }
 
 static int vocab_equal(const struct nlp_vocab *a, const struct nlp_vocab *b)
@@ -724,8 +730,8 @@ static int prepare_data(struct trainer *tr)
 
 static void trainer_free(struct trainer *tr)
 {
-    if (tr->metrics != NULL) {
-        fclose(tr->metrics);
+    if (tr->have_run) {
+        train_run_close(&tr->run);
     }
     gr_optim_free(tr->sgd);
     gr_optim_free(tr->asgd);
@@ -752,78 +758,67 @@ static int make_optimizers(struct trainer *tr, int n_asgd)
 
 static int run_dir_setup(struct trainer *tr, const struct nlp_lm_train_config *tc)
 {
-    const char *dir = tc->out_dir;
-    int rc;
-    if ((rc = gr_path_join(tr->path_best, sizeof tr->path_best, dir,
-                           "best.ckpt")) < 0 ||
-        (rc = gr_path_join(tr->path_last, sizeof tr->path_last, dir,
-                           "last.ckpt")) < 0 ||
-        (rc = gr_path_join(tr->path_metrics, sizeof tr->path_metrics, dir,
-                           "metrics.csv")) < 0) {
-        return rc;
-    }
-    if (tc->resume) {
-        return 0;
-    }
     struct nlp_text t = {0};
-    rc = nlp_text_printf(&t, "%s\n", LM_MAGIC);
-    if (rc == 0) {
-        rc = nlp_lm_config_write(&tr->tc.model, &t);
+    int rc = 0;
+    if (!tc->resume) {
+        rc = nlp_text_printf(&t, "%s\n", LM_MAGIC);
+        if (rc == 0) {
+            rc = nlp_lm_config_write(&tr->tc.model, &t);
+        }
+        if (rc == 0) {
+            rc = state_write(tr, &t);
+        }
     }
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = tc->out_dir;
+    spec.force = tc->force;
+    spec.resume = tc->resume;
+    spec.argc = tc->argc;
+    spec.argv = tc->argv;
+    spec.config_text = t.s;
+    spec.check_config = 0; /* --resume takes the model from last.ckpt */
+    spec.columns = lm_columns;
+    spec.n_columns = (int)(sizeof lm_columns / sizeof lm_columns[0]);
+    spec.what = "nlp lm train";
+    spec.step_unit = "epoch";
     if (rc == 0) {
-        rc = state_write(tr, &t);
-    }
-    if (rc == 0) {
-        rc = gr_run_dir_create(dir, tc->force, tc->argc, tc->argv, t.s);
+        rc = train_run_open(&tr->run, &spec);
+        tr->have_run = rc == 0;
     }
     nlp_text_free(&t);
-    if (rc < 0) {
-        return rc;
-    }
-    tr->metrics = fopen(tr->path_metrics, "w");
-    if (tr->metrics == NULL) {
-        return gr_error(GR_EIO, "%s: %s", tr->path_metrics, strerror(errno));
-    }
-    rc = write_metrics_header(tr->metrics);
-    if (rc < 0) {
-        return gr_error(GR_EIO, "%s: write failed", tr->path_metrics);
-    }
-    return 0;
+    return rc;
 }
 
 /* --resume: reads last.ckpt, rebuilds the model and optimizers, loads. */
 static int resume_setup(struct trainer *tr,
                         const struct gr_ctx_config *ctx_cfg)
 {
-    char *text = NULL;
-    int rc = gr_checkpoint_read_config(tr->path_last, &text);
-    if (rc < 0) {
-        return gr_error_wrap(rc, "--resume");
-    }
+    const char *path_last = tr->run.path_last;
+    const char *text = tr->run.resumed_config;
+    int rc = 0;
     struct nlp_vocab v;
     nlp_vocab_init(&v);
     if (strncmp(text, LM_MAGIC "\n", strlen(LM_MAGIC) + 1) != 0) {
         rc = gr_error(GR_EFORMAT, "%s: not a grove LM checkpoint",
-                      tr->path_last);
+                      path_last);
     }
     if (rc == 0) {
-        rc = nlp_lm_config_read(text, tr->path_last, &tr->tc.model);
+        rc = nlp_lm_config_read(text, path_last, &tr->tc.model);
     }
     if (rc == 0) {
-        rc = state_read(tr, text, tr->path_last);
+        rc = state_read(tr, text, path_last);
     }
     if (rc == 0) {
-        rc = nlp_lm_vocab_read(text, tr->path_last, &v);
+        rc = nlp_lm_vocab_read(text, path_last, &v);
     }
     if (rc == 0 && !vocab_equal(&v, &tr->corpus->vocab)) {
         rc = gr_error(GR_EINVAL,
                       "%s: its vocabulary (%d words) differs from the "
                       "corpus's (%d words)",
-                      tr->path_last, (int)v.size,
+                      path_last, (int)v.size,
                       (int)tr->corpus->vocab.size);
     }
     nlp_vocab_free(&v);
-    free(text);
     if (rc < 0) {
         return rc;
     }
@@ -833,13 +828,16 @@ static int resume_setup(struct trainer *tr,
         (rc = make_optimizers(tr, n_asgd)) < 0) {
         return rc;
     }
-    rc = gr_checkpoint_load(tr->ctx, tr->path_last,
+    rc = gr_checkpoint_load(tr->ctx, path_last,
                             GR_CKPT_PARAMS | GR_CKPT_OPTIM, NULL);
     if (rc < 0) {
         return rc;
     }
     gr_optim_set_lr(current(tr), (float)tr->group_lr);
-    return metrics_reopen(tr);
+    train_note_last_saved(&tr->run, tr->epoch_done);
+    return train_mpi_rank() == 0
+               ? train_metrics_resume(&tr->run, tr->epoch_done)
+               : 0;
 }
 
 static int in_when(const struct nlp_lm_train_config *tc, int32_t epoch)
@@ -870,7 +868,10 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     if (tr.tc.resume && tr.tc.out_dir == NULL) {
         return gr_error(GR_EINVAL, "--resume needs the run folder (--out)");
     }
-    if (tr.tc.out_dir != NULL) {
+    /* with MPI, process 0 writes the run folder; the others only read
+     * last.ckpt on --resume */
+    int writer = train_mpi_rank() == 0;
+    if (tr.tc.out_dir != NULL && (writer || tr.tc.resume)) {
         rc = run_dir_setup(&tr, &tr.tc);
     }
     if (rc == 0 && tr.tc.resume) {
@@ -901,10 +902,13 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     /* A fresh run's last.ckpt starts as the initial model: --resume from
      * it equals the fresh run, and --epochs 0 exports the initial weights
      * (the deterministic comparison in bench/nlp reads them). */
-    if (!tc->resume && tc->out_dir != NULL &&
-        (rc = save_ckpt(&tr, tr.path_last, 1)) < 0) {
+    if (!tc->resume && tr.have_run && writer &&
+        (rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0) {
         trainer_free(&tr);
         return rc;
+    }
+    if (tr.have_run && !tc->resume) {
+        train_note_last_saved(&tr.run, 0);
     }
     int stop = 0;
     int32_t n_run = 0; /* epochs run by this invocation */
@@ -925,6 +929,12 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
         if (rc < 0) {
             break;
         }
+        if (tr.stopped) {
+            if (tr.have_run && writer) {
+                train_print_stopped(&tr.run, tr.epoch_done);
+            }
+            break;
+        }
         struct nlp_lm_eval_result ev;
         if (tr.asgd_phase) {
             rc = gr_optim_swap_average(tr.asgd);
@@ -934,8 +944,8 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
             if (rc == 0 && ev.loss_compat < tr.best) {
                 tr.best = ev.loss_compat;
                 log.best = 1;
-                if (tc->out_dir != NULL) {
-                    rc = save_ckpt(&tr, tr.path_best, 0);
+                if (tr.have_run && writer) {
+                    rc = save_ckpt(&tr, tr.run.path_best, 0);
                 }
             }
             int rc2 = gr_optim_swap_average(tr.asgd);
@@ -962,8 +972,8 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
             if (rc == 0 && ev.loss_compat < tr.best) {
                 tr.best = ev.loss_compat;
                 log.best = 1;
-                if (tc->out_dir != NULL) {
-                    rc = save_ckpt(&tr, tr.path_best, 0);
+                if (tr.have_run && writer) {
+                    rc = save_ckpt(&tr, tr.run.path_best, 0);
                 }
             }
             if (rc == 0 && nlp_ntasgd_should_switch(tr.hist, tr.n_hist,
@@ -1013,26 +1023,30 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
                     ev.ppl_compat, tr.asgd_phase ? "asgd" : "sgd",
                     tr.group_lr, log.best ? " | saved best" : "");
         }
-        if (tr.metrics != NULL && (rc = write_metrics_row(tr.metrics, &log)) <
-                                      0) {
+        if (tr.have_run && writer &&
+            (rc = write_metrics_row(&tr.run, &log)) < 0) {
             break;
         }
-        if (tc->out_dir != NULL && (rc = save_ckpt(&tr, tr.path_last, 1)) < 0) {
-            break;
+        if (tr.have_run && writer) {
+            if ((rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0) {
+                break;
+            }
+            train_note_last_saved(&tr.run, epoch);
         }
         if (on_epoch != NULL && on_epoch(user, &log) != 0) {
             stop = 1;
         }
     }
     res->epochs_done = tr.epoch_done;
+    res->stopped = tr.stopped;
     res->best_val_loss = tr.best;
     res->best_val_ppl = exp(tr.best);
     res->asgd = tr.asgd_phase;
     res->asgd_switch_epoch = tr.switch_epoch;
     res->wall_s = tr.wall;
-    if (rc == 0 && !tc->skip_test) {
-        if (tc->out_dir != NULL && gr_path_exists(tr.path_best)) {
-            rc = gr_checkpoint_load(tr.ctx, tr.path_best, GR_CKPT_PARAMS,
+    if (rc == 0 && !tc->skip_test && !tr.stopped) {
+        if (tr.have_run && gr_path_exists(tr.run.path_best)) {
+            rc = gr_checkpoint_load(tr.ctx, tr.run.path_best, GR_CKPT_PARAMS,
                                     NULL);
         }
         struct nlp_lm_eval_result ev;

@@ -45,6 +45,7 @@
 #include "nlp/data/corpus.h"
 #include "nlp/models/onlstm.h"
 #include "nlp/data/vocab.h"
+#include "train/train.h"
 
 /* ---- pieces of the schedule, exposed for tests ---- */
 
@@ -126,6 +127,8 @@ struct nlp_lm_train_result {
     double wall_s;
     int asgd;                 /* ended in the ASGD phase */
     int32_t asgd_switch_epoch; /* 0 if never */
+    int stopped;               /* a signal stopped the run (train/train.h):
+                                * last.ckpt holds epochs_done */
 };
 
 /* Trains on corpus (already loaded) in a context made from ctx_cfg.

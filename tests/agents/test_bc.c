@@ -11,6 +11,7 @@
  * one option: NMI 0). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,17 @@ static void small_config(struct ocn_config *c)
     strcpy(c->task_names[1], "CD");
 }
 
+/* > 0: the metrics row of this update asks training to stop, as SIGINT
+ * would (train/train.h). */
+static int64_t stop_update = -1;
+
+static void stop_at_row(void *arg, const struct bc_row *row)
+{
+    if (row->update == *(const int64_t *)arg) {
+        train_request_stop(SIGINT);
+    }
+}
+
 /* One training run into `dir` (fresh, or resumed) up to `updates`. */
 static int train(struct demo_set *ds, const char *dir, int64_t updates,
                  int resume, struct bc_result *res)
@@ -81,13 +93,30 @@ static int train(struct demo_set *ds, const char *dir, int64_t updates,
     o.val_batch = 16;
     o.seed = 9;
     o.quiet = 1;
-    o.resume = resume;
-    o.force = 1;
-    o.run_dir = dir;
     o.config_text = text;
+    o.on_row = stop_at_row;
+    o.on_row_arg = &stop_update;
+    struct train_run run;
+    struct train_run_spec spec = train_run_spec_default();
+    char *argv[] = {"bc", "--out", (char *)dir};
+    spec.dir = dir;
+    spec.force = !resume;
+    spec.resume = resume;
+    spec.argc = 3;
+    spec.argv = argv;
+    spec.config_text = text;
+    spec.check_config = 1;
+    spec.columns = bc_metrics_columns(&spec.n_columns);
+    spec.what = "train bc";
     if (rc == 0) {
-        rc = bc_train(&m, opt, ds, &o, res);
+        rc = train_run_open(&run, &spec);
+        if (rc == 0) {
+            o.run = &run;
+            rc = bc_train(&m, opt, ds, &o, res);
+            train_run_close(&run);
+        }
     }
+    train_request_stop(0);
     if (rc < 0) {
         fprintf(stderr, "train %s: %s\n", dir, gr_last_error());
     }
@@ -326,9 +355,14 @@ int main(void)
           back.hidden == 32 && back.n_tasks == 2);
     free(cfg_text);
 
-    /* stopped at 40, resumed to 60: the same checkpoint, the same rows */
-    CHECK(train(&ds, b, 40, 0, &rb) == 0);
+    /* stopped at 40 by a signal, resumed to 100: the same checkpoint, the
+     * same rows */
+    stop_update = 40;
+    CHECK(train(&ds, b, N_UPDATES, 0, &rb) == 0);
+    stop_update = -1;
+    CHECK(rb.stopped && rb.stopped_at == 40);
     CHECK(train(&ds, b, N_UPDATES, 1, &rb) == 0);
+    CHECK(!rb.stopped);
     snprintf(p1, sizeof p1, "%s/last.ckpt", a);
     snprintf(p2, sizeof p2, "%s/last.ckpt", b);
     CHECK_MSG(same_file(p1, p2), "resumed last.ckpt differs");

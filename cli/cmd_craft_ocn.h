@@ -1,11 +1,11 @@
-/* cli/cmd_agents.h — the hook through which `grove craft run` (cli/
- * cmd_craft.c) hands `--agent ocn` to the OCN agent of cli/cmd_agents.c.
+/* cli/cmd_craft_ocn.h — the hook through which `grove craft run` (cli/
+ * cmd_craft.c) hands `--agent ocn` to the OCN agent of cli/cmd_craft_ocn.c.
  *
  *   if (cli_craft_run_wants_ocn(argc, argv))
  *       return cli_craft_run_ocn(cmd, argc, argv);
  */
-#ifndef GROVE_CLI_CMD_AGENTS_H
-#define GROVE_CLI_CMD_AGENTS_H
+#ifndef GROVE_CLI_CMD_CRAFT_OCN_H
+#define GROVE_CLI_CMD_CRAFT_OCN_H
 
 #include "cli/cli.h"
 

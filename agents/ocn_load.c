@@ -1,0 +1,102 @@
+/* Opening a policy checkpoint with its world and tasks: see
+ * agents/ocn_load.h. */
+#include "agents/ocn_load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/bc.h"
+#include "core/error.h"
+#include "kernels/checkpoint.h"
+
+int ocn_load(struct ocn_loaded *out, const char *path,
+             const struct gr_ctx_config *cc)
+{
+    memset(out, 0, sizeof *out);
+    int rc = gr_checkpoint_read_config(path, &out->config);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ocn_config cfg;
+    rc = ocn_config_parse(out->config, &cfg);
+    if (rc < 0) {
+        rc = gr_error_wrap(rc, "%s: not an OCN checkpoint", path);
+    }
+    /* the world it was trained in (craft.md §3 defaults when not stated) */
+    if (rc == 0 && (rc = bc_world_parse(out->config, &out->world)) < 0) {
+        rc = gr_error_wrap(rc, "%s", path);
+    }
+    if (rc == 0 && (cfg.obs_size != CRAFT_OBS_SIZE ||
+                    cfg.n_actions != CRAFT_N_ACTIONS)) {
+        rc = gr_error(GR_EINVAL,
+                      "%s: the model reads %d observations and has %d "
+                      "actions; Craft has %d and %d",
+                      path, cfg.obs_size, cfg.n_actions, CRAFT_OBS_SIZE,
+                      CRAFT_N_ACTIONS);
+    }
+    for (int i = 0; rc == 0 && i < cfg.n_tasks; i++) {
+        if (craft_task_parse(cfg.task_names[i], &out->tasks[i]) < 0) {
+            rc = gr_error_wrap(GR_EFORMAT, "%s: training task %d", path, i);
+        }
+    }
+    out->n_tasks = cfg.n_tasks;
+    if (rc == 0) {
+        rc = gr_ctx_new(&out->ctx, cc);
+    }
+    if (rc == 0) {
+        rc = ocn_model_init(&out->model, out->ctx, &cfg, 0);
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_load(out->ctx, path, GR_CKPT_PARAMS, NULL);
+    }
+    if (rc < 0) {
+        ocn_loaded_free(out);
+    }
+    return rc;
+}
+
+void ocn_loaded_free(struct ocn_loaded *p)
+{
+    gr_ctx_free(p->ctx);
+    free(p->config);
+    memset(p, 0, sizeof *p);
+}
+
+int ocn_loaded_task_index(const struct ocn_loaded *p,
+                          const struct craft_task *task)
+{
+    for (int i = 0; i < p->n_tasks; i++) {
+        if (strcmp(p->tasks[i].name, task->name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int ocn_loaded_map_tasks(const struct ocn_loaded *p,
+                         const struct craft_task *tasks, int n, int *index)
+{
+    for (int i = 0; i < n; i++) {
+        index[i] = ocn_loaded_task_index(p, &tasks[i]);
+        if (index[i] < 0) {
+            char have[512];
+            size_t k = 0;
+            have[0] = '\0';
+            for (int j = 0; j < p->n_tasks && k < sizeof have; j++) {
+                int w = snprintf(have + k, sizeof have - k, "%s%s",
+                                 j ? "," : "", p->tasks[j].name);
+                if (w < 0) {
+                    break;
+                }
+                k += (size_t)w;
+            }
+            return gr_error(GR_EINVAL,
+                            "task %s is not one of the checkpoint's training "
+                            "tasks (%s): the controller has no initial state "
+                            "for it",
+                            tasks[i].name, have);
+        }
+    }
+    return 0;
+}

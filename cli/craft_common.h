@@ -1,0 +1,40 @@
+/* cli/craft_common.h — what the Craft and agents commands share (internal
+ * to cli/): the compute context of --device/--threads, task lists,
+ * --n-each, and opening a policy checkpoint (agents/ocn_load.h) with the
+ * command's device. Used by cmd_craft.c, cmd_craft_ocn.c, cmd_bc.c,
+ * cmd_agents.c and cmd_replay.c. */
+#ifndef GROVE_CLI_CRAFT_COMMON_H
+#define GROVE_CLI_CRAFT_COMMON_H
+
+#include "agents/ocn_load.h"
+#include "cli/cli.h"
+#include "envs/craft.h"
+#include "kernels/tensor.h"
+
+/* A compute context on the device and threads of the shared options. */
+int cli_agents_ctx_new(const struct cli_common *common, struct gr_ctx **ctx);
+
+/* Parses a comma-separated task list given to `flag` into tasks[cap]
+ * (no task twice); returns the count, or -1 after printing a usage error. */
+int cli_parse_tasks(const struct cli_command *cmd, const char *flag,
+                    const char *text, struct craft_task *tasks, int cap);
+
+/* Opens a policy checkpoint on the device --device/--threads ask for. */
+int cli_load_policy(const char *path, const struct cli_common *common,
+                    struct ocn_loaded *p);
+
+/* Maps the requested tasks to the checkpoint's controller states; prints
+ * the error and returns -1 when one is not a training task. */
+int cli_map_tasks(const struct cli_command *cmd, const struct ocn_loaded *p,
+                  const struct craft_task *tasks, int n, int *index);
+
+/* Index of the largest of p[0..n) (ties: the smallest index). */
+int cli_argmax_f(const float *p, int n);
+
+/* --n-each N of craft run, craft demos, train bc and replay commands: sets
+ * c->n_each (n_each -1: the flag was not given, c is kept) and validates
+ * the world. 0, or the exit code of the usage error it printed. */
+int cli_world_n_each(const struct cli_command *cmd, int n_each,
+                     struct craft_config *c);
+
+#endif

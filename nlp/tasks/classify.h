@@ -1,0 +1,154 @@
+/* nlp/tasks/classify.h — sentence and sentence-pair classification with any
+ * encoder of nlp/models/encoder.h: the harness of the logic, ListOps and SST
+ * tasks (ordered_memory.md §7, §9; on_lstm.md §11), on train/.
+ *
+ * A task loader (nlp/tasks/classify_tasks.c) fills a struct nlp_cls_data:
+ * token ids in one pool, examples pointing into it, three splits. The
+ * trainer batches them (shuffled per epoch from the seed; ListOps also in
+ * length buckets, §9), pads them (right, or left when the encoder reads the
+ * last step), encodes (a pair batch is B premises then B hypotheses in one
+ * encode, §7), applies the head, and trains with Adam, clipping and the
+ * plateau schedule on validation accuracy, writing a train/ run folder.
+ *
+ *   struct nlp_cls_data d;  ... loader ...
+ *   struct nlp_cls_train_config tc;
+ *   nlp_cls_train_config_default(&tc, "logic");
+ *   tc.enc = encoder config (nlp_encoder_config_default + vocab);
+ *   tc.out_dir = "runs/om-logic";
+ *   nlp_cls_train(&tc, &d, &ctx_config, &result);
+ *
+ * Heads: a pair's features are [u; v; u ⊙ v; |u − v|] (4D) → dropout →
+ * Linear(4D, H) → ELU → dropout → Linear(H, classes) (§7, §11); a single
+ * sequence's: dropout → Linear(D, classes), or the pair's MLP form when
+ * head_hidden > 0.
+ */
+#ifndef GROVE_NLP_TASKS_CLASSIFY_H
+#define GROVE_NLP_TASKS_CLASSIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/tensor.h"
+#include "nlp/models/encoder.h"
+
+#define NLP_CLS_MAX_CLASSES 16
+#define NLP_CLS_MAX_GROUPS 16
+
+struct nlp_cls_example {
+    int64_t a, b;         /* offsets of the sequences in the token pool */
+    int32_t len_a, len_b; /* len_b = 0 for single-sequence tasks */
+    int32_t label;
+    int32_t group;        /* logic: operators k (0..12); else -1 */
+};
+
+struct nlp_cls_split {
+    struct nlp_cls_example *ex;
+    int64_t n, cap;
+};
+
+enum { NLP_CLS_TRAIN = 0, NLP_CLS_VALID = 1, NLP_CLS_TEST = 2 };
+
+struct nlp_cls_data {
+    char task[16];       /* "logic", "listops", "sst2", "sst5", or a test's */
+    int pair;            /* 1: sentence pairs */
+    int n_classes;
+    char class_names[NLP_CLS_MAX_CLASSES][8];
+    int n_groups;        /* > 0: test accuracy per group 1..n_groups-1 */
+    int bucket;          /* 1: length-bucketed batches (ListOps, §9) */
+    int32_t vocab_size;  /* ids in [0, vocab_size) */
+    int32_t pad_id;
+    char *vocab_text;    /* for tasks with a data-built vocabulary: the
+                          * words, one per line in id order (kept in the
+                          * checkpoint); NULL for a fixed vocabulary */
+    int32_t *tokens;
+    int64_t n_tokens, cap_tokens;
+    struct nlp_cls_split split[3];
+    char summary[512];   /* what the loader read, for the data summary */
+};
+
+void nlp_cls_data_init(struct nlp_cls_data *d);
+void nlp_cls_data_free(struct nlp_cls_data *d);
+
+/* Appends an example to split s: its token ids are copied into the pool. */
+int nlp_cls_add(struct nlp_cls_data *d, int s, const int32_t *a,
+                int32_t len_a, const int32_t *b, int32_t len_b, int32_t label,
+                int32_t group);
+
+struct nlp_cls_train_config {
+    struct nlp_encoder_config enc;
+    int32_t head_hidden; /* H of the MLP head; 0: a linear head (single) */
+    float dropout_out;   /* r_o, on the head's input and hidden layer */
+    float lr;            /* Adam 1e-3, betas (beta1, 0.999), eps 1e-9 */
+    float beta1, beta2, eps;
+    float wdecay;        /* 1.2e-6 */
+    float clip;          /* 1.0 */
+    float plateau_factor; /* 0.5 */
+    int32_t plateau_patience; /* 2 */
+    int32_t epochs;      /* 50 */
+    int32_t batch;       /* 128 (pairs or sequences) */
+    int32_t eval_batch;  /* 256 */
+    int32_t max_batches; /* > 0: cut every epoch after this many (smoke) */
+    int32_t test_every;  /* evaluate test every N epochs (and the last) */
+    int select_on_test;  /* the ListOps reference's protocol (§9 note) */
+    uint64_t seed;       /* 1111 */
+    const char *out_dir; /* the run folder (required) */
+    int force, resume, quiet;
+    int argc;
+    char *const *argv;
+    const char *data_desc; /* how the data was chosen, kept in the config */
+};
+
+/* The reference's defaults for `task` (ordered_memory.md §9; on_lstm.md
+ * §11 for the RNN encoders' heads); enc is left for the caller. */
+void nlp_cls_train_config_default(struct nlp_cls_train_config *tc,
+                                  const char *task);
+
+struct nlp_cls_eval {
+    double loss, acc;
+    int64_t n;
+    double group_acc[NLP_CLS_MAX_GROUPS]; /* NaN where the group is empty */
+    int64_t group_n[NLP_CLS_MAX_GROUPS];
+};
+
+struct nlp_cls_train_result {
+    int32_t epochs_done;
+    int32_t best_epoch;
+    double best_valid_acc;
+    struct nlp_cls_eval test; /* of best.ckpt (NaN acc when no test set) */
+    double wall_s;
+    int stopped;              /* a signal stopped it (train/train.h) */
+    int config_mismatch;      /* --resume with other options (exit 2) */
+};
+
+/* Trains into tc->out_dir (fresh, or --resume from its last.ckpt), then
+ * evaluates best.ckpt on the test split. With epochs 0: writes the initial
+ * model as last.ckpt and best.ckpt and evaluates nothing. */
+int nlp_cls_train(const struct nlp_cls_train_config *tc,
+                  struct nlp_cls_data *d, const struct gr_ctx_config *cc,
+                  struct nlp_cls_train_result *res);
+
+/* ---- a trained classifier ---- */
+
+struct nlp_cls_model;
+
+/* Opens a checkpoint written by nlp_cls_train: GR_EFORMAT naming the file
+ * for anything else (an LM or OCN checkpoint). task_out (cap 16) receives
+ * its task name; vocab_text (malloc'd, or NULL) its vocabulary. */
+int nlp_cls_model_load(struct nlp_cls_model **out, const char *path,
+                       const struct gr_ctx_config *cc, char *task_out,
+                       char **vocab_text);
+void nlp_cls_model_free(struct nlp_cls_model *m);
+const struct nlp_encoder_config *nlp_cls_model_encoder(
+    const struct nlp_cls_model *m);
+
+/* Accuracy and loss on split s of d (evaluation mode). */
+int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
+                     int s, int32_t batch, struct nlp_cls_eval *out);
+
+/* The encoder's structure distances of sequence `ids[0..len)` alone
+ * (batch of one): d[0..len). GR_EUNSUPPORTED when the model induces no
+ * tree. */
+int nlp_cls_distances(struct nlp_cls_model *m, const int32_t *ids,
+                      int32_t len, float *d);
+
+#endif
