@@ -46,7 +46,7 @@ fi
 variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON -DGROVE_MPI=OFF
 # Every reader's libFuzzer target (tests/fuzz/: replays, checkpoints, the
 # treebank and its zip path, the PTB corpus, the OCN and LM configs, the
-# syneval TSV), each for a few seconds from its seeds, where clang is
+# syneval TSV, the ListOps, logic and SST readers), each for a few seconds from its seeds, where clang is
 # present. A crash fails the run and its input is kept in
 # tests/fuzz/regressions/NAME/, which ctest replays in every build from
 # then on: fix the reader, then commit the input.
@@ -55,7 +55,7 @@ if command -v clang >/dev/null 2>&1; then
     fz=build/ci-fuzz
     # NAME:SECONDS; about 80 s in all. The targets that take a path write
     # each input to a scratch file (in memory where /dev/shm exists).
-    targets="replay_reader:20 checkpoint:12 treebank:12 corpus:12 ocn_config:10 nlp_text:10"
+    targets="replay_reader:18 checkpoint:12 treebank:12 corpus:10 ocn_config:8 nlp_text:8 nlp_data:10"
     echo "== ci-fuzz: configure and build (clang, libFuzzer)" >&2
     CC=clang cmake -S . -B "$fz" -DGROVE_WERROR=ON -DGROVE_CUDA=OFF \
         -DGROVE_MPI=OFF -DGROVE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -94,6 +94,16 @@ def main():
           b"\tungrammatical2\nsimple_agrmt\tsing_MS_MV\tthe author laughs"
           b"\tthe author laugh\t\nlong_vp_coord\tplur\tthe dogs run and "
           b"eat\tthe dogs run and eats\tthe dogs runs and eat\n")
+
+    nd = os.path.join(root, "nlp_data")
+    # first byte mod 3: 0 ListOps TSV, 1 logic pairs, 2 SST trees
+    write(nd, "listops", b"\x00" b"0\t( ( ( ( ( [SM 6 ) 5 ) 9 ) 0 ) ] )\n"
+          b"2\t( ( ( [MAX 2 ) ( ( [MIN 4 ) 7 ) ] ) ) ] )\n7\t7\n")
+    write(nd, "logic", b"\x01" b"#\ta\tb\n=\tb\tb\n"
+          b"<\t( not ( f ( or ( d ( or f ) ) ) ) )\t( f ( or ( not d ) ) )\n"
+          b"#\te\t( f ( and ( ( f ( or c ) ) ( and c ) ) ) )\n")
+    write(nd, "sst", b"\x02" b"(3 (2 It) (4 (2 's) (4 (3 lovely) (2 film))))\n"
+          b"(1 (2 No) (1 (1 one) (2 .)))\n")
     nasty()
 
 
