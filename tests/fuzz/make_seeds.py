@@ -98,7 +98,7 @@ def main():
     nd = os.path.join(root, "nlp_data")
     # first byte mod 3: 0 ListOps TSV, 1 logic pairs, 2 SST trees
     write(nd, "listops", b"\x00" b"0\t( ( ( ( ( [SM 6 ) 5 ) 9 ) 0 ) ] )\n"
-          b"2\t( ( ( [MAX 2 ) ( ( [MIN 4 ) 7 ) ] ) ) ] )\n7\t7\n")
+          b"0\t( ( ( ( ( [MIN 6 ) 3 ) 5 ) 0 ) ] )\n7\t7\n")
     write(nd, "logic", b"\x01" b"#\ta\tb\n=\tb\tb\n"
           b"<\t( not ( f ( or ( d ( or f ) ) ) ) )\t( f ( or ( not d ) ) )\n"
           b"#\te\t( f ( and ( ( f ( or c ) ) ( and c ) ) ) )\n")
