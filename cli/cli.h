@@ -7,9 +7,17 @@
  * --quiet) live in struct cli_common; a command says which of them it takes
  * with a CLI_COMMON_* mask.
  *
+ * --quiet is accepted by every command (a command without progress output
+ * has nothing to silence). A row made with CLI_*_REQUIRED (or --out under
+ * CLI_COMMON_OUT_REQUIRED) is marked "(required)" in --help and checked
+ * here. --help wraps the help texts at 80 columns; a command's details end
+ * with an example ("Example:" and an indented command line).
+ *
  * Errors: a bad flag or value prints one line on stderr naming the flag and
- * a pointer to --help, and the command returns CLI_EXIT_USAGE (2). Results
- * go to stdout, everything else to stderr.
+ * a pointer to --help, and the command returns CLI_EXIT_USAGE (2): an
+ * unknown flag, a missing value, a value that is not a number or out of the
+ * type's range (the range is named), a flag given twice, a required one
+ * missing. Results go to stdout, everything else to stderr.
  *
  *   static int run_foo(int argc, char **argv) {
  *       int n = 10; struct cli_common common;
@@ -28,6 +36,7 @@
 #define GROVE_CLI_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1  /* the work failed (bad file, failed check) */
@@ -49,14 +58,19 @@ struct cli_option {
     const char *default_text; /* shown in --help and parsed as the default */
     const char *help;
     void *dest;
+    int required; /* 1: --help marks it "(required)", cli_parse refuses
+                     a command line without it */
 };
 
-#define CLI_FLAG(n, h, d) {n, CLI_ARG_FLAG, NULL, NULL, h, d}
-#define CLI_INT(n, a, def, h, d) {n, CLI_ARG_INT, a, def, h, d}
-#define CLI_U64(n, a, def, h, d) {n, CLI_ARG_U64, a, def, h, d}
-#define CLI_DOUBLE(n, a, def, h, d) {n, CLI_ARG_DOUBLE, a, def, h, d}
-#define CLI_STRING(n, a, def, h, d) {n, CLI_ARG_STRING, a, def, h, d}
-#define CLI_END {NULL, CLI_ARG_FLAG, NULL, NULL, NULL, NULL}
+#define CLI_FLAG(n, h, d) {n, CLI_ARG_FLAG, NULL, NULL, h, d, 0}
+#define CLI_INT(n, a, def, h, d) {n, CLI_ARG_INT, a, def, h, d, 0}
+#define CLI_U64(n, a, def, h, d) {n, CLI_ARG_U64, a, def, h, d, 0}
+#define CLI_DOUBLE(n, a, def, h, d) {n, CLI_ARG_DOUBLE, a, def, h, d, 0}
+#define CLI_STRING(n, a, def, h, d) {n, CLI_ARG_STRING, a, def, h, d, 0}
+/* Options without a default that every run must give. */
+#define CLI_INT_REQUIRED(n, a, h, d) {n, CLI_ARG_INT, a, NULL, h, d, 1}
+#define CLI_STRING_REQUIRED(n, a, h, d) {n, CLI_ARG_STRING, a, NULL, h, d, 1}
+#define CLI_END {NULL, CLI_ARG_FLAG, NULL, NULL, NULL, NULL, 0}
 
 /* Shared options; which ones a command accepts is its mask. */
 enum {
@@ -67,6 +81,8 @@ enum {
     CLI_COMMON_FORCE = 1 << 4,
     CLI_COMMON_QUIET = 1 << 5,
     CLI_COMMON_ALL = (1 << 6) - 1,
+    /* --out, and every run must give it (implies CLI_COMMON_OUT) */
+    CLI_COMMON_OUT_REQUIRED = 1 << 6,
 };
 
 enum cli_device { CLI_DEVICE_AUTO, CLI_DEVICE_CPU, CLI_DEVICE_CUDA };
@@ -101,6 +117,11 @@ int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
 /* Prints a command's help (usage, options with defaults) to stdout. */
 void cli_print_help(const struct cli_command *cmd,
                     const struct cli_option *opts, unsigned common_mask);
+
+/* Prints `text` word by word from column `col` (where the cursor already
+ * is), breaking lines before column 80; continuation lines start at column
+ * `indent`. Ends with a newline. */
+void cli_print_wrapped(FILE *out, const char *text, int col, int indent);
 
 /* One-line usage error: "grove CMD: MESSAGE (see 'grove CMD --help')" on
  * stderr; returns CLI_EXIT_USAGE. */

@@ -117,7 +117,7 @@ static void print_alignment(const struct bc_alignment *al,
            (long long)al->demos, per_task);
     print_table_head(names, S);
     for (int i = 0; i < al->n_options; i++) {
-        printf("| %d |", i + 1);
+        printf("| %d |", i);
         for (int j = 0; j < S; j++) {
             int64_t col = 0;
             for (int k = 0; k < al->n_options; k++) {
@@ -152,7 +152,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
-        CLI_STRING("checkpoint", "FILE", NULL, "the model (required)", &ckpt),
+        CLI_STRING_REQUIRED("checkpoint", "FILE", "the model", &ckpt),
         CLI_INT("episodes", "N", "100",
                 "episodes per option and subtask", &episodes),
         CLI_INT("demos-per-task", "N", "200",
@@ -167,9 +167,6 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (ckpt == NULL) {
-        return cli_usage_error(cmd, "--checkpoint FILE is required");
     }
     if (episodes < 1 || episodes > 100000) {
         return cli_usage_error(cmd, "--episodes %d is outside 1..100000",
@@ -225,7 +222,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
            episodes, ckpt);
     print_table_head(names, S);
     for (int i = 0; i < K; i++) {
-        printf("| %d |", i + 1);
+        printf("| %d |", i);
         for (int j = 0; j < S; j++) {
             printf(" %.2f |", rate[i * S + j]);
         }
@@ -237,7 +234,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         best_assignment(rate, K, S, assign, &mean, &mn);
         printf("\nbest one-to-one assignment:");
         for (int j = 0; j < S; j++) {
-            printf(" %s->option %d (%.2f)", names[j], assign[j] + 1,
+            printf(" %s->option %d (%.2f)", names[j], assign[j],
                    rate[assign[j] * S + j]);
         }
         printf("; diagonal mean %.3f, min %.3f\n", mean, mn);
@@ -256,7 +253,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
             }
             fprintf(af.fp, "\n");
             for (int i = 0; i < K; i++) {
-                fprintf(af.fp, "%d", i + 1);
+                fprintf(af.fp, "%d", i);
                 for (int j = 0; j < S; j++) {
                     fprintf(af.fp, ",%.4f", rate[i * S + j]);
                 }
@@ -288,7 +285,10 @@ const struct cli_command cmd_eval_options = {
     "on --demos-per-task new expert demonstrations of each training task "
     "(teacher-forced, as the validation metrics), which option is in force "
     "during each subtask, the NMI of ocn.md §9, and the mean end "
-    "probability right after a subtask ends and elsewhere.",
+    "probability right after a subtask ends and elsewhere.\n\n"
+    "Example:\n"
+    "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
+    "--demos-per-task 0",
     run_eval_options,
 };
 
@@ -304,8 +304,8 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
-        CLI_STRING("checkpoint", "FILE", NULL, "the trained model (required)",
-                   &ckpt),
+        CLI_STRING_REQUIRED("checkpoint", "FILE", "the trained model",
+                            &ckpt),
         CLI_STRING("tasks", "LIST", NULL,
                    "tasks to play in turn, among the checkpoint's training "
                    "tasks (default: all of them)",
@@ -333,9 +333,6 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (ckpt == NULL) {
-        return cli_usage_error(cmd, "--checkpoint FILE is required");
     }
     if (episodes < 1 || speed < 1 || speed > 1000 || frames < 0 ||
         scale < 0 || scale > 16) {
@@ -581,8 +578,9 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
         }
         char title[256];
         snprintf(title, sizeof title,
-                 "grove watch | task %s | episode %d/%d | step %d | %d steps/s%s",
-                 w.task.name, ep + 1, episodes, w.t, watch_speeds[speed_i],
+                 "grove watch | task %s | episode %d (0..%d) | step %d | %d "
+                 "steps/s%s",
+                 w.task.name, ep, episodes - 1, w.t, watch_speeds[speed_i],
                  paused ? " | paused" : "");
         render_window_set_title(win, title);
         if (rc == 0 && (shot || (is_headless && (changed || frame == 0)))) {
@@ -634,7 +632,9 @@ const struct cli_command cmd_watch = {
     "strip spans the 64-step limit). Keys: space pause, right single step, "
     "+/- speed, n next episode, s screenshot (into --out), q or Esc quit. "
     "Without a display (or with --headless) every step is written as a PNG "
-    "into --out.",
+    "into --out.\n\n"
+    "Example:\n"
+    "  grove watch --checkpoint runs/s1/best.ckpt --episodes 1",
     run_watch,
 };
 
@@ -697,6 +697,8 @@ const struct cli_command cmd_bench_ocn = {
     "S1 shapes (AC, CD; K = 3, d = w = 128; batch 512). The PyTorch model "
     "(bench/ocn/ocn_torch.py: dense input, nn.Linear cells, autograd) runs "
     "in the same invocation on the same batches. Prints the Markdown table "
-    "case | grove | baseline | ratio and where grove's update goes.",
+    "case | grove | baseline | ratio and where grove's update goes.\n\n"
+    "Example:\n"
+    "  grove bench ocn --quick --threads 1",
     run_bench_ocn,
 };

@@ -163,15 +163,12 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                  &resume),
         CLI_END,
     };
-    int rc = cli_parse(cmd, opts, CLI_COMMON_ALL, 0, 0, argc, argv, &common,
-                       &first);
+    int rc = cli_parse(cmd, opts, CLI_COMMON_ALL | CLI_COMMON_OUT_REQUIRED,
+                       0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
     updates = updates_i;
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out DIR (the run folder) is required");
-    }
     int kind = ocn_kind_from_name(model);
     if (kind < 0) {
         return cli_usage_error(cmd, "--model '%s' is not ocn or moe", model);
@@ -431,7 +428,10 @@ const struct cli_command cmd_train_bc = {
     "f1_tol1, align_acc, nmi, train_nll, greedy_return, greedy_success, "
     "wall_s; agents/README.md), curves.png, best.ckpt (lowest validation "
     "NLL) and last.ckpt (with the optimizer state; --resume continues from "
-    "it bit for bit). Example: grove train bc --tasks AC,CD --options 3 "
-    "--out runs/s1",
+    "it bit for bit).\n\n"
+    "Examples (the real run, then a short smoke run):\n"
+    "  grove train bc --tasks AC,CD --options 3 --out runs/s1\n"
+    "  grove train bc --tasks AC,CD --options 3 --updates 200 --out "
+    "runs/s1-smoke",
     run_train_bc,
 };

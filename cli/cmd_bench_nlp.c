@@ -75,6 +75,8 @@ const struct cli_command cmd_bench_nlp = {
     "grove, ...) --rounds times per case.\nPrints grove's BLAS, a Markdown "
     "table case | grove | baseline | ratio | spread (ratio = grove / "
     "PyTorch, the median of the rounds' ratios; spread = their range), and "
-    "the BLAS and threads the PyTorch side ran on.",
+    "the BLAS and threads the PyTorch side ran on.\n\n"
+    "Example:\n"
+    "  grove bench nlp --quick --threads 1",
     run_bench_nlp,
 };

@@ -76,6 +76,8 @@ const struct cli_command cmd_bench_om = {
     "Logic classifier at D 200, 128 pairs, 12 slots, 1 thread by default; "
     "both sides train on the same batches (random pairs of train0-6).\n"
     "Prints a Markdown table case | grove | baseline | ratio | peak memory "
-    "(ratio = grove / PyTorch).",
+    "(ratio = grove / PyTorch).\n\n"
+    "Example:\n"
+    "  grove bench om --quick",
     run_bench_om,
 };

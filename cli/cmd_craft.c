@@ -173,15 +173,21 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
     int sparse = 0, print = 0, n_each = -1;
-    const char *record = NULL;
+    const char *record = NULL, *checkpoint = NULL;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("agent", "random|expert|ocn", "random",
-                   "who acts: uniform random actions, or the scripted "
-                   "expert of craft.md §8 (ocn: a trained model, see "
-                   "grove craft run --agent ocn --help)",
+                   "who acts: uniform random actions, the scripted expert of "
+                   "craft.md §8, or a trained model (ocn: see below)",
                    &agent),
+        /* never parsed here: --checkpoint sends the command line to the
+         * ocn agent's table (cli/cmd_craft_ocn.c); listed for --help */
+        CLI_STRING("checkpoint", "FILE",
+                   NULL,
+                   "--agent ocn: the trained model (grove train bc); implies "
+                   "--agent ocn",
+                   &checkpoint),
         CLI_STRING("tasks", "LIST", "AC,CD",
                    "comma-separated tasks: OCN letters (A wood, B gold, "
                    "C iron, D grass) or OMPN names such as make-bed",
@@ -393,7 +399,15 @@ const struct cli_command cmd_craft_run = {
     "Prints one line per task (episodes, maps skipped by the expert, mean "
     "return, success rate, mean length) and a total with steps per second. "
     "Episode n of the i-th task uses seed mix64(mix64(S ^ i) ^ n) "
-    "(craft.md §9); results do not depend on --threads.",
+    "(craft.md §9); results do not depend on --threads.\n\n"
+    "--agent ocn (or --checkpoint FILE alone) plays a model of grove train "
+    "bc: --checkpoint FILE is required, --tasks defaults to the "
+    "checkpoint's training tasks, --device cpu|cuda|auto picks where it "
+    "runs, --record also stores the option in control and the controller's "
+    "probabilities, and --n-each comes from the checkpoint's world. All of "
+    "its options: grove craft run --agent ocn --help.\n\n"
+    "Example:\n"
+    "  grove craft run --agent expert --tasks AC --episodes 10",
     run_craft_run,
 };
 
@@ -440,6 +454,8 @@ const struct cli_command cmd_bench_craft = {
     "bench craft",
     "Speed of the Craft environment: steps/s, observation limit, expert.",
     "",
-    "Prints a Markdown table: case | grove | baseline | ratio | target.",
+    "Prints a Markdown table: case | grove | baseline | ratio | target.\n\n"
+    "Example:\n"
+    "  grove bench craft --quick",
     run_bench_craft,
 };

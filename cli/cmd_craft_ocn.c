@@ -37,7 +37,9 @@
 int cli_craft_run_wants_ocn(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--agent=ocn") == 0) {
+        if (strcmp(argv[i], "--agent=ocn") == 0 ||
+            strcmp(argv[i], "--checkpoint") == 0 ||
+            strncmp(argv[i], "--checkpoint=", 13) == 0) {
             return 1;
         }
         if (strcmp(argv[i], "--agent") == 0 && i + 1 < argc &&
@@ -67,7 +69,7 @@ static void print_world(const struct craft_world *w, uint64_t episode,
         printf("task %s episode %llu t %d: %s (option %d, end p %.2f), k "
                "%d/%d\n",
                w->task.name, (unsigned long long)episode, w->t,
-               craft_action_name(action), option + 1, (double)pe, w->k,
+               craft_action_name(action), option, (double)pe, w->k,
                w->task.n);
     }
     if (craft_world_render_text(w, text, sizeof text) > 0) {
@@ -88,8 +90,8 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
                    "the OCN agent (random and expert: grove craft run "
                    "--help)",
                    &agent),
-        CLI_STRING("checkpoint", "FILE", NULL,
-                   "the trained model (grove train bc; required)", &ckpt),
+        CLI_STRING_REQUIRED("checkpoint", "FILE",
+                            "the trained model (grove train bc)", &ckpt),
         CLI_STRING("tasks", "LIST", NULL,
                    "tasks to play, among the checkpoint's training tasks "
                    "(default: all of them)",
@@ -115,12 +117,9 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     if (strcmp(agent, "ocn") != 0) {
-        return cli_usage_error(cmd, "--agent '%s': this is the ocn agent's "
-                                    "table",
+        return cli_usage_error(cmd, "--agent '%s' with --checkpoint: a "
+                                    "checkpoint is played by --agent ocn",
                                agent);
-    }
-    if (ckpt == NULL) {
-        return cli_usage_error(cmd, "--agent ocn needs --checkpoint FILE");
     }
     if (episodes < 1 || episodes > (1ull << 30)) {
         return cli_usage_error(cmd, "--episodes %llu is outside 1..2^30",

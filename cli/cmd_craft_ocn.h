@@ -9,7 +9,8 @@
 
 #include "cli/cli.h"
 
-/* 1 when argv holds "--agent ocn" or "--agent=ocn". */
+/* 1 when argv holds "--agent ocn", "--agent=ocn" or --checkpoint (a
+ * checkpoint implies the ocn agent). */
 int cli_craft_run_wants_ocn(int argc, char **argv);
 
 /* `grove craft run --agent ocn --checkpoint FILE ...`: its own option

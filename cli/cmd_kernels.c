@@ -68,6 +68,8 @@ const struct cli_command cmd_bench_kernels = {
     "baseline runs bench/kernels/bench_torch.py with --python (Debian's "
     "python3-torch); without torch the table says so and shows grove "
     "alone. Use --threads 1 on a shared machine: multi-threaded timings of "
-    "small cases are dominated by thread contention there.",
+    "small cases are dominated by thread contention there.\n\n"
+    "Example:\n"
+    "  grove bench kernels --quick --threads 1",
     run_bench_kernels,
 };

@@ -130,8 +130,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     const struct cli_option opts[] = {
         CLI_STRING("model", "onlstm|lstm", "onlstm",
                    "ON-LSTM (on_lstm.md) or AWD-LSTM", &model),
-        CLI_STRING("data", "DIR", NULL,
-                   "PTB folder: ptb.{train,valid,test}.txt (required)", &data),
+        CLI_STRING_REQUIRED("data", "DIR",
+                            "PTB folder: ptb.{train,valid,test}.txt", &data),
         CLI_INT("emsize", "N", "400", "embedding size (= last layer, tied)",
                 &emsize),
         CLI_INT("nhid", "N", "1150", "hidden units of the inner layers",
@@ -196,7 +196,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     };
     int rc = cli_parse(cmd, opts,
                        CLI_COMMON_DEVICE | CLI_COMMON_THREADS |
-                           CLI_COMMON_OUT | CLI_COMMON_FORCE |
+                           CLI_COMMON_OUT_REQUIRED | CLI_COMMON_FORCE |
                            CLI_COMMON_QUIET,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
@@ -206,12 +206,6 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (nlp_lm_kind_parse(model, &kind) < 0) {
         return cli_usage_error(cmd, "--model expects onlstm or lstm, got '%s'",
                                model);
-    }
-    if (data == NULL) {
-        return cli_usage_error(cmd, "--data DIR is required");
-    }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out DIR (the run folder) is required");
     }
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
@@ -361,14 +355,14 @@ const struct cli_command cmd_nlp_lm_train = {
     "",
     "Defaults are the published run (on_lstm.md §7): 3 layers 400/1150/400, "
     "chunk 10, batch 20,\nBPTT 70, lr 30, clip 0.25, seed 141, 1000 epochs "
-    "(about 82 hours on a V100). Examples:\n"
-    "  grove nlp lm train --data data/ptb --out runs/onlstm\n"
+    "(about 82 hours on a V100). The run folder holds metrics.csv, "
+    "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n\n"
+    "Examples (a smoke run of a minute, the published run, its resumption):\n"
     "  grove nlp lm train --data data/ptb --out runs/smoke --emsize 40 "
     "--nhid 60 --epochs 2 --max-batches 50\n"
+    "  grove nlp lm train --data data/ptb --out runs/onlstm\n"
     "  grove nlp lm train --data data/ptb --out runs/onlstm --resume "
-    "--epochs 1000\n"
-    "The run folder holds metrics.csv, best.ckpt (for eval/parse/syneval), "
-    "last.ckpt (for --resume).",
+    "--epochs 1000",
     run_train,
 };
 
@@ -381,9 +375,9 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     const char *ckpt = NULL, *data = NULL, *split_text = "test";
     int batch = -1, bptt = 70, compat = 0;
     const struct cli_option opts[] = {
-        CLI_STRING("checkpoint", "FILE", NULL,
-                   "a checkpoint of grove nlp lm train (required)", &ckpt),
-        CLI_STRING("data", "DIR", NULL, "PTB folder (required)", &data),
+        CLI_STRING_REQUIRED("checkpoint", "FILE",
+                            "a checkpoint of grove nlp lm train", &ckpt),
+        CLI_STRING_REQUIRED("data", "DIR", "PTB folder", &data),
         CLI_STRING("split", "valid|test", "test", "which split", &split_text),
         CLI_INT("batch-size", "N", NULL,
                 "batch (default 1 for test, 10 for valid, as the reference)",
@@ -399,10 +393,6 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (ckpt == NULL || data == NULL) {
-        return cli_usage_error(cmd, "--checkpoint FILE and --data DIR are "
-                               "required");
     }
     enum nlp_split split;
     if (strcmp(split_text, "test") == 0) {
@@ -498,7 +488,9 @@ const struct cli_command cmd_nlp_lm_eval = {
     "nlp lm eval",
     "Perplexity of a trained language model on PTB valid or test.",
     "",
-    NULL,
+    "Example:\n"
+    "  grove nlp lm eval --checkpoint runs/smoke/best.ckpt --data data/ptb "
+    "--split valid",
     run_eval,
 };
 

@@ -131,7 +131,8 @@ const struct cli_command cmd_nlp_tasks = {
     "List the NLP tasks with their data, models and metrics, and what "
     "works now.",
     "",
-    NULL,
+    "Example:\n"
+    "  grove nlp tasks",
     run_tasks,
 };
 
@@ -143,17 +144,15 @@ static int run_corpus(const struct cli_command *cmd, int argc, char **argv)
     int first = 0;
     const char *data = NULL;
     const struct cli_option opts[] = {
-        CLI_STRING("data", "DIR", NULL,
-                   "folder with ptb.train.txt, ptb.valid.txt, ptb.test.txt",
-                   &data),
+        CLI_STRING_REQUIRED("data", "DIR",
+                            "folder with ptb.train.txt, ptb.valid.txt, "
+                            "ptb.test.txt",
+                            &data),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts, 0, 0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (data == NULL) {
-        return cli_usage_error(cmd, "--data DIR is required");
     }
     struct nlp_corpus c;
     if (nlp_corpus_load(&c, data) < 0) {
@@ -199,7 +198,8 @@ const struct cli_command cmd_nlp_corpus = {
     "Load the PTB language-modelling corpus: vocabulary, token counts, "
     "batch shapes, unigram perplexity.",
     "",
-    NULL,
+    "Example:\n"
+    "  grove nlp corpus --data data/ptb",
     run_corpus,
 };
 
@@ -215,10 +215,10 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
     const char *ckpt = NULL;
     int max_len = -1, show = 0, all_labels = 0, layer = 2;
     const struct cli_option opts[] = {
-        CLI_STRING("trees", "PATH", NULL,
-                   "gold trees: treebank.zip, a folder of wsj_NNNN.mrg (the "
-                   "full WSJ) or one .mrg file",
-                   &trees),
+        CLI_STRING_REQUIRED("trees", "PATH",
+                            "gold trees: treebank.zip, a folder of "
+                            "wsj_NNNN.mrg (the full WSJ) or one .mrg file",
+                            &trees),
         CLI_STRING("baseline", "right|left|balanced|random", NULL,
                    "parse with this baseline (needs no model)",
                    &baseline_text),
@@ -251,9 +251,6 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (trees == NULL) {
-        return cli_usage_error(cmd, "--trees PATH is required");
     }
     if ((baseline_text == NULL) == (ckpt == NULL)) {
         return cli_usage_error(cmd, "give either --checkpoint FILE (an "
@@ -622,8 +619,10 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
     const char *data = NULL, *ptb = NULL, *model = NULL, *ckpt = NULL;
     int batch = 64;
     const struct cli_option opts[] = {
-        CLI_STRING("data", "FILE", NULL,
-                   "the Marvin & Linzen TSV (marvin_linzen_2018.tsv)", &data),
+        CLI_STRING_REQUIRED("data", "FILE",
+                            "the Marvin & Linzen TSV "
+                            "(marvin_linzen_2018.tsv)",
+                            &data),
         CLI_STRING("model", "unigram", "unigram",
                    "the scorer without --checkpoint: unigram (estimated on "
                    "PTB train)",
@@ -636,7 +635,7 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
                 "with --checkpoint: sentences per forward pass", &batch),
         CLI_STRING("ptb", "DIR", NULL,
                    "PTB folder: the vocabulary (unknown words -> <unk>) and "
-                   "the unigram counts",
+                   "the unigram counts (required without --checkpoint)",
                    &ptb),
         CLI_END,
     };
@@ -646,9 +645,6 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (data == NULL) {
-        return cli_usage_error(cmd, "--data FILE is required");
     }
     if (ckpt != NULL) {
         if (batch < 1) {
@@ -717,6 +713,10 @@ const struct cli_command cmd_nlp_syneval = {
     "Targeted syntactic evaluation (Marvin & Linzen 2018) with a language "
     "model as scorer.",
     "",
-    NULL,
+    "Without --checkpoint the scorer is PTB's unigram model (--ptb).\n\n"
+    "Examples:\n"
+    "  grove nlp syneval --data data/marvin_linzen_2018.tsv --ptb data/ptb\n"
+    "  grove nlp syneval --data data/marvin_linzen_2018.tsv --checkpoint "
+    "runs/smoke/best.ckpt",
     run_syneval,
 };

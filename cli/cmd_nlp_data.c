@@ -212,12 +212,14 @@ static int run_data(const struct cli_command *cmd, int argc, char **argv)
     const char *task = NULL, *data = NULL, *split = "full";
     int max_ops = 6;
     const struct cli_option opts[] = {
-        CLI_STRING("task", "logic|listops|sst2|sst5", NULL, "which task "
-                   "(required)", &task),
-        CLI_STRING("data", "PATH", NULL,
-                   "logic: the folder of train0-12/test0-12; listops: "
-                   "test_d20s.tsv or its folder; sst2/sst5: the folder of "
-                   "train.txt, dev.txt, test.txt (required)", &data),
+        CLI_STRING_REQUIRED("task", "logic|listops|sst2|sst5", "which task",
+                            &task),
+        CLI_STRING_REQUIRED("data", "PATH",
+                            "logic: the folder of train0-12/test0-12; "
+                            "listops: test_d20s.tsv or its folder; "
+                            "sst2/sst5: the folder of train.txt, dev.txt, "
+                            "test.txt",
+                            &data),
         CLI_STRING("split", "full|A|B|C", "full",
                    "logic: the systematic-generalisation split", &split),
         CLI_INT("max-train-ops", "K", "6", "logic: train on train0..trainK",
@@ -227,13 +229,6 @@ static int run_data(const struct cli_command *cmd, int argc, char **argv)
     int rc = cli_parse(cmd, opts, 0, 0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (task == NULL) {
-        return cli_usage_error(cmd, "--task is required (logic, listops, "
-                               "sst2 or sst5)");
-    }
-    if (data == NULL) {
-        return cli_usage_error(cmd, "--data PATH is required");
     }
     if (strcmp(task, "logic") == 0) {
         return data_logic(cmd, data, split, max_ops);
@@ -277,14 +272,11 @@ static int run_listops_generate(const struct cli_command *cmd, int argc,
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
-                       CLI_COMMON_SEED | CLI_COMMON_OUT | CLI_COMMON_FORCE |
-                           CLI_COMMON_QUIET,
+                       CLI_COMMON_SEED | CLI_COMMON_OUT_REQUIRED |
+                           CLI_COMMON_FORCE | CLI_COMMON_QUIET,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out FILE is required");
     }
     if (n < 1) {
         return cli_usage_error(cmd, "--n must be 1 or more, got %d", n);
@@ -441,7 +433,7 @@ static int run_logic_generate(const struct cli_command *cmd, int argc,
     int first = 0, n = 0;
     const char *ops = "1-12", *layout = "one";
     const struct cli_option opts[] = {
-        CLI_INT("n", "N", NULL, "distinct pairs to write (required)", &n),
+        CLI_INT_REQUIRED("n", "N", "distinct pairs to write", &n),
         CLI_STRING("ops", "LO-HI", "1-12",
                    "keep pairs whose k = min(12, max operators of a side) is "
                    "in LO..HI (0..12; one number for one k)", &ops),
@@ -454,17 +446,14 @@ static int run_logic_generate(const struct cli_command *cmd, int argc,
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
-                       CLI_COMMON_SEED | CLI_COMMON_OUT | CLI_COMMON_FORCE |
-                           CLI_COMMON_QUIET,
+                       CLI_COMMON_SEED | CLI_COMMON_OUT_REQUIRED |
+                           CLI_COMMON_FORCE | CLI_COMMON_QUIET,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out FILE is required");
-    }
     if (n < 1) {
-        return cli_usage_error(cmd, "--n N is required (1 or more)");
+        return cli_usage_error(cmd, "--n must be 1 or more, got %d", n);
     }
     int lo = 0, hi = 0;
     if (parse_ops(ops, &lo, &hi) < 0) {
@@ -548,12 +537,12 @@ const struct cli_command cmd_nlp_logic_generate = {
     "released files' format, labelled by truth tables.",
     "",
     "Pairs are distinct; each line is RELATION<TAB>LEFT<TAB>RIGHT as in "
-    "train0-12/test0-12. Examples:\n"
-    "  grove nlp logic generate --n 100000 --ops 1-12 --seed 1 --out "
+    "train0-12/test0-12. --layout released writes a folder that grove nlp "
+    "data (and the trainers' --data) read like the released one.\n\n"
+    "Examples:\n"
+    "  grove nlp logic generate --n 1000 --ops 1-12 --seed 1 --out "
     "pairs.tsv\n"
     "  grove nlp logic generate --n 250000 --ops 0-12 --seed 1 --layout "
-    "released --out data/logic_gen\n"
-    "The second writes a folder that grove nlp data (and the trainers' "
-    "--data) read like the released one.",
+    "released --out data/logic_gen",
     run_logic_generate,
 };

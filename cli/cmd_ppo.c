@@ -136,8 +136,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    "checkpoint); several are concatenated in the order given "
                    "(S2); needed by --policy ocn and moe",
                    &options_text),
-        CLI_STRING("task", "TASK", NULL,
-                   "the fine-tuning task (required), e.g. DCA", &task),
+        CLI_STRING_REQUIRED("task", "TASK", "the fine-tuning task, e.g. DCA",
+                            &task),
         CLI_STRING("reward", "dense|sparse", "dense", "craft.md §6.2",
                    &reward),
         CLI_STRING("policy", "ocn|moe|flat|oracle", "ocn",
@@ -196,16 +196,10 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                  &resume),
         CLI_END,
     };
-    int rc = cli_parse(cmd, opts, CLI_COMMON_ALL, 0, 0, argc, argv, &common,
-                       &first);
+    int rc = cli_parse(cmd, opts, CLI_COMMON_ALL | CLI_COMMON_OUT_REQUIRED,
+                       0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out DIR (the run folder) is required");
-    }
-    if (task == NULL) {
-        return cli_usage_error(cmd, "--task TASK is required (e.g. DCA)");
     }
     int pol = ppo_policy_from_name(policy);
     if (pol < 0) {
@@ -515,7 +509,10 @@ const struct cli_command cmd_train_ppo = {
     "evaluation return) and last.ckpt (with the optimizer and trainer "
     "state; --resume continues bit for bit). The checkpoints are OCN "
     "checkpoints: craft run --agent ocn, watch and eval options load them. "
-    "Example: grove train ppo --options runs/s1/best.ckpt --task DCA "
+    "\n\nExamples (a short smoke run, then the real one):\n"
+    "  grove train ppo --policy oracle --task DCA --total-timesteps 20000 "
+    "--out runs/ppo-smoke\n"
+    "  grove train ppo --options runs/s1/best.ckpt --task DCA "
     "--reward sparse --out runs/ppo-dca",
     run_train_ppo,
 };

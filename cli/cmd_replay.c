@@ -62,14 +62,11 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
-                       CLI_COMMON_SEED | CLI_COMMON_OUT | CLI_COMMON_FORCE |
-                           CLI_COMMON_QUIET,
+                       CLI_COMMON_SEED | CLI_COMMON_OUT_REQUIRED |
+                           CLI_COMMON_FORCE | CLI_COMMON_QUIET,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out FILE.replay is required");
     }
     if (episodes < 1 || episodes > (1ull << 32)) {
         return cli_usage_error(cmd, "--episodes %llu is outside 1..2^32",
@@ -229,7 +226,9 @@ const struct cli_command cmd_craft_demos = {
     "^ n), tau = low 32 bits of FNV-1a 64 of the task's name (craft.md §9); "
     "maps the expert cannot finish are skipped and counted. The replay "
     "(agent kind 'expert') is written to FILE.tmp.PID and renamed when "
-    "complete; check it with 'grove replay verify'.",
+    "complete; check it with 'grove replay verify'.\n\n"
+    "Example:\n"
+    "  grove craft demos --tasks AC,CD --episodes 10 --out demos.replay",
     run_craft_demos,
 };
 
@@ -362,7 +361,9 @@ const struct cli_command cmd_replay_info = {
     "FILE",
     "Reads and checks the whole file (magic, version, keys, order, keyframe "
     "hashes against their bytes, footer, CRC-32, trailer) without "
-    "re-simulating; 'grove replay verify' re-simulates.",
+    "re-simulating; 'grove replay verify' re-simulates.\n\n"
+    "Example:\n"
+    "  grove replay info demos.replay",
     run_replay_info,
 };
 
@@ -401,7 +402,11 @@ const struct cli_command cmd_replay_verify = {
     "seed and task, steps it with the recorded actions, and compares every "
     "keyframe's state hash, every reward, done/truncated flag and subtask "
     "index, and each episode's end; then the footer, CRC-32 and trailer. "
-    "A mismatch names the episode, the step and the byte offset; exit 1.",
+    "A mismatch names the episode, the step and the byte offset; exit 1. "
+    "A truncated file is refused (info, dump, export and play read its "
+    "complete episodes with --recover).\n\n"
+    "Example:\n"
+    "  grove replay verify demos.replay",
     run_replay_verify,
 };
 
@@ -664,6 +669,8 @@ const struct cli_command cmd_replay_dump = {
     "with --obs); --json prints the same as one object per line. --state "
     "prints each keyframe instead: episode, t, hash and the decoded state "
     "array [W, H, grid bytes, [x, y, dir], inventory, k, t, [[op, kind], "
-    "...]].",
+    "...]]. Episodes and options count from 0 (replays/README.md).\n\n"
+    "Example:\n"
+    "  grove replay dump demos.replay --episode 0 --json",
     run_replay_dump,
 };

@@ -46,6 +46,7 @@ const struct cli_command cmd_version = {
     "version",
     "Print grove's version, build options, and the GPUs it can see.",
     "",
-    NULL,
+    "Example:\n"
+    "  grove version",
     run_version,
 };

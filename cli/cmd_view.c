@@ -70,25 +70,19 @@ static int run_plot(const struct cli_command *cmd, int argc, char **argv)
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
-        CLI_STRING("x", "COL", NULL, "column for the x axis (required)", &x),
-        CLI_STRING("y", "COL[,COL...]", NULL,
-                   "columns to plot against x, up to 8 (required)", &y),
+        CLI_STRING_REQUIRED("x", "COL", "column for the x axis", &x),
+        CLI_STRING_REQUIRED("y", "COL[,COL...]",
+                            "columns to plot against x, up to 8", &y),
         CLI_STRING("title", "TEXT", NULL, "title (default: the file name)",
                    &title),
         CLI_INT("width", "PX", "800", "image width", &width),
         CLI_INT("height", "PX", "480", "image height", &height),
         CLI_END,
     };
-    int rc = cli_parse(cmd, opts, CLI_COMMON_OUT | CLI_COMMON_FORCE, 1, 1,
-                       argc, argv, &common, &first);
+    int rc = cli_parse(cmd, opts, CLI_COMMON_OUT_REQUIRED | CLI_COMMON_FORCE,
+                       1, 1, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (x == NULL || y == NULL) {
-        return cli_usage_error(cmd, "--x and --y are required");
-    }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out FILE.png is required");
     }
     if (width < 160 || height < 120 || width > 8192 || height > 8192) {
         return cli_usage_error(cmd, "--width/--height must be 160..8192 and "
@@ -135,8 +129,10 @@ const struct cli_command cmd_plot = {
     "FILE.csv",
     "The first line of the CSV names the columns. Empty cells are gaps in "
     "the line; any other cell that is not a number is an error naming its "
-    "line. Example: grove plot runs/x/metrics.csv --x global_step --y "
-    "charts/episodic_return --out return.png",
+    "line.\n\n"
+    "Example:\n"
+    "  grove plot runs/s1/metrics.csv --x update --y nll,train_nll --out "
+    "nll.png",
     run_plot,
 };
 
@@ -163,13 +159,11 @@ static int run_replay_export(const struct cli_command *cmd, int argc,
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
-                       CLI_COMMON_OUT | CLI_COMMON_FORCE | CLI_COMMON_QUIET, 1,
-                       1, argc, argv, &common, &first);
+                       CLI_COMMON_OUT_REQUIRED | CLI_COMMON_FORCE |
+                           CLI_COMMON_QUIET,
+                       1, 1, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
-    }
-    if (common.out == NULL) {
-        return cli_usage_error(cmd, "--out DIR is required");
     }
     if (eo.every < 1) {
         return cli_usage_error(cmd, "--every must be >= 1 (got %d)", eo.every);
@@ -196,8 +190,10 @@ const struct cli_command cmd_replay_export = {
     "needed.",
     "FILE",
     "Frames are DIR/ep0003_t0012.png (episode 3, step 12); with --sheet, "
-    "DIR/ep0003_sheet.png. Existing files are refused without --force, "
-    "before anything is written.",
+    "DIR/ep0003_sheet.png (episodes count from 0, as --episode). Existing "
+    "files are refused without --force, before anything is written.\n\n"
+    "Example:\n"
+    "  grove replay export demos.replay --episode 0 --sheet --out frames",
     run_replay_export,
 };
 
@@ -254,7 +250,9 @@ const struct cli_command cmd_replay_play = {
     "Keys: space pause/resume, right/left one step forward/back, +/- speed, "
     "home/end first/last step, n/p next/previous episode, s save a PNG "
     "screenshot (in --shot-dir), q or Esc quit. The title shows the file, "
-    "episode and step. Without a display it runs headless.",
+    "episode (from 0) and step. Without a display it runs headless.\n\n"
+    "Example:\n"
+    "  grove replay play demos.replay --episode 0",
     run_replay_play,
 };
 
@@ -335,6 +333,8 @@ const struct cli_command cmd_craft_play = {
     "q or Esc quit; after an episode ends any key starts the next, with the "
     "next task of --tasks. Episode n uses seed mix64(mix64(S ^ 0) ^ n). "
     "With --record, every finished episode is written (agent kind human); "
-    "an unfinished one is not.",
+    "an unfinished one is not.\n\n"
+    "Example:\n"
+    "  grove craft play --tasks AC --record mine.replay",
     run_craft_play,
 };

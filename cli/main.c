@@ -55,8 +55,8 @@ static void print_overview(FILE *out)
             "Commands:\n",
             GROVE_VERSION);
     for (int i = 0; cli_commands[i] != NULL; i++) {
-        fprintf(out, "  %-22s %s\n", cli_commands[i]->name,
-                cli_commands[i]->summary);
+        fprintf(out, "  %-22s ", cli_commands[i]->name);
+        cli_print_wrapped(out, cli_commands[i]->summary, 25, 25);
     }
     fprintf(out,
             "  %-22s %s\n\n"
@@ -89,12 +89,14 @@ static int list_group(int n_words, char **argv)
     for (int i = 0; cli_commands[i] != NULL; i++) {
         if (starts_with_words(cli_commands[i]->name, n_words, argv)) {
             if (!found) {
-                printf("Usage: grove %s SUBCOMMAND [OPTIONS]\n\n"
-                       "Subcommands:\n",
-                       argv[1]);
+                printf("Usage: grove");
+                for (int w = 1; w <= n_words; w++) {
+                    printf(" %s", argv[w]);
+                }
+                printf(" SUBCOMMAND [OPTIONS]\n\nSubcommands:\n");
             }
-            printf("  %-22s %s\n", cli_commands[i]->name,
-                   cli_commands[i]->summary);
+            printf("  %-22s ", cli_commands[i]->name);
+            cli_print_wrapped(stdout, cli_commands[i]->summary, 25, 25);
             found = 1;
         }
     }
@@ -122,7 +124,12 @@ static int group_words(int argc, char **argv)
 
 static int run_help(int argc, char **argv)
 {
-    /* argv: grove help WORDS... */
+    /* argv: grove help WORDS... ; a trailing --help (grove help --help,
+     * grove help nlp lm -h) asks the same as without it */
+    while (argc > 2 && (strcmp(argv[argc - 1], "--help") == 0 ||
+                        strcmp(argv[argc - 1], "-h") == 0)) {
+        argc--;
+    }
     if (argc < 3) {
         print_overview(stdout);
         return 0;

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -89,9 +90,14 @@ static int set_value(const struct cli_command *cmd,
         return 0;
     case CLI_ARG_INT: {
         long v = strtol(text, &end, 10);
-        if (end == text || *end != '\0' || errno != 0 || v < -2147483647L ||
-            v > 2147483647L) {
+        if (end == text || *end != '\0') {
             return cli_usage_error(cmd, "--%s expects an integer, got '%s'",
+                                   opt->name, text);
+        }
+        if (errno != 0 || v < -2147483647L || v > 2147483647L) {
+            return cli_usage_error(cmd,
+                                   "--%s %s is out of range "
+                                   "(-2147483647..2147483647)",
                                    opt->name, text);
         }
         *(int *)opt->dest = (int)v;
@@ -105,10 +111,16 @@ static int set_value(const struct cli_command *cmd,
                                    opt->name, text);
         }
         unsigned long long v = strtoull(text, &end, 0);
-        if (end == text || *end != '\0' || errno != 0) {
+        if (end == text || *end != '\0') {
             return cli_usage_error(cmd,
                                    "--%s expects a non-negative integer, "
                                    "got '%s'",
+                                   opt->name, text);
+        }
+        if (errno != 0) {
+            return cli_usage_error(cmd,
+                                   "--%s %s is out of range "
+                                   "(0..18446744073709551615)",
                                    opt->name, text);
         }
         *(uint64_t *)opt->dest = (uint64_t)v;
@@ -116,9 +128,15 @@ static int set_value(const struct cli_command *cmd,
     }
     case CLI_ARG_DOUBLE: {
         double v = strtod(text, &end);
-        if (end == text || *end != '\0' || errno != 0 || !isfinite(v)) {
+        if (end == text || *end != '\0') {
             return cli_usage_error(cmd, "--%s expects a number, got '%s'",
                                    opt->name, text);
+        }
+        if (!isfinite(v) || (errno != 0 && fabs(v) > 1.0)) {
+            return cli_usage_error(cmd,
+                                   "--%s %s is out of range (a finite "
+                                   "number of magnitude at most %g)",
+                                   opt->name, text, DBL_MAX);
         }
         *(double *)opt->dest = v;
         return 0;
@@ -130,38 +148,113 @@ static int set_value(const struct cli_command *cmd,
     return CLI_EXIT_USAGE;
 }
 
-static void print_option(const struct cli_option *opt)
+#define HELP_WIDTH 80  /* --help wraps its text at this column */
+#define HELP_LEFT 26   /* width of the option column */
+#define HELP_INDENT (2 + HELP_LEFT + 1)
+
+void cli_print_wrapped(FILE *out, const char *text, int col, int indent)
 {
-    char left[64];
+    const char *p = text;
+    int at_line_start = 1;
+    while (*p) {
+        while (*p == ' ') {
+            p++;
+        }
+        if (*p == '\0') {
+            break;
+        }
+        int len = (int)strcspn(p, " ");
+        if (!at_line_start && col + 1 + len > HELP_WIDTH - 1) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+            at_line_start = 1;
+        }
+        if (!at_line_start) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", len, p);
+        col += len;
+        at_line_start = 0;
+        p += len;
+    }
+    fputc('\n', out);
+}
+
+static void print_option(const struct cli_option *opt, int required)
+{
+    char left[64], help[1024];
     if (opt->arg_name != NULL) {
         snprintf(left, sizeof left, "--%s %s", opt->name, opt->arg_name);
     } else {
         snprintf(left, sizeof left, "--%s", opt->name);
     }
-    printf("  %-26s %s", left, opt->help);
-    if (opt->default_text != NULL) {
-        printf(" (default: %s)", opt->default_text);
+    size_t n = (size_t)snprintf(help, sizeof help, "%s", opt->help);
+    if (required && n < sizeof help) {
+        n += (size_t)snprintf(help + n, sizeof help - n, " (required)");
+    } else if (opt->default_text != NULL && n < sizeof help) {
+        snprintf(help + n, sizeof help - n, " (default: %s)",
+                 opt->default_text);
     }
-    printf("\n");
+    /* a long option name gets a line of its own: the columns never touch */
+    if ((int)strlen(left) >= HELP_LEFT) {
+        printf("  %s\n%*s", left, HELP_INDENT, "");
+    } else {
+        printf("  %-*s ", HELP_LEFT, left);
+    }
+    cli_print_wrapped(stdout, help, HELP_INDENT, HELP_INDENT);
+}
+
+/* The details paragraph: each line wrapped at HELP_WIDTH; a line that
+ * starts with spaces (an example command) is printed as it is. */
+static void print_details(const char *details)
+{
+    const char *p = details;
+    char line[2048];
+    while (*p) {
+        size_t len = strcspn(p, "\n");
+        if (len >= sizeof line) {
+            len = sizeof line - 1;
+        }
+        memcpy(line, p, len);
+        line[len] = '\0';
+        if (line[0] == ' ' || line[0] == '\0') {
+            printf("%s\n", line);
+        } else {
+            cli_print_wrapped(stdout, line, 0, 0);
+        }
+        p += len;
+        if (*p == '\n') {
+            p++;
+        }
+    }
 }
 
 void cli_print_help(const struct cli_command *cmd,
                     const struct cli_option *opts, unsigned common_mask)
 {
-    printf("Usage: grove %s [OPTIONS]%s%s\n\n%s\n", cmd->name,
-           cmd->usage[0] ? " " : "", cmd->usage, cmd->summary);
+    common_mask |= CLI_COMMON_QUIET;
+    if (common_mask & CLI_COMMON_OUT_REQUIRED) {
+        common_mask |= CLI_COMMON_OUT;
+    }
+    printf("Usage: grove %s [OPTIONS]%s%s\n\n", cmd->name,
+           cmd->usage[0] ? " " : "", cmd->usage);
+    cli_print_wrapped(stdout, cmd->summary, 0, 0);
     printf("\nOptions:\n");
     for (const struct cli_option *o = opts; o != NULL && o->name; o++) {
-        print_option(o);
+        print_option(o, o->required);
     }
     for (size_t i = 0; i < N_COMMON; i++) {
         if (common_mask & common_options[i].bit) {
-            print_option(&common_options[i].opt);
+            print_option(&common_options[i].opt,
+                         common_options[i].bit == CLI_COMMON_OUT &&
+                             (common_mask & CLI_COMMON_OUT_REQUIRED));
         }
     }
-    printf("  %-26s %s\n", "-h, --help", "show this help");
+    printf("  %-*s %s\n", HELP_LEFT, "-h, --help", "show this help");
     if (cmd->details != NULL) {
-        printf("\n%s\n", cmd->details);
+        printf("\n");
+        print_details(cmd->details);
     }
 }
 
@@ -171,8 +264,14 @@ int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
 {
     struct cli_option table[MAX_OPTIONS];
     struct option long_opts[MAX_OPTIONS + 2];
+    int given[MAX_OPTIONS] = {0};
     const char *device_text = "auto";
     int n = 0;
+
+    common_mask |= CLI_COMMON_QUIET;
+    if (common_mask & CLI_COMMON_OUT_REQUIRED) {
+        common_mask |= CLI_COMMON_OUT;
+    }
 
     memset(common, 0, sizeof *common);
     common->seed = 1;
@@ -193,7 +292,10 @@ int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
         case CLI_COMMON_SEED: o.dest = &common->seed; break;
         case CLI_COMMON_DEVICE: o.dest = &device_text; break;
         case CLI_COMMON_THREADS: o.dest = &common->threads; break;
-        case CLI_COMMON_OUT: o.dest = &common->out; break;
+        case CLI_COMMON_OUT:
+            o.dest = &common->out;
+            o.required = (common_mask & CLI_COMMON_OUT_REQUIRED) != 0;
+            break;
         case CLI_COMMON_FORCE: o.dest = &common->force; break;
         case CLI_COMMON_QUIET: o.dest = &common->quiet; break;
         default: break;
@@ -247,9 +349,22 @@ int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
             return cli_usage_error(cmd, "option '%s' needs a value",
                                    argv[optind - 1]);
         }
+        if (given[c - 1000]++) {
+            return cli_usage_error(cmd, "--%s is given twice",
+                                   table[c - 1000].name);
+        }
         int rc = set_value(cmd, &table[c - 1000], optarg);
         if (rc != 0) {
             return rc;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (table[i].required && !given[i]) {
+            if (table[i].arg_name != NULL) {
+                return cli_usage_error(cmd, "--%s %s is required",
+                                       table[i].name, table[i].arg_name);
+            }
+            return cli_usage_error(cmd, "--%s is required", table[i].name);
         }
     }
 

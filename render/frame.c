@@ -510,10 +510,11 @@ static void draw_panel(struct render_image *img, const struct render_frame *f,
     y += 2 * RENDER_FONT_GLYPH_H + 4;
     if (f->episode >= 0) {
         if (f->n_episodes > 0) {
-            snprintf(line, sizeof line, "episode %d of %d", f->episode + 1,
-                     f->n_episodes);
+            /* episodes count from 0 everywhere (replays/README.md) */
+            snprintf(line, sizeof line, "episode %d (0..%d)", f->episode,
+                     f->n_episodes - 1);
         } else {
-            snprintf(line, sizeof line, "episode %d", f->episode + 1);
+            snprintf(line, sizeof line, "episode %d", f->episode);
         }
         render_text(img, x, y, line, C_PANEL_TEXT, 1);
         y += RENDER_FONT_LINE;

@@ -371,8 +371,8 @@ static int draw_sheet(const struct vreplay *v, size_t e, int every,
     const char *base = strrchr(v->path, '/');
     base = base ? base + 1 : v->path;
     char line[256];
-    snprintf(line, sizeof line, "episode %zu of %zu  task %s", e + 1,
-             v->n_eps, ep->task.name);
+    snprintf(line, sizeof line, "episode %zu (0..%zu)  task %s", e,
+             v->n_eps - 1, ep->task.name);
     render_text(img, SHEET_MARGIN, SHEET_MARGIN, line, 0xffffffffu, 2);
     char ret[32];
     if (fabs(ep->ret - nearbyint(ep->ret)) < 1e-6) {
@@ -788,9 +788,9 @@ int render_replay_play(const char *path, const struct render_view_options *o)
             }
             char title[512];
             snprintf(title, sizeof title,
-                     "grove replay play: %.200s | episode %zu/%zu | step "
-                     "%u/%u | %s %d steps/s",
-                     base, e + 1, v.n_eps, t, v.eps[e].length,
+                     "grove replay play: %.200s | episode %zu (0..%zu) | "
+                     "step %u/%u | %s %d steps/s",
+                     base, e, v.n_eps - 1, t, v.eps[e].length,
                      paused ? "paused," : "playing", speeds[speed]);
             render_window_set_title(win, title);
             dirty = 0;

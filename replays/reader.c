@@ -141,7 +141,8 @@ static int truncated(struct replay_reader *r, uint64_t at, const char *fmt,
     r->truncated_at = at;
     gr_error(GR_EFORMAT, "%s: truncated at byte %" PRIu64 " (the first "
              "incomplete object): %s; %" PRIu64 " complete episodes before "
-             "it (open with --recover to read them)", r->name, at, msg,
+             "it (read them with --recover: grove replay info, dump, "
+             "export or play --recover FILE)", r->name, at, msg,
              r->episodes_done);
     return finish(r, GR_EFORMAT);
 }

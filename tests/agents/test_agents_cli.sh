@@ -94,6 +94,14 @@ grep -q "^| option | A | C | D |" "$tmp/out" || fail "eval options table: $(cat 
 checks=$((checks + 1))
 [ "$(head -1 "$tmp/m.csv")" = "option,A,C,D" ] || fail "matrix csv: $(cat "$tmp/m.csv")"
 [ "$(wc -l <"$tmp/m.csv")" -eq 4 ] || fail "matrix csv rows"
+# options count from 0, as in replays and the viewer (replays/README.md)
+checks=$((checks + 1))
+[ "$(cut -d, -f1 "$tmp/m.csv" | tail -n +2 | tr '\n' ' ')" = "0 1 2 " ] || fail "matrix csv option numbers: $(cat "$tmp/m.csv")"
+grep -qE '^\| 0 \|' "$tmp/out" && ! grep -qE '^\| [3-9] \|' "$tmp/out" || fail "eval options rows: $(cat "$tmp/out")"
+if grep -q "best one-to-one assignment" "$tmp/out"; then
+    grep -q "best one-to-one assignment:.*->option [012] " "$tmp/out" && ! grep -q -- "->option 3 " "$tmp/out" ||
+        fail "assignment numbering: $(grep assignment "$tmp/out")"
+fi
 expect 1 "exists" eval options --checkpoint "$tmp/run/best.ckpt" --episodes 2 --out "$tmp/m.csv"
 # ... and which option is in force during each subtask (200 demos per task
 # by default; 5 here: 10 demonstrations, one boundary each)
@@ -115,8 +123,15 @@ checks=$((checks + 1))
 head -1 "$tmp/out" | grep -q '"o":.*"po":\[.*\],"pe":' || fail "no o/po/pe in the replay: $(head -1 "$tmp/out")"
 ok replay info "$tmp/ocn.replay"
 grep -q "ocn" "$tmp/out" || fail "replay info does not name the ocn agent"
+# --print numbers the options as the replay stores them (from 0)
+ok craft run --agent ocn --checkpoint "$tmp/run/best.ckpt" --tasks AC --episodes 1 --print --record "$tmp/p.replay" --device cpu
+sed -n 's/.*(option \([0-9]*\), end p.*/\1/p' "$tmp/out" >"$tmp/printed"
+ok replay dump "$tmp/p.replay" --json
+sed -n 's/.*"o":\([0-9]*\).*/\1/p' "$tmp/out" >"$tmp/stored"
+checks=$((checks + 1))
+[ -s "$tmp/printed" ] && cmp -s "$tmp/printed" "$tmp/stored" || fail "--print option numbers differ from the replay's: $(paste "$tmp/printed" "$tmp/stored" | head)"
 expect 1 "not one of the checkpoint's training tasks" craft run --agent ocn --checkpoint "$tmp/run/best.ckpt" --tasks DCA --episodes 1
-expect 2 "needs --checkpoint" craft run --agent ocn
+expect 2 "--checkpoint FILE is required" craft run --agent ocn
 expect 1 "demos.replay" craft run --agent ocn --checkpoint "$tmp/demos.replay" --episodes 1
 expect 1 "nosuch.ckpt" eval options --checkpoint "$tmp/nosuch.ckpt"
 

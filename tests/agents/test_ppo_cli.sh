@@ -79,7 +79,7 @@ checks=$((checks + 1))
 diff <(cut -d, -f1-16 "$tmp/straight/metrics.csv") \
      <(cut -d, -f1-16 "$tmp/killed/metrics.csv") >/dev/null ||
     fail "resumed metrics.csv differs from the uninterrupted run's"
-expect 2 "differ" train ppo $run --total-timesteps 7000 --out "$tmp/killed" --resume
+expect 2 "differ" train ppo ${run/--total-timesteps 6000/--total-timesteps 7000} --out "$tmp/killed" --resume
 
 # errors
 expect 2 "--task" train ppo --policy oracle --out "$tmp/e1" $common

@@ -46,6 +46,106 @@ while IFS= read -r cmd; do
     cmp -s "$tmp/c" "$tmp/h" || fail "grove help $cmd differs from --help"
 done <<<"$commands"
 
+# Every command's --help (issue 21 §2): --quiet accepted and listed, the
+# option column never runs into the help text, no line wider than 80
+# columns but the example commands, "(required)" rows refused when missing,
+# and the help ends with an example of the command itself.
+while IFS= read -r cmd; do
+    checks=$((checks + 1))
+    # shellcheck disable=SC2086
+    "$grove" $cmd --help >"$tmp/c" 2>&1
+    grep -q "^  --quiet  " "$tmp/c" || fail "grove $cmd --help: no --quiet"
+    # shellcheck disable=SC2086
+    "$grove" $cmd --quiet --help >/dev/null 2>&1 || fail "grove $cmd: --quiet refused"
+    # an option row: "  --name ARG" then two spaces or more, or nothing
+    bad=$(grep -E '^  --?[a-z]' "$tmp/c" | grep -Ev '^  (-h, )?--[a-z0-9-]+( [^ ]+)?(  +[^ ].*)?$')
+    [ -z "$bad" ] || fail "grove $cmd --help: columns run together: $bad"
+    wide=$(LC_ALL=C.UTF-8 awk 'length($0) > 80 && $0 !~ /^  grove /' "$tmp/c")
+    [ -z "$wide" ] || fail "grove $cmd --help: lines over 80 columns: $wide"
+    # the text from the last "Example" on names the command; no prose
+    # sentence follows it (a line starting with a capital, or a last line
+    # ending with a full stop)
+    tail=$(awk '/Examples?( \(.*\))?:/ {buf = ""; on = 1} on {buf = buf $0 "\n"} END {printf "%s", buf}' "$tmp/c" |
+        sed 's/.*Examples\{0,1\}\( ([^)]*)\)\{0,1\}://')
+    if [ -z "$tail" ]; then
+        fail "grove $cmd --help does not end with an example"
+    else
+        printf '%s' "$tail" | tr '\n' ' ' | grep -qE "grove $cmd( |\$)" || fail "grove $cmd: example does not run grove $cmd: $tail"
+        printf '%s\n' "$tail" | sed 1d | grep -q '^[A-Z]' && fail "grove $cmd: prose after the example"
+        printf '%s\n' "$tail" | grep -v '^ *$' | tail -1 | grep -q '\.$' && fail "grove $cmd: help ends with a sentence, not an example"
+    fi
+    # a row marked (required): the bare command is one usage line naming
+    # a required flag, before any work
+    if grep -q "(required)" "$tmp/c"; then
+        checks=$((checks + 1))
+        # shellcheck disable=SC2086
+        "$grove" $cmd >"$tmp/o" 2>"$tmp/e" </dev/null; rc=$?
+        [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q -- "--[a-z-]* [A-Za-z0-9.|]* is required" "$tmp/e" ||
+            fail "grove $cmd without its required flags: exit $rc, $(cat "$tmp/e")"
+    fi
+done <<<"$commands"
+
+# The --out of these commands is required, and --help says so.
+for cmd in "craft demos" "train bc" "replay export" "plot" "train ppo" "nlp lm train"; do
+    checks=$((checks + 1))
+    # shellcheck disable=SC2086
+    "$grove" $cmd --help | grep -q '^  --out PATH .*(required)$' || fail "grove $cmd --help: --out not marked (required)"
+done
+for row in "nlp lm train:--data DIR" "nlp lm eval:--data DIR" "nlp corpus:--data DIR" "nlp parse:--trees PATH" \
+           "nlp syneval:--data FILE" "nlp data:--data PATH" "eval options:--checkpoint FILE" "watch:--checkpoint FILE" \
+           "plot:--x COL"; do
+    checks=$((checks + 1))
+    cmd=${row%%:*}; flag=${row#*:}
+    # shellcheck disable=SC2086
+    "$grove" $cmd --help | awk -v f="  $flag " 'on && /^  -/ {exit} index($0, f) == 1 {on = 1} on {print}' |
+        grep -q "(required)" || fail "grove $cmd --help: $flag not marked (required)"
+done
+# a required flag given: the next one missing is named (no defaults guessed)
+expect_usage_error nlp lm eval --data somewhere
+grep -q -- "--checkpoint FILE is required" "$tmp/err" || fail "lm eval: $(cat "$tmp/err")"
+expect_usage_error craft demos --tasks AC
+grep -q -- "--out PATH is required" "$tmp/err" || fail "craft demos: $(cat "$tmp/err")"
+
+# A flag given twice is an error naming it (common flags too).
+expect_usage_error craft run --episodes 1 --episodes 2
+grep -q -- "--episodes is given twice" "$tmp/err" || fail "twice: $(cat "$tmp/err")"
+expect_usage_error craft run --seed 1 --quiet --seed 1
+grep -q -- "--seed is given twice" "$tmp/err" || fail "twice: $(cat "$tmp/err")"
+expect_usage_error version --quiet --quiet
+# Out-of-range numbers say the range.
+expect_usage_error craft run --episodes 99999999999999999999
+grep -q -- "--episodes 99999999999999999999 is out of range (0\.\.18446744073709551615)" "$tmp/err" ||
+    fail "u64 range: $(cat "$tmp/err")"
+expect_usage_error craft run --n-each 99999999999
+grep -q -- "--n-each 99999999999 is out of range (-2147483647\.\.2147483647)" "$tmp/err" ||
+    fail "int range: $(cat "$tmp/err")"
+expect_usage_error eval options --checkpoint x --episodes -99999999999
+grep -q "out of range" "$tmp/err" || fail "negative int range: $(cat "$tmp/err")"
+expect_usage_error train bc --out "$tmp/x" --lr 1e999
+grep -q -- "--lr 1e999 is out of range" "$tmp/err" || fail "double range: $(cat "$tmp/err")"
+[ ! -e "$tmp/x" ] || fail "a refused command line created its --out"
+expect_usage_error craft run --episodes 12x
+grep -q "expects a non-negative integer, got '12x'" "$tmp/err" || fail "not a number: $(cat "$tmp/err")"
+
+# grove help: groups of several words, and --help anywhere after it.
+checks=$((checks + 1))
+"$grove" help nlp lm >"$tmp/g" 2>"$tmp/e" || fail "grove help nlp lm exited $?"
+head -1 "$tmp/g" | grep -q "^Usage: grove nlp lm SUBCOMMAND" || fail "grove help nlp lm: $(head -1 "$tmp/g")"
+[ "$(grep -c '^  nlp ' "$tmp/g")" -eq "$(grep -c '^  nlp lm ' "$tmp/g")" ] && grep -q '^  nlp lm train ' "$tmp/g" ||
+    fail "grove help nlp lm lists other commands: $(cat "$tmp/g")"
+[ -s "$tmp/e" ] && fail "grove help nlp lm wrote on stderr"
+checks=$((checks + 1))
+"$grove" help --help >"$tmp/g" 2>&1 || fail "grove help --help exited $?"
+"$grove" --help >"$tmp/g2" 2>&1
+cmp -s "$tmp/g" "$tmp/g2" || fail "grove help --help is not the overview"
+checks=$((checks + 1))
+"$grove" help nlp lm train --help >"$tmp/g" 2>&1 || fail "grove help nlp lm train --help exited $?"
+"$grove" nlp lm train --help >"$tmp/g2" 2>&1
+cmp -s "$tmp/g" "$tmp/g2" || fail "grove help nlp lm train --help differs from --help"
+checks=$((checks + 1))
+wide=$(LC_ALL=C.UTF-8 awk 'length($0) > 80' "$tmp/help")
+[ -z "$wide" ] || fail "grove --help: lines over 80 columns: $wide"
+
 checks=$((checks + 1))
 "$grove" version >"$tmp/v" 2>&1 || fail "grove version exited $?"
 grep -q "^grove [0-9]" "$tmp/v" || fail "grove version: no version line"

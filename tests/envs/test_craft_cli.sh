@@ -65,5 +65,24 @@ grep -q 'batch 256, step + observation, 1 core' "$tmp/b" || fail "bench batch ro
 grep -q 'grove craft run --agent random' "$tmp/b" || fail "bench whole-process row"
 grep -q 'failed' "$tmp/b" && { fail "a bench case failed"; cat "$tmp/b"; }
 
+# craft run --help shows the --agent ocn options; --checkpoint alone
+# means --agent ocn (issue 21 §2).
+check
+"$grove" craft run --help >"$tmp/h" || fail "craft run --help exited $?"
+grep -q '^  --checkpoint FILE ' "$tmp/h" || fail "craft run --help: no --checkpoint"
+grep -q -- '--agent ocn --help' "$tmp/h" && grep -q -- '--device' "$tmp/h" || fail "craft run --help: no pointer to the ocn options"
+check
+"$grove" craft run --checkpoint "$tmp/none.ckpt" --episodes 1 --device cpu >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "none.ckpt" "$tmp/e" || fail "--checkpoint without --agent: exit $rc, $(cat "$tmp/e")"
+check
+"$grove" craft run --checkpoint "$tmp/none.ckpt" --agent expert >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--agent ocn" "$tmp/e" || fail "--checkpoint with --agent expert: exit $rc, $(cat "$tmp/e")"
+check
+"$grove" craft run --agent ocn --help >"$tmp/h" || fail "craft run --agent ocn --help exited $?"
+grep -q '^  --checkpoint FILE .*(required)$' "$tmp/h" && grep -q '^  --device ' "$tmp/h" || fail "ocn help: $(cat "$tmp/h")"
+check
+"$grove" craft run --agent ocn --episodes 1 >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--checkpoint FILE is required" "$tmp/e" || fail "ocn without checkpoint: exit $rc, $(cat "$tmp/e")"
+
 echo "envs_craft_cli: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

@@ -90,7 +90,7 @@ logic)
     expect 1 "already exists \(use --force" nlp logic generate --n 10 --out "$tmp/a.tsv"
     same "$tmp/a.tsv" "$tmp/b.tsv"
     expect 0 "wrote 10 distinct" nlp logic generate --n 10 --out "$tmp/a.tsv" --force
-    expect 2 "--out FILE is required" nlp logic generate --n 10
+    expect 2 "--out PATH is required" nlp logic generate --n 10
     expect 2 "--n N is required" nlp logic generate --out "$tmp/x.tsv"
     expect 2 "--ops expects LO-HI .* got '3-13'" nlp logic generate --n 5 --ops 3-13 --out "$tmp/x.tsv"
     expect 2 "--ops expects LO-HI .* got '5-2'" nlp logic generate --n 5 --ops 5-2 --out "$tmp/x.tsv"
@@ -123,7 +123,7 @@ listops)
     expect 0 "deepest nesting 2 " nlp listops generate --n 500 --max-depth 3 --seed 1 --out "$tmp/d.tsv"
     expect 1 "already exists \(use --force" nlp listops generate --n 10 --out "$tmp/a.tsv"
     same "$tmp/a.tsv" "$tmp/b.tsv"
-    expect 2 "--out FILE is required" nlp listops generate --n 10
+    expect 2 "--out PATH is required" nlp listops generate --n 10
     expect 2 "--n must be 1 or more, got 0" nlp listops generate --n 0 --out "$tmp/x.tsv"
     expect 2 "--max-depth must be 1..100, got 0" nlp listops generate --max-depth 0 --out "$tmp/x.tsv"
     expect 2 "--n expects an integer, got 'many'" nlp listops generate --n many --out "$tmp/x.tsv"

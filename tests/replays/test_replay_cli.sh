@@ -88,6 +88,20 @@ grep -q '^status: *truncated at byte [0-9]*; [0-9]* complete episodes recovered'
     fail "recover: $(cat "$tmp/out")"
 run 0 replay dump "$tmp/cut.replay" --recover
 run 1 replay verify "$tmp/cut.replay"
+one_line_err "verify on a cut file"
+# the message names commands that read the complete episodes, and each of
+# them takes --recover (issue 21 §2: verify itself does not)
+check
+named=$(grep -o 'grove replay [a-z, ]* or [a-z]* --recover' "$tmp/err")
+[ -n "$named" ] || fail "truncated message names no command: $(cat "$tmp/err")"
+for sub in $(printf '%s' "$named" | sed 's/^grove replay //; s/ --recover$//; s/,//g; s/ or / /'); do
+    case $sub in
+    export) run 0 replay export "$tmp/cut.replay" --recover --sheet --out "$tmp/cutx" --quiet ;;
+    play) SDL_VIDEODRIVER=dummy run 0 replay play "$tmp/cut.replay" --recover --headless --frames 1 --shot-dir "$tmp/cuts" ;;
+    *) run 0 replay "$sub" "$tmp/cut.replay" --recover ;;
+    esac
+done
+run 2 replay verify "$tmp/cut.replay" --recover
 
 # one flipped byte in the middle: verify exits 1 and names an offset
 cp "$f" "$tmp/bad.replay"
