@@ -406,7 +406,8 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
                                            headless ? 1 : RENDER_HEADLESS_AUTO,
                                            scale};
         rc = render_window_open(&win, &wo);
-        if (rc == 0 && render_window_is_headless(win) && !headless) {
+        if (rc == 0 && render_window_is_headless(win) && !headless &&
+            !common.quiet) {
             fprintf(stderr, "note: no display found; running headless, PNGs "
                             "go to %s\n",
                     out_dir);

@@ -128,7 +128,7 @@ static int set_value(const struct cli_command *cmd,
     }
     case CLI_ARG_DOUBLE: {
         double v = strtod(text, &end);
-        if (end == text || *end != '\0') {
+        if (end == text || *end != '\0' || isnan(v)) {
             return cli_usage_error(cmd, "--%s expects a number, got '%s'",
                                    opt->name, text);
         }

@@ -36,27 +36,20 @@ checks=$((checks + 1))
 grep -q "Usage: grove COMMAND" "$tmp/help" || fail "grove --help has no usage line"
 commands=$(sed -n '/^Commands:/,/^$/p' "$tmp/help" | sed -n 's/^  \([a-z][a-z ]*[a-z]\)  .*/\1/p' | sed 's/ *$//' | grep -v '^help COMMAND$')
 [ -n "$commands" ] || fail "grove --help lists no commands"
+# Every command has --help, the same as grove help CMD; and (issue 21 §2)
+# --quiet accepted and listed, the option column never runs into the help
+# text, no line wider than 80 columns but the example commands,
+# "(required)" rows refused when missing, and the help ends with an example
+# of the command itself.
 while IFS= read -r cmd; do
     checks=$((checks + 1))
     # shellcheck disable=SC2086
-    if ! "$grove" $cmd --help >"$tmp/c" 2>&1; then fail "grove $cmd --help failed"; fi
+    if ! "$grove" $cmd --quiet --help >"$tmp/c" 2>&1; then fail "grove $cmd --quiet --help failed (--quiet refused?)"; fi
     grep -q "^Usage: grove $cmd" "$tmp/c" || fail "grove $cmd --help has no usage line"
     # shellcheck disable=SC2086
     "$grove" help $cmd >"$tmp/h" 2>&1 || fail "grove help $cmd failed"
     cmp -s "$tmp/c" "$tmp/h" || fail "grove help $cmd differs from --help"
-done <<<"$commands"
-
-# Every command's --help (issue 21 §2): --quiet accepted and listed, the
-# option column never runs into the help text, no line wider than 80
-# columns but the example commands, "(required)" rows refused when missing,
-# and the help ends with an example of the command itself.
-while IFS= read -r cmd; do
-    checks=$((checks + 1))
-    # shellcheck disable=SC2086
-    "$grove" $cmd --help >"$tmp/c" 2>&1
     grep -q "^  --quiet  " "$tmp/c" || fail "grove $cmd --help: no --quiet"
-    # shellcheck disable=SC2086
-    "$grove" $cmd --quiet --help >/dev/null 2>&1 || fail "grove $cmd: --quiet refused"
     # an option row: "  --name ARG" then two spaces or more, or nothing
     bad=$(grep -E '^  --?[a-z]' "$tmp/c" | grep -Ev '^  (-h, )?--[a-z0-9-]+( [^ ]+)?(  +[^ ].*)?$')
     [ -z "$bad" ] || fail "grove $cmd --help: columns run together: $bad"
@@ -84,6 +77,7 @@ while IFS= read -r cmd; do
             fail "grove $cmd without its required flags: exit $rc, $(cat "$tmp/e")"
     fi
 done <<<"$commands"
+
 
 # The --out of these commands is required, and --help says so.
 for cmd in "craft demos" "train bc" "replay export" "plot" "train ppo" "nlp lm train"; do
