@@ -56,6 +56,14 @@ static int task_options(const struct cli_command *cmd, const char *task,
                         const char *test, uint64_t seed, int listops_n,
                         struct nlp_cls_task_options *o)
 {
+    const char *paths[4] = {data, train, valid, test};
+    const char *flags[4] = {"--data", "--train", "--valid", "--test"};
+    for (int i = 0; i < 4; i++) {
+        if (paths[i] != NULL && !gr_path_exists(paths[i])) {
+            return cli_usage_error(cmd, "%s %s: it does not exist", flags[i],
+                                   paths[i]);
+        }
+    }
     nlp_cls_task_options_default(o);
     o->data = data;
     o->train = train;
@@ -194,6 +202,14 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
+    }
+    /* cheap refusals before the data is read */
+    if (!resume && !common.force && gr_path_exists(common.out)) {
+        gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
+                            "reuse it, --resume to continue it, or pick "
+                            "another --out)",
+                 common.out);
+        return cli_fail(cmd);
     }
     struct nlp_cls_train_config tc;
     nlp_cls_train_config_default(&tc, task);
@@ -408,6 +424,12 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     char *config = NULL;
     if (gr_checkpoint_read_config(ckpt, &config) < 0) {
         return cli_fail(cmd);
+    }
+    if (strncmp(config, "grove-classify ", 15) != 0) {
+        free(config);
+        return cli_usage_error(cmd, "%s is not a grove classifier checkpoint "
+                                    "(grove nlp classify train writes those)",
+                               ckpt);
     }
     char run_split[16] = "full";
     const char *dl = strstr(config, "\ndata ");
