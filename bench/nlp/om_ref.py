@@ -21,7 +21,8 @@ padding id 11), then a line of P labels in 0..6. The first --warmup batches
 are untimed. Prints:
   torch <version> blas <BLAS_INFO> threads <n> device <d>
   tokens_per_s <real tokens / timed seconds> seconds <timed seconds> \
-      peak_rss_kb <ru_maxrss>
+      peak_rss_kb <ru_maxrss> cpu_tokens_per_s <per CPU second> \
+      cpu_seconds <process CPU time of the timed batches>
 """
 import argparse
 import math
@@ -172,12 +173,13 @@ def speed(a):
                            weight_decay=1.2e-6)
     batches = read_batches(a.batches)
     model.train()
-    secs, tokens = 0.0, 0
+    secs, cpu, tokens = 0.0, 0.0, 0
     for k, (ids, lab) in enumerate(batches):
         ids, lab = ids.to(dev), lab.to(dev)
         if dev.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
+        c0 = time.process_time()
         opt.zero_grad()
         loss = F.cross_entropy(model(ids), lab)
         loss.backward()
@@ -187,6 +189,7 @@ def speed(a):
             torch.cuda.synchronize()
         if k >= a.warmup:
             secs += time.perf_counter() - t0
+            cpu += time.process_time() - c0
             tokens += int((ids != 11).sum())
     cfg = torch.__config__.show()
     m = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
@@ -204,9 +207,11 @@ def speed(a):
         blas += "(" + "+".join(sorted(libs)) + ")"
     print("torch %s blas %s threads %d device %s" %
           (torch.__version__, blas, torch.get_num_threads(), a.device))
-    print("tokens_per_s %.3f seconds %.6f peak_rss_kb %d" %
+    print("tokens_per_s %.3f seconds %.6f peak_rss_kb %d cpu_tokens_per_s "
+          "%.3f cpu_seconds %.6f" %
           (tokens / secs if secs > 0 else 0.0, secs,
-           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+           tokens / cpu if cpu > 0 else 0.0, cpu))
 
 
 def main():
