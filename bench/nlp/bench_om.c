@@ -339,6 +339,16 @@ static int run_grove(const struct bench_om_options *o,
         if (k >= o->warmup) {
             secs += gr_now_seconds() - t0;
             cpu += cpu_seconds() - c0;
+            if (getenv("GROVE_BENCH_OM_DEBUG")) {
+                struct gr_mem_stats ms;
+                gr_ctx_memory(ctx, &ms);
+                struct rusage ru;
+                getrusage(RUSAGE_SELF, &ru);
+                fprintf(stderr, "batch %d: step peak %zu cap %zu used %zu "
+                                "minflt %ld\n",
+                        k, ms.step_peak_bytes, ms.step_capacity,
+                        ms.step_bytes, ru.ru_minflt);
+            }
             tokens += b->tokens;
         }
     }
