@@ -385,7 +385,6 @@ static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
 {
     struct gr_ctx *ctx = m->ctx;
     const struct nlp_om_dir *d = &m->dir[dir];
-    const int64_t D = m->cfg.nhid;
     float r = m->cfg.dropout;
     struct gr_tensor *vh[2] = {v, h};
     struct gr_tensor *in = gr_concat(ctx, 2, vh, 1); /* [R, 2D] */
@@ -393,21 +392,8 @@ static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
     struct gr_tensor *a = gr_relu(ctx, gr_linear_forward(ctx, &d->c1, in));
     a = drop(ctx, a, r, run, t, slot, NLP_OM_RNG_CELL_HID, dir);
     struct gr_tensor *z = gr_linear_forward(ctx, &d->c2, a); /* [R, 4D] */
-    struct gr_tensor *parts[4] = {NULL, NULL, NULL, NULL};
-    const int64_t sizes[2] = {3 * D, D};
-    if (z == NULL || gr_split(ctx, z, 1, 2, sizes, parts) < 0) {
-        return NULL;
-    }
-    struct gr_tensor *gates = gr_sigmoid(ctx, parts[0]);
-    struct gr_tensor *u = parts[1];
-    const int64_t gs[3] = {D, D, D};
-    struct gr_tensor *g[3] = {NULL, NULL, NULL};
-    if (gates == NULL || gr_split(ctx, gates, 1, 3, gs, g) < 0) {
-        return NULL;
-    }
-    struct gr_tensor *s = gr_add(
-        ctx, gr_add(ctx, gr_mul(ctx, g[0], v), gr_mul(ctx, g[1], h)),
-        gr_mul(ctx, g[2], u));
+    /* σ(g_v)⊙v + σ(g_h)⊙h + σ(g_c)⊙u as one fused op (kernels/ops.h) */
+    struct gr_tensor *s = gr_om_gate(ctx, z, v, h);
     return gr_layer_norm(ctx, s, d->ln_x_g, d->ln_x_b, OM_LN_EPS);
 }
 
