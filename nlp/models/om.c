@@ -500,12 +500,11 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     for (int64_t t = 0; t < T && rc == 0; t++) {
         struct gr_tensor *xt = gr_select(ctx, xt_all, t); /* [B, D] */
         struct gr_tensor *y = NULL;
-        int all_valid = 1, any_valid = 0;
+        int all_valid = 1;
         for (int64_t b = 0; b < B; b++) {
             int v = valid == NULL || valid[t * B + b];
             s.vm[b] = v ? 1.0f : 0.0f;
             all_valid &= v;
-            any_valid |= v;
         }
         if (t == 0) {
             /* FRESH (§4): p = 0, cp = 0, rcp = 1: M_0 = Mh_{-1} = 0 and
@@ -676,7 +675,6 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             M = gr_mul(ctx, M, vm3);
             Mh = gr_mul(ctx, Mh, vm3);
         }
-        (void)any_valid;
         ys[t] = y;
         ps[t] = p;
         if (gr_ctx_status(ctx) < 0 || y == NULL || p == NULL || M == NULL ||
