@@ -19,6 +19,10 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("batches", "N", "3", "timed batches per side", &o.batches),
         CLI_INT("warmup", "N", "1", "untimed batches first", &o.warmup),
         CLI_INT("pairs", "N", "128", "pairs per batch", &o.pairs),
+        CLI_INT("repeat", "N", "1",
+                "rounds alternating grove and PyTorch; each side's best "
+                "round is reported (load on a shared machine changes)",
+                &o.repeat),
         CLI_INT("nslot", "N", "12", "memory slots", &o.nslot),
         CLI_INT("nhid", "D", "200", "slot and embedding size", &o.nhid),
         CLI_STRING("data", "DIR", NULL,
@@ -48,9 +52,10 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     if (o.batches < 1 || o.warmup < 0 || o.pairs < 1 || o.nslot < 2 ||
-        o.nhid < 1) {
-        return cli_usage_error(cmd, "--batches and --pairs must be 1 or "
-                               "more, --warmup 0 or more, --nslot 2 or more");
+        o.nhid < 1 || o.repeat < 1) {
+        return cli_usage_error(cmd, "--batches, --pairs and --repeat must be "
+                               "1 or more, --warmup 0 or more, --nslot 2 or "
+                               "more");
     }
     if (o.quick) {
         o.nhid = o.nhid == 200 ? 16 : o.nhid;

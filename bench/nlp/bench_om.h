@@ -38,6 +38,8 @@ struct bench_om_options {
     int pairs;            /* pairs per batch (default 128; quick 4) */
     int nslot;            /* slots (default 12) */
     int nhid;             /* D = D_in (default 200; quick 16) */
+    int repeat;           /* rounds alternating the sides, best kept
+                             per side (default 1) */
     const char *data;     /* logic_inference folder or NULL (synthetic) */
     const char *python;   /* interpreter (default /usr/bin/python3) */
     const char *script;   /* om_ref.py (default: the source tree's) */
