@@ -17,6 +17,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
 void bc_options_default(struct bc_options *o)
 {
@@ -775,11 +776,19 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                                    "demonstrations, %d in the model",
                         ds->n_tasks, m->cfg.n_tasks);
     }
+    /* With MPI every process trains and evaluates (the weights stay
+     * identical); only process 0 writes. Another process has a run only to
+     * resume from (o->run NULL on a fresh start). */
     struct train_run *run = o->run;
-    if (run == NULL) {
+    int rank = train_mpi_rank(), n_ranks = train_mpi_size();
+    int writer = rank == 0;
+    if (run == NULL && writer) {
         return gr_error(GR_EINVAL, "behaviour cloning: no run folder "
                                    "(train_run_open first)");
     }
+    struct train_run no_run;
+    memset(&no_run, 0, sizeof no_run);
+    no_run.last_saved_step = -1;
     struct gr_tensor *state = state_buffer(ctx);
     if (state == NULL) {
         return gr_error(GR_EINVAL, "behaviour cloning: %s",
@@ -788,7 +797,7 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
     int64_t update = 0, best_update = -1;
     double best_nll = INFINITY;
     int rc;
-    if (run->spec.resume) {
+    if (run != NULL && run->spec.resume) {
         rc = gr_checkpoint_load(ctx, run->path_last, GR_CKPT_ALL, NULL);
         if (rc < 0) {
             return gr_error_wrap(rc, "resuming");
@@ -809,7 +818,7 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                             run->path_last, (long long)update,
                             (long long)o->updates);
         }
-        rc = train_metrics_resume(run, update);
+        rc = writer ? train_metrics_resume(run, update) : 0;
         if (rc < 0) {
             return rc;
         }
@@ -832,7 +841,7 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
     double t0 = gr_now_seconds();
     double train_sum = 0.0;
     int64_t train_n = 0, start_update = update;
-    int resumed = run->spec.resume;
+    int resumed = run != NULL && run->spec.resume;
     struct bc_row row;
     memset(&row, 0, sizeof row);
     int stopped = 0;
@@ -866,18 +875,20 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
             if (row.nll < best_nll) {
                 best_nll = row.nll;
                 best_update = update;
-                rc = train_save(run, TRAIN_BEST, ctx, o->config_text,
-                                GR_CKPT_PARAMS, update);
+                if (writer) {
+                    rc = train_save(run, TRAIN_BEST, ctx, o->config_text,
+                                    GR_CKPT_PARAMS, update);
+                }
             }
             /* the row first, then last.ckpt: a run killed in between
              * resumes from the previous checkpoint and writes it again */
-            if (rc == 0) {
+            if (rc == 0 && writer) {
                 rc = append_row(run, &row);
             }
             if (rc == 0) {
                 rc = save_state(state, update, best_update, best_nll);
             }
-            if (rc == 0) {
+            if (rc == 0 && writer) {
                 rc = train_save(run, TRAIN_LAST, ctx, o->config_text,
                                 GR_CKPT_ALL, update);
             }
@@ -888,17 +899,18 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
             snprintf(extra, sizeof extra, "val nll %.4f acc %.3f nmi %.3f",
                      row.nll, row.action_acc, row.nmi);
             gr_progress_set_extra(&prog, extra);
-            if (o->on_row != NULL) {
+            if (o->on_row != NULL && writer) {
                 o->on_row(o->on_row_arg, &row);
             }
         }
         if (at_end) {
             break;
         }
-        if (train_stop_requested()) {
+        /* every process stops at the same update, or none does */
+        if (train_allreduce_max_int(train_stop_requested() != 0)) {
             /* a signal: last.ckpt at this boundary (the metrics row of the
              * next evaluation counts the training NLL from here) */
-            if (run->last_saved_step != update) {
+            if (writer && run->last_saved_step != update) {
                 rc = save_state(state, update, best_update, best_nll);
                 if (rc == 0) {
                     rc = train_save(run, TRAIN_LAST, ctx, o->config_text,
@@ -910,7 +922,10 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         }
         /* the batch of this update: positions u·B .. u·B + B - 1 of the
          * concatenated epoch permutations */
-        for (int j = 0; j < o->batch; j++) {
+        /* with MPI, this process's share of the batch (train/mpi.h) */
+        int j0 = (int)((int64_t)o->batch * rank / n_ranks);
+        int j1 = (int)((int64_t)o->batch * (rank + 1) / n_ranks);
+        for (int j = j0; j < j1; j++) {
             int64_t pos = update * o->batch + j;
             int64_t epoch = pos / n_train, k = pos % n_train;
             int slot = (int)(epoch & 1);
@@ -919,9 +934,9 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                            perm + slot * n_train);
                 perm_epoch[slot] = epoch;
             }
-            ids[j] = ds->train[perm[slot * n_train + k]];
+            ids[j - j0] = ds->train[perm[slot * n_train + k]];
         }
-        rc = demo_batch_build(&b, ds, ids, o->batch);
+        rc = demo_batch_build(&b, ds, ids, j1 - j0);
         if (rc < 0) {
             break;
         }
@@ -929,14 +944,23 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         struct ocn_forward_out fo;
         memset(&fo, 0, sizeof fo);
         rc = ocn_forward(m, &b, &fo);
+        /* the whole batch's NLL and steps (one process: as they are) */
+        double part[2] = {fo.nll_sum, (double)b.rows};
         if (rc == 0) {
-            rc = train_check_finite(run, fo.nll_sum, update + 1);
+            rc = train_allreduce_sum(part, 2);
+        }
+        if (rc == 0) {
+            rc = train_check_finite(run ? run : &no_run, part[0], update + 1);
             if (rc < 0) {
                 break;
             }
         }
         if (rc == 0) {
             rc = gr_backward(ctx, fo.loss);
+        }
+        if (rc == 0 && n_ranks > 1) {
+            /* each loss is its own steps' mean: weight by the share */
+            rc = train_allreduce_grads(ctx, (double)b.rows / part[1]);
         }
         if (rc == 0) {
             rc = gr_clip_grad_norm(ctx, NULL, o->clip, NULL);
@@ -951,7 +975,7 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
             gr_error_wrap(rc, "update %lld", (long long)update + 1);
             break;
         }
-        train_sum += fo.nll_sum / (double)b.rows;
+        train_sum += part[0] / part[1];
         train_n++;
         update++;
         gr_progress_update(&prog, (uint64_t)update);

@@ -121,6 +121,12 @@ int ocn_config_format(const struct ocn_config *c, char *out, size_t cap)
         n += snprintf(out + n, cap - (size_t)n, "options_ignore %d:%d\n",
                       c->opt_ignore_lo, c->opt_ignore_hi);
     }
+    if (n >= 0 && (size_t)n < cap && c->act_hard) {
+        n += snprintf(out + n, cap - (size_t)n, "acting hard\n");
+    }
+    if (n >= 0 && (size_t)n < cap && c->value_head) {
+        n += snprintf(out + n, cap - (size_t)n, "value 1\n");
+    }
     if (n >= 0 && (size_t)n < cap && c->balance != 0.0f) {
         n += snprintf(out + n, cap - (size_t)n, "balance %.9g\n",
                       (double)c->balance);
@@ -229,6 +235,20 @@ int ocn_config_parse(const char *text, struct ocn_config *c)
             }
             c->opt_ignore_lo = lo;
             c->opt_ignore_hi = hi;
+        } else if (strcmp(key, "acting") == 0) {
+            if (strcmp(v, "hard") != 0 && strcmp(v, "soft") != 0) {
+                return gr_error(GR_EFORMAT, "config line %d: acting '%s' is "
+                                            "not hard or soft",
+                                line_no, v);
+            }
+            c->act_hard = strcmp(v, "hard") == 0;
+        } else if (strcmp(key, "value") == 0) {
+            rc = parse_int(v, line_no, key, &c->value_head);
+            if (rc == 0 && c->value_head != 0 && c->value_head != 1) {
+                return gr_error(GR_EFORMAT, "config line %d: value '%s' is "
+                                            "not 0 or 1",
+                                line_no, v);
+            }
         } else if (strcmp(key, "balance") == 0) {
             rc = parse_float(v, line_no, key, &c->balance);
         } else if (strcmp(key, "tasks") == 0) {
@@ -277,7 +297,7 @@ int64_t ocn_param_count(const struct ocn_config *c)
     int64_t K = c->n_options, d = c->hidden, w = c->width, O = c->obs_size,
             A = c->n_actions;
     int64_t ctrl = (O + d) * w + w + w * w + w + (K + d) * w + (K + d) +
-                   (int64_t)c->n_tasks * d;
+                   (int64_t)c->n_tasks * d + (c->value_head ? w + 1 : 0);
     int64_t opt = K * ((O + d) * w + w + w * w + w + (A + d + 1) * w +
                        (A + d + 1));
     return ctrl + opt;
@@ -320,15 +340,21 @@ static int param_specs(const struct ocn_config *c, struct param_spec *s)
          offsetof(struct ocn_model, o_wo)},
         {"opt.head.bias", gr_shape2(K, A + d + 1), fw,
          offsetof(struct ocn_model, o_bo)},
+        {"ctrl.value.weight", gr_shape2(1, w), fw,
+         offsetof(struct ocn_model, c_vw)},
+        {"ctrl.value.bias", gr_shape1(1), fw, offsetof(struct ocn_model, c_vb)},
     };
     int n = (int)(sizeof v / sizeof v[0]);
+    if (!c->value_head) {
+        n -= 2; /* the value head is last */
+    }
     for (int i = 0; i < n; i++) {
         s[i] = v[i];
     }
     return n;
 }
 
-#define OCN_N_PARAMS 15
+#define OCN_N_PARAMS 17
 
 int ocn_model_init(struct ocn_model *m, struct gr_ctx *ctx,
                    const struct ocn_config *cfg, uint64_t seed)
@@ -763,6 +789,17 @@ int ocn_act_state_init(struct ocn_act_state *s, const struct ocn_model *m,
         return gr_error(GR_ENOMEM, "OCN acting: out of memory for %d worlds",
                         E);
     }
+    if (m->cfg.act_hard) {
+        s->opt = calloc((size_t)E, sizeof *s->opt);
+        s->hard = malloc((size_t)(K * E * (2 * A + 2 * d + 1) + E * (K + d)) *
+                         sizeof *s->hard);
+        if (s->opt == NULL || s->hard == NULL) {
+            ocn_act_state_free(s);
+            return gr_error(GR_ENOMEM, "OCN acting: out of memory for %d "
+                                       "worlds",
+                            E);
+        }
+    }
     memset(s->first, 1, (size_t)E);
     int rc = gr_tensor_to_host(m->h_init, s->h_init);
     if (rc < 0) {
@@ -784,6 +821,8 @@ void ocn_act_state_free(struct ocn_act_state *s)
     free(s->idx_o);
     free(s->val);
     free(s->buf);
+    free(s->opt);
+    free(s->hard);
     memset(s, 0, sizeof *s);
 }
 
@@ -823,9 +862,126 @@ static int sparse_rows(const float *obs, int E, int O, int32_t *idx,
     return nz;
 }
 
+/* Hard execution (cfg.act_hard; ocn.md §7, greedy), see ocn_act. Every
+ * option runs on every world (acting is for watching and replays; PPO's
+ * own rollouts have their host loop, agents/ppo.c). */
+static int act_hard(struct ocn_model *m, struct ocn_act_state *s,
+                    const float *obs, int32_t *actions, float *probs,
+                    float *end, float *pi_c)
+{
+    struct gr_ctx *ctx = m->ctx;
+    const int64_t K = m->cfg.n_options, d = m->cfg.hidden,
+                  A = m->cfg.n_actions, E = s->E;
+    const int moe = m->cfg.kind == OCN_KIND_MOE;
+    int was = gr_set_grad_enabled(ctx, 0);
+    int nz = sparse_rows(obs, (int)E, m->cfg.obs_size, s->idx, s->val);
+    float *pbar = s->hard;              /* [K, E, A] */
+    float *hbar = pbar + K * E * A;     /* [K, E, d] */
+    float *ebar = hbar + K * E * d;     /* [K, E] */
+    float *phat = ebar + K * E;         /* [K, E, A] */
+    float *hhat = phat + K * E * A;     /* [K, E, d] */
+    float *pc = hhat + K * E * d;       /* [E, K] */
+    float *hcn = pc + E * K;            /* [E, d] */
+    struct gr_tensor *xc, *xo;
+    obs_parts(m, s->idx, s->val, E, nz, s->idx_o, &xc, &xo);
+    int any_cont = 0;
+    for (int64_t j = 0; j < E; j++) {
+        any_cont |= !s->first[j] && !moe;
+    }
+    int rc = 0;
+    if (any_cont) {
+        /* the running options check their end at the new observation */
+        struct gr_tensor *ho =
+            gr_tensor_from_host(ctx, GR_F32, gr_shape3(K, E, d), s->ho);
+        struct gr_tensor *p, *h, *e;
+        opt_cell(m, xo, ho, &p, &h, &e);
+        rc = gr_ctx_status(ctx) != 0 ? ctx_fail(ctx, "OCN acting") : 0;
+        if (rc == 0) {
+            rc = gr_tensor_to_host(p, pbar);
+        }
+        if (rc == 0) {
+            rc = gr_tensor_to_host(h, hbar);
+        }
+        if (rc == 0) {
+            rc = gr_tensor_to_host(e, ebar);
+        }
+    }
+    uint8_t *ask = (uint8_t *)s->buf; /* E bytes of the scratch */
+    int any_ask = 0;
+    for (int64_t j = 0; rc == 0 && j < E; j++) {
+        ask[j] = s->first[j] || moe || ebar[(int64_t)s->opt[j] * E + j] > 0.5f;
+        any_ask |= ask[j];
+        if (s->first[j]) {
+            memcpy(s->hc + j * d, s->h_init + (int64_t)s->task[j] * d,
+                   (size_t)d * sizeof *s->hc);
+        }
+    }
+    if (rc == 0 && any_ask) {
+        /* the controller decides; the options start from z_k */
+        struct gr_tensor *hc =
+            gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, d), s->hc);
+        struct gr_tensor *p, *h, *ph, *hh;
+        ctrl_cell(m, xc, hc, &p, &h);
+        opt_cell(m, xo, NULL, &ph, &hh, NULL);
+        rc = gr_ctx_status(ctx) != 0 ? ctx_fail(ctx, "OCN acting") : 0;
+        if (rc == 0) {
+            rc = gr_tensor_to_host(p, pc);
+        }
+        if (rc == 0) {
+            rc = gr_tensor_to_host(h, hcn);
+        }
+        if (rc == 0) {
+            rc = gr_tensor_to_host(ph, phat);
+        }
+        if (rc == 0) {
+            rc = gr_tensor_to_host(hh, hhat);
+        }
+    }
+    for (int64_t j = 0; rc == 0 && j < E; j++) {
+        const float *pi;
+        float e;
+        if (ask[j]) {
+            int32_t k;
+            argmax_rows(pc + j * K, 1, (int)K, &k);
+            s->opt[j] = k;
+            memcpy(s->hc + j * d, hcn + j * d, (size_t)d * sizeof *s->hc);
+            memcpy(s->pi_c + j * K, pc + j * K, (size_t)K * sizeof *s->pi_c);
+            memcpy(s->ho + ((int64_t)k * E + j) * d,
+                   hhat + ((int64_t)k * E + j) * d, (size_t)d * sizeof *s->ho);
+            pi = phat + ((int64_t)k * E + j) * A;
+            e = 1.0f;
+        } else {
+            int64_t k = s->opt[j];
+            memcpy(s->ho + (k * E + j) * d, hbar + (k * E + j) * d,
+                   (size_t)d * sizeof *s->ho);
+            pi = pbar + (k * E + j) * A;
+            e = ebar[k * E + j];
+        }
+        argmax_rows(pi, 1, (int)A, actions + j);
+        if (probs != NULL) {
+            memcpy(probs + j * A, pi, (size_t)A * sizeof *probs);
+        }
+        if (end != NULL) {
+            end[j] = e;
+        }
+        if (pi_c != NULL) {
+            memcpy(pi_c + j * K, s->pi_c + j * K, (size_t)K * sizeof *pi_c);
+        }
+    }
+    if (rc == 0) {
+        memset(s->first, 0, (size_t)E);
+    }
+    gr_step_reset(ctx);
+    gr_set_grad_enabled(ctx, was);
+    return rc;
+}
+
 int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,
             int32_t *actions, float *probs, float *end, float *pi_c)
 {
+    if (m->cfg.act_hard) {
+        return act_hard(m, s, obs, actions, probs, end, pi_c);
+    }
     struct gr_ctx *ctx = m->ctx;
     const int64_t K = m->cfg.n_options, d = m->cfg.hidden,
                   A = m->cfg.n_actions, E = s->E;

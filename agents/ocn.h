@@ -21,6 +21,8 @@
  *   ctrl.head.bias [K + d]        (the controller's end head is skipped,
  *                                  ocn.md §4)
  *   ctrl.h_init [n_tasks, d]      learned initial state per task
+ *   ctrl.value.weight [1, w], ctrl.value.bias [1]   only with value_head
+ *                                 (a PPO controller's value head)
  *   opt.l1.wx [O, K·w]      row o = options 0..K-1's columns, concatenated
  *   opt.l1.wh [K, w, d]     opt.l1.bias [K, w]
  *   opt.l2.weight [K, w, w] opt.l2.bias [K, w]
@@ -88,6 +90,16 @@ struct ocn_config {
                        distribution in force averaged over every step of
                        the batch (0: none, ocn.md §6; not in the thesis:
                        train bc --balance-options, measured in docs/ocn) */
+    int value_head; /* 1: the controller also has a value head
+                       V = w_v · u + b_v on its MLP output (ocn.md §7:
+                       ctrl.value.weight [1, w], ctrl.value.bias [1]);
+                       PPO's controllers (agents/ppo.h) have it, BC's do
+                       not; config line "value 1" (0) */
+    int act_hard;   /* 1: ocn_act executes hard, as PPO trained it
+                       (ocn.md §7, greedy): the running option keeps
+                       control until its e > 0.5, then the controller
+                       picks argmax p and that option starts from z_k;
+                       config line "acting hard" (0: the soft §5 of BC) */
     int n_tasks;    /* training tasks = controller initial states */
     char task_names[OCN_MAX_TASKS][CRAFT_TASK_NAME_CAP]; /* "AC", ... */
 };
@@ -105,7 +117,7 @@ int ocn_kind_from_name(const char *name);
 
 /* The config as text, one "key value" line each (kind, options, hidden,
  * width, obs, actions, tau, tasks; then, only when set, "controller blind",
- * "options_ignore LO:HI" and "balance λ"), into out[cap]; the format of a
+ * "options_ignore LO:HI", "balance λ" and "value 1"), into out[cap]; the format of a
  * checkpoint's config. Returns the length or GR_EINVAL if cap is short. */
 int ocn_config_format(const struct ocn_config *c, char *out, size_t cap);
 
@@ -120,6 +132,7 @@ struct ocn_model {
     /* controller */
     struct gr_tensor *c_wx, *c_wh, *c_b1, *c_w2, *c_b2, *c_wo, *c_bo;
     struct gr_tensor *h_init;
+    struct gr_tensor *c_vw, *c_vb; /* value head (NULL without value_head) */
     /* options, stacked over K */
     struct gr_tensor *o_wx, *o_wh, *o_b1, *o_w2, *o_b2, *o_wo, *o_bo;
 };
@@ -177,6 +190,9 @@ struct ocn_act_state {
     int32_t *idx_o;  /* [E, O]: idx without the features options ignore */
     float *val;      /* [E, O] */
     float *buf;      /* [K · E · max(d, A) + E] */
+    /* hard acting (cfg.act_hard) only: */
+    int32_t *opt;    /* [E] the option in control */
+    float *hard;     /* scratch [K·E·(2A + 2d + 1) + E·(K + d)] */
 };
 
 int ocn_act_state_init(struct ocn_act_state *s, const struct ocn_model *m,
@@ -189,6 +205,10 @@ void ocn_act_reset(struct ocn_act_state *s, int j, int task);
 /* One soft step of §5 for every world: obs[E, O] (dense; the sparse rows
  * are built here) -> per world: actions[E] = argmax π_t (ties: smallest),
  * and when not NULL probs[E, A] = π_t, end[E] = e_t, pi_c[E, K] = Π^C_t.
+ * With cfg.act_hard (a PPO checkpoint) the step is hard instead: π_t is
+ * the running option's, end[j] its e (1 where the controller decided),
+ * pi_c[j] the controller's distribution at its last decision (its argmax
+ * is the option in control).
  * Runs without recording (gradients disabled inside) and resets the step
  * arena before it returns. */
 int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,

@@ -30,6 +30,7 @@
 #include "render/pngfile.h"
 #include "render/window.h"
 #include "replays/replay.h"
+#include "train/mpi.h"
 #include "cli/craft_common.h"
 
 /* ---- grove train bc ---------------------------------------------------------- */
@@ -263,7 +264,25 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
 
+    /* MPI (train/mpi.h): every process trains on its share of each batch;
+     * process 0 writes the run folder and speaks */
+    int rank = train_mpi_rank(), n_ranks = train_mpi_size();
+    if (n_ranks > 1 && balance > 0) {
+        return cli_usage_error(cmd, "--balance-options is not split across "
+                                    "%d MPI processes (the term is not a sum "
+                                    "over demonstrations); run it in one",
+                               n_ranks);
+    }
+    if (n_ranks > batch) {
+        return cli_usage_error(cmd, "--batch %d is smaller than the %d MPI "
+                                    "processes",
+                               batch, n_ranks);
+    }
+    if (rank != 0) {
+        common.quiet = 1;
+    }
     struct train_run run;
+    memset(&run, 0, sizeof run);
     struct train_run_spec spec = train_run_spec_default();
     spec.dir = common.out;
     spec.force = common.force;
@@ -274,7 +293,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     spec.check_config = 1;
     spec.columns = bc_metrics_columns(&spec.n_columns);
     spec.what = "train bc";
-    if (train_run_open(&run, &spec) < 0) {
+    if ((rank == 0 || resume) && train_run_open(&run, &spec) < 0) {
         return run.config_mismatch ? cli_usage_error(cmd, "%s", gr_last_error())
                                    : cli_fail(cmd);
     }
@@ -342,7 +361,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     o.return_episodes = return_episodes;
     o.seed = common.seed;
     o.quiet = common.quiet;
-    o.run = &run;
+    o.run = rank == 0 || resume ? &run : NULL;
     o.config_text = text;
     o.on_row = draw_curves;
     o.on_row_arg = &cv;
@@ -370,7 +389,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     gr_optim_free(opt);
     gr_ctx_free(ctx);
     demo_set_free(&ds);
-    if (rc == 0 && res.stopped) {
+    if (rc == 0 && res.stopped && rank == 0) {
         train_print_stopped(&run, res.stopped_at);
     }
     train_run_close(&run);
@@ -379,6 +398,9 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     }
     if (res.stopped) {
         return 128 + train_stop_requested(); /* as a shell reports a signal */
+    }
+    if (rank != 0) {
+        return CLI_EXIT_OK; /* process 0 reports */
     }
     char dur[32];
     gr_format_duration(res.seconds, dur, sizeof dur);

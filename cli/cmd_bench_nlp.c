@@ -2,6 +2,7 @@
  * reference, measured in the same run (bench/nlp/bench_nlp.h). */
 #include <stdio.h>
 
+#include "bench/bench_util.h"
 #include "bench/nlp/bench_nlp.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -21,6 +22,9 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("windows", "N", "3", "timed windows per side (median)",
                 &o.windows),
         CLI_INT("warmup", "N", "1", "untimed windows first", &o.warmup),
+        CLI_INT("rounds", "N", "3",
+                "alternations grove, baseline per case (median, spread)",
+                &o.rounds),
         CLI_FLAG("quick", "tiny sizes (a CI smoke run, not the issue's "
                  "cases)", &o.quick),
         CLI_FLAG("no-baseline", "do not run the PyTorch reference",
@@ -46,6 +50,10 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--windows must be 1 or more, --warmup 0 "
                                "or more");
     }
+    if (o.rounds < 1 || o.rounds > BENCH_MAX_ROUNDS) {
+        return cli_usage_error(cmd, "--rounds must be in [1, %d]",
+                               BENCH_MAX_ROUNDS);
+    }
     o.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
     o.threads = common.threads;
     o.baseline = !no_baseline;
@@ -63,7 +71,10 @@ const struct cli_command cmd_bench_nlp = {
     "in the same run.",
     "",
     "Cases: published (3 layers 400/1150/400, chunk 10, batch 20, BPTT 70), "
-    "batch1, small (hidden 256).\nPrints a Markdown table case | grove | "
-    "baseline | ratio (ratio = grove / PyTorch).",
+    "batch1, small (hidden 256).\nThe two sides alternate (grove, PyTorch, "
+    "grove, ...) --rounds times per case.\nPrints grove's BLAS, a Markdown "
+    "table case | grove | baseline | ratio | spread (ratio = grove / "
+    "PyTorch, the median of the rounds' ratios; spread = their range), and "
+    "the BLAS and threads the PyTorch side ran on.",
     run_bench_nlp,
 };

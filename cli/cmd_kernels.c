@@ -2,6 +2,7 @@
  * ON-LSTM training steps, peak memory) against PyTorch in the same run. */
 #include <stdio.h>
 
+#include "bench/bench_util.h"
 #include "bench/kernels/bench_kernels.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -13,7 +14,7 @@ static int run_bench_kernels(const struct cli_command *cmd, int argc,
 {
     struct bench_kernels_opts o = bench_kernels_defaults();
     struct cli_common common;
-    int first = 0, no_torch = 0, quick = 0;
+    int first = 0, no_torch = 0, quick = 0, rounds = 3;
     const char *python = o.python;
     const struct cli_option opts[] = {
         CLI_FLAG("quick", "fewer sizes and repetitions (under a minute)",
@@ -21,6 +22,8 @@ static int run_bench_kernels(const struct cli_command *cmd, int argc,
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the baseline", &python),
         CLI_FLAG("no-torch", "skip the PyTorch baseline", &no_torch),
+        CLI_INT("rounds", "N", "3",
+                "alternations grove, PyTorch (median, spread)", &rounds),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -30,6 +33,11 @@ static int run_bench_kernels(const struct cli_command *cmd, int argc,
     if (rc != CLI_CONTINUE) {
         return rc;
     }
+    if (rounds < 1 || rounds > BENCH_MAX_ROUNDS) {
+        return cli_usage_error(cmd, "--rounds must be in [1, %d]",
+                               BENCH_MAX_ROUNDS);
+    }
+    o.rounds = rounds;
     o.quick = quick;
     o.no_torch = no_torch;
     o.python = python;
@@ -53,7 +61,10 @@ const struct cli_command cmd_bench_kernels = {
     "Benchmark the kernel layer (SGEMM, LSTM/ON-LSTM steps) against "
     "PyTorch.",
     "",
-    "Prints a Markdown table case | grove | baseline | ratio on stdout. The "
+    "Prints a Markdown table case | grove | baseline | ratio | spread on "
+    "stdout, the two sides alternated --rounds times (medians; spread = "
+    "the range of the rounds' ratios), with grove's BLAS and the BLAS and "
+    "threads PyTorch ran on. The "
     "baseline runs bench/kernels/bench_torch.py with --python (Debian's "
     "python3-torch); without torch the table says so and shows grove "
     "alone. Use --threads 1 on a shared machine: multi-threaded timings of "

@@ -13,6 +13,7 @@
 #include "nlp/data/corpus.h"
 #include "nlp/models/onlstm.h"
 #include "nlp/tasks/lm.h"
+#include "train/mpi.h"
 #include "train/train.h"
 #include "nlp/tasks/syneval.h"
 #include "nlp/data/treebank.h"
@@ -256,7 +257,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.out_dir = common.out;
     tc.force = common.force;
     tc.resume = resume;
-    tc.quiet = common.quiet;
+    tc.quiet = common.quiet || train_mpi_rank() != 0;
     tc.argc = argc;
     tc.argv = argv;
     if ((rc = parse_when(cmd, when, &tc)) != CLI_CONTINUE) {
@@ -286,7 +287,16 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     struct nlp_lm_train_result res;
     struct curve cv = {common.out, 0};
     train_signals_install();
-    rc = nlp_lm_train(&tc, &corpus, &cc, write_curve, &cv, &res);
+    if (train_mpi_size() > batch) {
+        nlp_corpus_free(&corpus);
+        return cli_usage_error(cmd, "--batch-size %d is smaller than the %d "
+                                    "MPI processes",
+                               batch, train_mpi_size());
+    }
+    /* with MPI, process 0 draws the curve and reports (train/mpi.h) */
+    int writer = train_mpi_rank() == 0;
+    rc = nlp_lm_train(&tc, &corpus, &cc, writer ? write_curve : NULL, &cv,
+                      &res);
     train_signals_restore();
     nlp_corpus_free(&corpus);
     if (rc < 0) {
@@ -294,6 +304,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if (res.stopped) {
         return 128 + train_stop_requested(); /* as a shell reports a signal */
+    }
+    if (!writer) {
+        return CLI_EXIT_OK;
     }
     printf("run:        %s (%s, %d epochs, %.1f s)\n", common.out,
            nlp_lm_kind_name(tc.model.kind), (int)res.epochs_done, res.wall_s);

@@ -4,6 +4,7 @@
 #include "cli/build_info.h"
 #include "cli/commands.h"
 #include "kernels/device.h"
+#include "train/mpi.h"
 
 static int run_version(const struct cli_command *cmd, int argc, char **argv)
 {
@@ -26,6 +27,10 @@ static int run_version(const struct cli_command *cmd, int argc, char **argv)
     } else {
         printf("cuda:      %s\n", status);
     }
+    printf("mpi:       %s\n",
+           train_mpi_built()
+               ? "yes (mpirun -np N grove train bc|nlp lm train ...)"
+               : "no (build with libopenmpi-dev installed, -DGROVE_MPI=ON)");
     int n = gr_cuda_device_count();
     printf("gpus:      %d visible\n", n);
     for (int i = 0; i < n; i++) {

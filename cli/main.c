@@ -8,6 +8,9 @@
 
 #include "cli/build_info.h"
 #include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "train/mpi.h"
 
 /* Number of words of `name` that match argv[1..], or 0 if not all do. */
 static int match_words(const char *name, int argc, char **argv)
@@ -184,6 +187,13 @@ int main(int argc, char **argv)
         }
         return CLI_EXIT_USAGE;
     }
-    /* The command sees its own last word as argv[0]. */
-    return cmd->run(cmd, argc - words, argv + words);
+    /* Under mpirun, MPI starts here (train/mpi.h; a plain run never
+     * starts it). The command sees its own last word as argv[0]. */
+    if (train_mpi_init(&argc, &argv) < 0) {
+        fprintf(stderr, "grove %s: %s\n", cmd->name, gr_last_error());
+        return CLI_EXIT_FAIL;
+    }
+    int status = cmd->run(cmd, argc - words, argv + words);
+    train_mpi_finalize();
+    return status;
 }

@@ -4,6 +4,7 @@
 #   build/ci-cpu       Release, CPU backend                 -> ctest
 #   build/ci-cuda      Release, CUDA backend (if nvcc)      -> ctest (GPU tests skip without a GPU)
 #   build/ci-sanitize  Debug, ASan + UBSan, CPU backend     -> ctest
+#   python/tests       over build/ci-cpu's libgrove.so      -> python3 -m unittest
 # Prints the time each build took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,19 @@ bash scripts/deps.sh
 jobs=$(nproc)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# A test that misses data or a GPU skips (exit 77); where they are meant to
+# be there, that is a failure instead (tests/test.h, tests/skip.sh): the
+# data when ../shared/data exists (CI has it), a GPU when nvidia-smi sees
+# one (GPU tests still skip in the builds without CUDA). A value already
+# in the environment wins.
+if [ -z "${GROVE_REQUIRE_DATA:-}" ] && [ -d ../shared/data ]; then
+    export GROVE_REQUIRE_DATA=1
+fi
+if [ -z "${GROVE_REQUIRE_GPU:-}" ] && command -v nvidia-smi >/dev/null 2>&1 &&
+    nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    export GROVE_REQUIRE_GPU=1
+fi
+echo "== GROVE_REQUIRE_DATA=${GROVE_REQUIRE_DATA:-0} GROVE_REQUIRE_GPU=${GROVE_REQUIRE_GPU:-0}" >&2
 
 variant() {
     local name=$1; shift
@@ -28,12 +42,21 @@ variant() {
 
 mkdir -p build
 variant ci-cpu -DCMAKE_BUILD_TYPE=Release -DGROVE_CUDA=OFF
+# The Python package (python/) over the ci-cpu build's libgrove.so and
+# grove binary. Debian's python3 (deps.sh installs its numpy and msgpack),
+# named by path: a python3 earlier on PATH may lack them.
+t0=$SECONDS
+echo "== python: tests over build/ci-cpu/libgrove.so" >&2
+GROVE_LIB="$PWD/build/ci-cpu/libgrove.so" GROVE_BIN="$PWD/build/ci-cpu/grove" \
+    /usr/bin/python3 -m unittest discover -s python/tests -t python
+echo "== python: tests took $((SECONDS - t0)) s" >&2
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     variant ci-cuda -DCMAKE_BUILD_TYPE=Release -DGROVE_CUDA=ON
 else
     echo "== ci-cuda: skipped, no nvcc on PATH or in /usr/local/cuda/bin" >&2
 fi
-variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON
+# without MPI: OpenMPI's own allocations would read as leaks under ASan
+variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON -DGROVE_MPI=OFF
 # The replay reader's libFuzzer target, for a bounded time, where clang is
 # present (tests/fuzz/). A crash fails the run and its input is kept in
 # tests/fuzz/regressions/, which ctest (replays_fuzz_regressions) replays in

@@ -13,9 +13,10 @@
 #include <sys/stat.h>
 
 /* External libraries a module may name, by the header that gives them away. */
-enum lib { LIB_NONE = 0, LIB_SDL, LIB_PNG, LIB_MSGPACK, LIB_CBLAS, LIB_CUDA };
+enum lib { LIB_NONE = 0, LIB_SDL, LIB_PNG, LIB_MSGPACK, LIB_CBLAS, LIB_CUDA,
+           LIB_MPI };
 static const char *const lib_names[] = {"libc", "SDL2", "libpng",
-                                        "msgpack-c", "CBLAS", "CUDA"};
+                                        "msgpack-c", "CBLAS", "CUDA", "MPI"};
 
 struct rule {
     const char *module;
@@ -28,7 +29,7 @@ static const struct rule rules[] = {
     {"core", "core", 0},
     {"kernels", "core kernels", BIT(LIB_CBLAS) | BIT(LIB_CUDA) |
                                     BIT(LIB_MSGPACK)},
-    {"train", "core kernels train", 0},
+    {"train", "core kernels train", BIT(LIB_MPI)},
     {"envs", "core envs", 0},
     {"replays", "core envs replays", BIT(LIB_MSGPACK)},
     {"render", "core envs replays render", BIT(LIB_SDL) | BIT(LIB_PNG)},
@@ -60,6 +61,9 @@ static enum lib classify_system_header(const char *h)
     }
     if (strcmp(h, "cblas.h") == 0 || strncmp(h, "openblas", 8) == 0) {
         return LIB_CBLAS;
+    }
+    if (strcmp(h, "mpi.h") == 0) {
+        return LIB_MPI;
     }
     if (strncmp(h, "cuda", 4) == 0 || strncmp(h, "cublas", 6) == 0 ||
         strncmp(h, "curand", 6) == 0 || strncmp(h, "cub/", 4) == 0 ||

@@ -1,6 +1,7 @@
 /* Craft benchmark: see bench_craft.h. */
 #define _GNU_SOURCE
 #include "bench/craft/bench_craft.h"
+#include "bench/bench_util.h"
 
 #include <pthread.h>
 #include <spawn.h>
@@ -327,34 +328,56 @@ done:
     return rate;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-/* Warm-up, then the medians of `runs` timed runs. */
-static struct rate median_rate(enum bench_case kind, int threads,
-                               uint64_t work, int runs)
+/* Two cases measured in turn: a warm-up of each, then `runs` rounds of
+ * one timed run of A and one of B (A, B, A, B, ...), so that a load that
+ * comes and goes on a shared machine weighs on both alike. *a, *b get the
+ * medians; pa (pair A against B) and pb (B alone) their spreads over the
+ * rounds (bench/bench_util.h). kind_b < 0: A alone. */
+static void measure(enum bench_case kind_a, int threads_a, uint64_t work_a,
+                    int kind_b, int threads_b, uint64_t work_b, int runs,
+                    struct rate *a, struct rate *b, struct bench_pair *pa,
+                    struct bench_pair *pb)
 {
-    double c[64], w[64];
-    struct rate bad = {-1.0, -1.0};
-    if (runs > 64) {
-        runs = 64;
+    double ac[BENCH_MAX_ROUNDS], aw[BENCH_MAX_ROUNDS], bc[BENCH_MAX_ROUNDS],
+        bw[BENCH_MAX_ROUNDS], none[BENCH_MAX_ROUNDS];
+    const struct rate bad = {-1.0, -1.0};
+    *a = *b = bad;
+    if (runs > BENCH_MAX_ROUNDS) {
+        runs = BENCH_MAX_ROUNDS;
     }
-    run_case(kind, threads, work / 4 + 1, 999);
+    run_case(kind_a, threads_a, work_a / 4 + 1, 999);
+    if (kind_b >= 0) {
+        run_case((enum bench_case)kind_b, threads_b, work_b / 4 + 1, 999);
+    }
+    int ok_a = 1, ok_b = kind_b >= 0;
     for (int i = 0; i < runs; i++) {
-        struct rate r = run_case(kind, threads, work, (uint64_t)i + 1);
-        if (r.cpu < 0 || r.wall < 0) {
-            return bad;
+        struct rate r = run_case(kind_a, threads_a, work_a, (uint64_t)i + 1);
+        ok_a &= r.cpu > 0 && r.wall > 0;
+        ac[i] = r.cpu;
+        aw[i] = r.wall;
+        bc[i] = bw[i] = none[i] = -1.0;
+        if (kind_b >= 0) {
+            r = run_case((enum bench_case)kind_b, threads_b, work_b,
+                         (uint64_t)i + 1);
+            ok_b &= r.cpu > 0 && r.wall > 0;
+            bc[i] = r.cpu;
+            bw[i] = r.wall;
         }
-        c[i] = r.cpu;
-        w[i] = r.wall;
     }
-    qsort(c, (size_t)runs, sizeof c[0], cmp_double);
-    qsort(w, (size_t)runs, sizeof w[0], cmp_double);
-    struct rate m = {c[runs / 2], w[runs / 2]};
-    return m;
+    if (ok_b) {
+        *pa = bench_pair_summary(ac, bc, runs);
+        *pb = bench_pair_summary(bc, none, runs);
+        b->cpu = pb->grove;
+        b->wall = bench_median(bw, runs);
+    } else {
+        *pa = bench_pair_summary(ac, none, runs);
+        memset(pb, 0, sizeof *pb);
+    }
+    if (ok_a) {
+        a->cpu = pa->grove;
+        a->wall = bench_median(aw, runs);
+    }
 }
 
 /* ---- the whole process ---------------------------------------------------- */
@@ -435,12 +458,17 @@ static void fmt_rate(double r, char *buf, size_t cap)
     }
 }
 
-/* One table row: grove's figure (CPU-time based), its baseline, the ratio,
- * the target, and grove's figure by the wall clock. */
+/* One table row: grove's figure (CPU-time based), its baseline, the ratio
+ * (the median of the rounds' ratios, when measured in turn), the target,
+ * grove's figure by the wall clock, and the spread over the rounds. */
 static void row(FILE *out, const char *name, struct rate grove,
-                struct rate base, const char *base_note, const char *target)
+                struct rate base, const char *base_note, const char *target,
+                const struct bench_pair *p)
 {
-    char g[32], b[64], ratio[32], wall[32];
+    char g[32], b[64], ratio[32], wall[32], spread[160] = "-";
+    if (p != NULL && p->rounds > 0) {
+        bench_spread_cell(p, spread, sizeof spread);
+    }
     fmt_rate(grove.cpu, g, sizeof g);
     fmt_rate(grove.wall, wall, sizeof wall);
     if (base.cpu > 0) {
@@ -448,13 +476,15 @@ static void row(FILE *out, const char *name, struct rate grove,
         fmt_rate(base.cpu, r, sizeof r);
         snprintf(b, sizeof b, "%s (%s)", r, base_note);
         snprintf(ratio, sizeof ratio, "%.2f",
-                 grove.cpu > 0 ? grove.cpu / base.cpu : 0.0);
+                 p != NULL && p->baseline > 0 ? p->ratio
+                 : grove.cpu > 0              ? grove.cpu / base.cpu
+                                              : 0.0);
     } else {
         snprintf(b, sizeof b, "%s", base_note);
         snprintf(ratio, sizeof ratio, "-");
     }
-    fprintf(out, "| %s | %s | %s | %s | %s | %s |\n", name, g, b, ratio,
-            target, wall);
+    fprintf(out, "| %s | %s | %s | %s | %s | %s | %s |\n", name, g, b, ratio,
+            target, wall, spread);
     fflush(out);
 }
 
@@ -499,52 +529,64 @@ int bench_craft_run(const struct bench_craft_options *o, FILE *out)
             cpu, sysconf(_SC_NPROCESSORS_ONLN), threads,
             o->build ? o->build : "?", runs, BATCH,
             (unsigned long long)steps, o->quick ? " (--quick)" : "");
+    char gblas[1024];
+    bench_process_blas(gblas, sizeof gblas);
+    fprintf(out, "grove BLAS: %s (not used by these cases)\nbaseline BLAS: "
+                 "none (no PyTorch side: each row's baseline is another row, "
+                 "measured in turn with it on the threads its row names, or "
+                 "a quoted figure)\n\n", gblas);
     fprintf(out, "| case | grove | baseline | ratio | target | grove, wall "
-                 "clock |\n|---|---|---|---|---|---|\n");
+                 "clock | spread |\n|---|---|---|---|---|---|---|\n");
     char tn[192];
     const struct rate none = {-1.0, -1.0};
+    struct bench_pair p1, p1b, p2, p2b, p3, p3b, p4, p4b, p5, p5b, p6, p6b;
+    struct rate limit1, b_obs1, s_obs1, limit1b, b_no1, s_no1, limitT, b_obsT,
+        b_noT, b_no1b, ex1, exT;
     if (!o->quiet) {
         fprintf(stderr, "bench craft: one core...\n");
     }
-    struct rate limit1 = median_rate(CASE_OBS_LIMIT, 1, steps, runs);
+    /* each pair alternates its two cases (bench_util.h); a row without a
+     * baseline shows the second case of a pair, with its own spread */
+    measure(CASE_BATCH_OBS, 1, steps, CASE_OBS_LIMIT, 1, steps, runs,
+            &b_obs1, &limit1, &p1, &p1b);
     row(out, "observation write alone (clear 4.3 KB + 50 non-zeros), 1 core",
-        limit1, none, "the limit", "~12 M/s");
-    struct rate b_obs1 = median_rate(CASE_BATCH_OBS, 1, steps, runs);
+        limit1, none, "the limit", "~12 M/s", &p1b);
     row(out, "batch 256, step + observation, 1 core", b_obs1, limit1,
-        "obs limit", ">= 5 M/s");
-    struct rate s_obs1 = median_rate(CASE_SINGLE_OBS, 1, steps, runs);
-    row(out, "single world, step + observation, 1 core", s_obs1, limit1,
-        "obs limit", "-");
-    struct rate b_no1 = median_rate(CASE_BATCH_NOOBS, 1, steps * 4, runs);
-    struct rate s_no1 = median_rate(CASE_SINGLE_NOOBS, 1, steps * 4, runs);
+        "obs limit", ">= 5 M/s", &p1);
+    measure(CASE_SINGLE_OBS, 1, steps, CASE_OBS_LIMIT, 1, steps, runs,
+            &s_obs1, &limit1b, &p2, &p2b);
+    row(out, "single world, step + observation, 1 core", s_obs1, limit1b,
+        "obs limit", "-", &p2);
+    measure(CASE_BATCH_NOOBS, 1, steps * 4, CASE_SINGLE_NOOBS, 1, steps * 4,
+            runs, &b_no1, &s_no1, &p3, &p3b);
     row(out, "batch 256, step only, 1 core", b_no1, s_no1, "single world",
-        ">= 50 M/s");
-    row(out, "single world, step only, 1 core", s_no1, none, "-", "-");
+        ">= 50 M/s", &p3);
+    row(out, "single world, step only, 1 core", s_no1, none, "-", "-", &p3b);
     if (!o->quiet) {
         fprintf(stderr, "bench craft: %d threads...\n", threads);
     }
-    struct rate limitT = median_rate(CASE_OBS_LIMIT, threads, steps, runs);
+    measure(CASE_BATCH_OBS, threads, steps, CASE_OBS_LIMIT, threads, steps,
+            runs, &b_obsT, &limitT, &p4, &p4b);
     snprintf(tn, sizeof tn, "observation write alone, %d threads", threads);
-    row(out, tn, limitT, none, "the limit", "-");
-    struct rate b_obsT = median_rate(CASE_BATCH_OBS, threads, steps, runs);
+    row(out, tn, limitT, none, "the limit", "-", &p4b);
     snprintf(tn, sizeof tn,
              "batch 256 per thread, step + observation, %d threads", threads);
-    row(out, tn, b_obsT, limitT, "obs limit", "-");
-    struct rate b_noT = median_rate(CASE_BATCH_NOOBS, threads, steps * 4,
-                                    runs);
+    row(out, tn, b_obsT, limitT, "obs limit", "-", &p4);
+    measure(CASE_BATCH_NOOBS, threads, steps * 4, CASE_BATCH_NOOBS, 1,
+            steps * 4, runs, &b_noT, &b_no1b, &p5, &p5b);
     snprintf(tn, sizeof tn, "batch 256 per thread, step only, %d threads",
              threads);
-    row(out, tn, b_noT, b_no1, "1 core", "-");
+    row(out, tn, b_noT, b_no1b, "1 core", "-", &p5);
     if (!o->quiet) {
         fprintf(stderr, "bench craft: expert...\n");
     }
-    struct rate ex1 = median_rate(CASE_EXPERT, 1, demos, runs);
+    measure(CASE_EXPERT, threads, demos, CASE_EXPERT, 1, demos, runs, &exT,
+            &ex1, &p6, &p6b);
     row(out, "expert demonstrations of AC (with observations), 1 core", ex1,
-        none, "-", "-");
-    struct rate exT = median_rate(CASE_EXPERT, threads, demos, runs);
+        none, "-", "-", &p6b);
     snprintf(tn, sizeof tn, "expert demonstrations of AC, %d threads",
              threads);
-    row(out, tn, exT, ex1, "1 core", "-");
+    row(out, tn, exT, ex1, "1 core", "-", &p6);
     int process_failed = 0;
     if (o->grove_path != NULL) {
         if (!o->quiet) {
@@ -557,8 +599,14 @@ int bench_craft_run(const struct bench_craft_options *o, FILE *out)
             w[i] = whole_process(o->grove_path, episodes, &st, &c[i]);
             process_failed |= w[i] <= 0;
         }
-        qsort(w, (size_t)n, sizeof w[0], cmp_double);
-        qsort(c, (size_t)n, sizeof c[0], cmp_double);
+        double wr[64], none_r[64];
+        for (int i = 0; i < n; i++) {
+            wr[i] = w[i];
+            none_r[i] = -1.0;
+        }
+        struct bench_pair pw = bench_pair_summary(wr, none_r, n);
+        qsort(w, (size_t)n, sizeof w[0], bench_cmp_double);
+        qsort(c, (size_t)n, sizeof c[0], bench_cmp_double);
         /* here the wall clock is the figure the issue asks for: it goes
          * in the main column, the CPU-time rate in the last one */
         struct rate whole = {process_failed ? -1.0 : w[n / 2],
@@ -569,7 +617,8 @@ int bench_craft_run(const struct bench_craft_options *o, FILE *out)
                  "--agent random --tasks AC --episodes %llu --quiet` (%.2f M "
                  "steps)",
                  (unsigned long long)episodes, (double)st / 1e6);
-        row(out, tn, whole, python, "Python original, quoted", ">= 2 M/s");
+        row(out, tn, whole, python, "Python original, quoted", ">= 2 M/s",
+            &pw);
     }
     if (process_failed) {
         return gr_error(GR_EIO, "bench craft: '%s craft run' failed",
@@ -577,18 +626,21 @@ int bench_craft_run(const struct bench_craft_options *o, FILE *out)
     }
     if (limit1.cpu < 0 || b_obs1.cpu < 0 || s_obs1.cpu < 0 || b_no1.cpu < 0 ||
         limitT.cpu < 0 || b_obsT.cpu < 0 || b_noT.cpu < 0 || ex1.cpu < 0 ||
-        exT.cpu < 0) {
+        exT.cpu < 0 || limit1b.cpu < 0 || s_no1.cpu < 0 || b_no1b.cpu < 0) {
         return gr_error(GR_EIO, "bench craft: a case failed to run");
     }
     fprintf(out,
             "\n\"grove\" = units per second of each thread's CPU time "
             "(CLOCK_THREAD_CPUTIME_ID), summed over threads: time a thread "
             "spends descheduled on a shared machine is not counted; the last "
-            "column is the same run by the wall clock (all units / the "
-            "slowest thread). Whole-process row: wall clock of the child "
-            "process, start-up and summary included (last column: by its "
+            "column but one is the same run by the wall clock (all units / "
+            "the slowest thread). Whole-process row: wall clock of the child "
+            "process, start-up and summary included (that column: by its "
             "user+sys CPU time). Baseline \"obs limit\" = the observation "
-            "row of the same thread count, measured in this run; the Python "
-            "figure (~2,500 steps/s) is quoted from issue 6, not measured.\n");
+            "write of the same thread count; every measured baseline runs "
+            "in turn with its row (row, baseline, row, baseline, ...: %d "
+            "rounds), the ratio is the median of the rounds' ratios and "
+            "\"spread\" their range; the Python figure (~2,500 steps/s) is "
+            "quoted from issue 6, not measured.\n", runs);
     return 0;
 }

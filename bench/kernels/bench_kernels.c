@@ -2,6 +2,7 @@
  * See bench_kernels.h for what is measured and how. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench/kernels/bench_kernels.h"
+#include "bench/bench_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ struct bcase {
     double g_s, t_s;       /* seconds per call (median) */
     double g_peak, t_peak; /* bytes, < 0 unknown */
     int have_g, have_t;
+    /* speeds (1 / seconds per call) of each round; t < 0: no baseline */
+    double g_speed[BENCH_MAX_ROUNDS], t_speed[BENCH_MAX_ROUNDS];
 };
 
 struct bench_kernels_opts bench_kernels_defaults(void)
@@ -44,6 +47,7 @@ struct bench_kernels_opts bench_kernels_defaults(void)
     o.python = "/usr/bin/python3";
     o.script = GROVE_BENCH_TORCH_SCRIPT;
     o.build = "";
+    o.rounds = 3;
     return o;
 }
 
@@ -201,7 +205,8 @@ static void shell_quote(char *out, size_t cap, const char *s)
 
 static void run_torch(struct bcase *cs, int nc, const char *device,
                       int threads, const struct bench_kernels_opts *o,
-                      char *info, size_t info_cap)
+                      char *info, size_t info_cap, char *blas,
+                      size_t blas_cap)
 {
     if (access(o->python, X_OK) != 0) {
         snprintf(info, info_cap, "not run: %s is not an executable "
@@ -251,6 +256,8 @@ static void run_torch(struct bcase *cs, int nc, const char *device,
             snprintf(info, info_cap, "PyTorch %s (%s, %s, %d threads)", ver,
                      o->python, dev, th);
             seen = 1;
+        } else if (bench_baseline_blas_line(line)[0]) {
+            snprintf(blas, blas_cap, "%s", bench_baseline_blas_line(line));
         } else if (strncmp(line, "RESULT ", 7) == 0) {
             char id[128];
             double secs = 0, peak = -1;
@@ -437,30 +444,54 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
             add_rnn(&cs[nc++], kind, batches[i], 64, 128, 128, 8, o->quick);
         }
     }
-    struct gr_progress pr;
-    gr_progress_start(&pr, "bench kernels (grove)", (uint64_t)nc, "cases",
-                      o->quiet);
-    for (int i = 0; i < nc; i++) {
-        gr_progress_set_extra(&pr, cs[i].label);
-        int rc = cs[i].kind == K_SGEMM ? run_sgemm(&cs[i], dev, threads)
-                                       : run_rnn(&cs[i], dev, threads);
-        if (rc < 0) {
-            gr_progress_finish(&pr);
-            return gr_error_wrap(rc, "bench kernels: %s", cs[i].label);
+    /* grove, baseline, grove, baseline, ...: every case of one side,
+     * then every case of the other, `rounds` times */
+    const int rounds = o->rounds < 1                  ? 1
+                       : o->rounds > BENCH_MAX_ROUNDS ? BENCH_MAX_ROUNDS
+                                                      : o->rounds;
+    char tinfo[512] = "", tblas[1024] = "";
+    for (int r = 0; r < rounds; r++) {
+        struct gr_progress pr;
+        char what[96];
+        snprintf(what, sizeof what, "bench kernels (grove, round %d of %d)",
+                 r + 1, rounds);
+        gr_progress_start(&pr, what, (uint64_t)nc, "cases", o->quiet);
+        for (int i = 0; i < nc; i++) {
+            gr_progress_set_extra(&pr, cs[i].label);
+            cs[i].have_g = cs[i].have_t = 0;
+            int rc = cs[i].kind == K_SGEMM ? run_sgemm(&cs[i], dev, threads)
+                                           : run_rnn(&cs[i], dev, threads);
+            if (rc < 0) {
+                gr_progress_finish(&pr);
+                return gr_error_wrap(rc, "bench kernels: %s", cs[i].label);
+            }
+            gr_progress_update(&pr, (uint64_t)i + 1);
         }
-        gr_progress_update(&pr, (uint64_t)i + 1);
+        gr_progress_finish(&pr);
+        if (o->no_torch) {
+            snprintf(tinfo, sizeof tinfo, "not run (--no-torch)");
+        } else {
+            if (!o->quiet) {
+                fprintf(stderr, "bench kernels: running the PyTorch baseline "
+                        "(%s), round %d of %d...\n", o->python, r + 1,
+                        rounds);
+            }
+            run_torch(cs, nc, gr_device_name(dev), threads, o, tinfo,
+                      sizeof tinfo, tblas, sizeof tblas);
+        }
+        for (int i = 0; i < nc; i++) {
+            cs[i].g_speed[r] = cs[i].have_g ? 1.0 / cs[i].g_s : -1.0;
+            cs[i].t_speed[r] = cs[i].have_t ? 1.0 / cs[i].t_s : -1.0;
+        }
     }
-    gr_progress_finish(&pr);
-    char tinfo[512] = "";
-    if (o->no_torch) {
-        snprintf(tinfo, sizeof tinfo, "not run (--no-torch)");
-    } else {
-        if (!o->quiet) {
-            fprintf(stderr, "bench kernels: running the PyTorch baseline "
-                    "(%s)...\n", o->python);
-        }
-        run_torch(cs, nc, gr_device_name(dev), threads, o, tinfo,
-                  sizeof tinfo);
+    /* the medians over the rounds; a side missing in any round is n/a */
+    struct bench_pair pairs[24];
+    for (int i = 0; i < nc; i++) {
+        struct bench_pair *p = &pairs[i];
+        *p = bench_pair_summary(cs[i].g_speed, cs[i].t_speed, rounds);
+        cs[i].g_s = 1.0 / p->grove;
+        cs[i].have_t = p->baseline > 0;
+        cs[i].t_s = cs[i].have_t ? 1.0 / p->baseline : 0.0;
     }
     char cpu[256], gpu[256] = "";
     cpu_model(cpu, sizeof cpu);
@@ -472,8 +503,19 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
             threads == 1 ? "" : "s");
     fprintf(out, "- host: %s, %ld cores online%s%s\n", cpu,
             sysconf(_SC_NPROCESSORS_ONLN), gpu[0] ? "; GPU: " : "", gpu);
-    fprintf(out, "- grove: %s\n", o->build && o->build[0] ? o->build : "?");
+    char gblas[1024];
+    bench_process_blas(gblas, sizeof gblas);
+    fprintf(out, "- grove: %s; BLAS: %s\n",
+            o->build && o->build[0] ? o->build : "?", gblas);
     fprintf(out, "- baseline: %s\n", tinfo);
+    if (!o->no_torch) {
+        fprintf(out, "- baseline BLAS: %s\n",
+                tblas[0] ? tblas : "not reported (the baseline did not run)");
+    }
+    fprintf(out, "- the sides alternate: all cases on grove, then all on "
+            "PyTorch, %d round%s; each cell is the median over the rounds, "
+            "the ratio the median of the rounds' ratios, the spread their "
+            "range\n", rounds, rounds == 1 ? "" : "s");
     fprintf(out, "- each number: the median of k calls after a warm-up "
             "(SGEMM: k = 3-7 calls of ~0.2 GFLOP; training steps: k = 1-7, 1 for "
             "the PTB size with --quick); "
@@ -484,23 +526,25 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
     fprintf(out, "- peak memory (grove): parameters, gradients, Adam state "
             "and the step arena's high-water mark; PyTorch's "
             "(max_memory_allocated) is reported on CUDA only\n\n");
-    fprintf(out, "| case | grove | baseline | ratio |\n|---|---|---|---|\n");
+    fprintf(out, "| case | grove | baseline | ratio | spread |\n"
+            "|---|---|---|---|---|\n");
     for (int i = 0; i < nc; i++) {
         struct bcase *c = &cs[i];
-        char g[32], t[32], r[32];
+        char g[32], t[32], r[32], spread[160];
+        bench_spread_cell(&pairs[i], spread, sizeof spread);
         if (c->kind == K_SGEMM) {
             double flop = 2.0 * c->n * (double)c->n * c->n * c->k;
             double gg = c->have_g ? flop / c->g_s / 1e9 : 0;
             double tt = c->have_t ? flop / c->t_s / 1e9 : 0;
             fmt_num(g, sizeof g, c->have_g, gg, 1);
             fmt_num(t, sizeof t, c->have_t, tt, 1);
-            fmt_num(r, sizeof r, c->have_g && c->have_t, gg / tt, 2);
         } else {
             fmt_num(g, sizeof g, c->have_g, c->g_s * 1e3, 2);
             fmt_num(t, sizeof t, c->have_t, c->t_s * 1e3, 2);
-            fmt_num(r, sizeof r, c->have_g && c->have_t, c->t_s / c->g_s, 2);
         }
-        fprintf(out, "| %s | %s | %s | %s |\n", c->label, g, t, r);
+        fmt_num(r, sizeof r, c->have_g && c->have_t, pairs[i].ratio, 2);
+        fprintf(out, "| %s | %s | %s | %s | %s |\n", c->label, g, t, r,
+                spread);
     }
     for (int i = 0; i < nc; i++) {
         struct bcase *c = &cs[i];
@@ -517,7 +561,8 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
         fmt_num(r, sizeof r,
                 c->have_g && c->have_t && c->t_peak >= 0 && c->g_peak > 0,
                 c->t_peak / c->g_peak, 2);
-        fprintf(out, "| %s | %s | %s | %s |\n", label, g, t, r);
+        fprintf(out, "| %s | %s | %s | %s | last round |\n", label, g, t,
+                r);
     }
     print_floor(out, cs, nc, threads);
     fflush(out);

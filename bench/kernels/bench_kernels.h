@@ -1,7 +1,8 @@
 /* bench/kernels/bench_kernels.h — the kernel-layer benchmark behind
  * `grove bench kernels`.
  *
- * Prints a Markdown table `case | grove | baseline | ratio` to `out`:
+ * Prints a Markdown table `case | grove | baseline | ratio | spread` to
+ * `out`:
  * SGEMM GFLOP/s at a few sizes; one LSTM and one ON-LSTM training step
  * (forward + backward + Adam) at the PTB size (B 20, T 70, 400 -> 1150,
  * chunk 10) and at the agents' sizes (128 -> 128, T 64, B 1, 16, 256; chunk
@@ -11,7 +12,12 @@
  * python3-torch at /usr/bin/python3); without it the table says why and
  * shows grove alone. Each timing: warm-up calls, then the median of k
  * calls, monotonic clock (core/progress.h gr_now_seconds; CUDA
- * synchronised). Progress goes to stderr unless quiet.
+ * synchronised). The sides alternate `rounds` times (every case on grove,
+ * then every case on PyTorch, again...): each cell is the median over the
+ * rounds, the ratio the median of the rounds' ratios, and a spread column
+ * gives their range (bench/bench_util.h). The header names grove's BLAS
+ * and the BLAS and threads PyTorch ran on (bench/baseline_info.py).
+ * Progress goes to stderr unless quiet.
  *
  * Errors: returns 0, or a negative GR_E* code with a message (a context
  * that cannot be created, an op failing). Single-threaded caller.
@@ -34,6 +40,7 @@ struct bench_kernels_opts {
     const char *python;    /* interpreter for the baseline */
     const char *script;    /* bench_torch.py (default: the source tree's) */
     int no_torch;          /* skip the baseline */
+    int rounds;            /* alternations of the two sides (3) */
     int quiet;             /* no progress lines */
     const char *build;     /* "Release, commit abc123" for the header */
 };

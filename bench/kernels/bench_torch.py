@@ -5,6 +5,7 @@ Runs the same cases as grove, on the same device and thread count, and
 prints one line per case:
 
     INFO <torch version> <device> <threads>
+    baseline_blas <the BLAS torch resolved, its threads> (baseline_info.py)
     RESULT <case-id> <seconds per call, median> <peak bytes or -1>
 
 or, when torch cannot be imported, a single line `NO_TORCH <reason>`.
@@ -25,9 +26,14 @@ override --reps and --warm for that case):
                                    training step
 """
 import argparse
+import os
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import baseline_info  # noqa: E402  (bench/baseline_info.py)
 
 
 def main():
@@ -51,6 +57,7 @@ def main():
         return 0
     print("INFO %s %s %d" % (torch.__version__, a.device,
                              torch.get_num_threads()), flush=True)
+    baseline_info.print_line(torch)
     torch.manual_seed(0)
 
     def sync():

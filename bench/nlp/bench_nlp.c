@@ -2,6 +2,7 @@
  * PyTorch reference in the same run (see bench_nlp.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "bench/nlp/bench_nlp.h"
+#include "bench/bench_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ void bench_nlp_options_default(struct bench_nlp_options *o)
     memset(o, 0, sizeof *o);
     o->windows = 3;
     o->warmup = 1;
+    o->rounds = 3;
     o->device = GR_DEVICE_CPU;
     o->baseline = 1;
     o->python = "/usr/bin/python3";
@@ -149,7 +151,7 @@ static int run_grove(const struct bench_case *bc,
 /* The PyTorch reference: median seconds per window, or a reason. */
 static int run_baseline(const struct bench_case *bc,
                         const struct bench_nlp_options *o, double *sec,
-                        char *why, size_t cap)
+                        char *why, size_t cap, char *blas, size_t blas_cap)
 {
     char script[GR_PATH_MAX];
     snprintf(script, sizeof script, "%s",
@@ -187,6 +189,9 @@ static int run_baseline(const struct bench_case *bc,
                    &s) == 2) {
             *sec = s;
             found = 1;
+        } else if (bench_baseline_blas_line(line)[0]) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(blas, blas_cap, "%s", bench_baseline_blas_line(line));
         } else {
             line[strcspn(line, "\n")] = '\0';
             if (line[0]) {
@@ -245,8 +250,10 @@ static int selected(const char *list, const char *name)
 
 int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
 {
-    if (o->windows < 1 || o->warmup < 0) {
-        return gr_error(GR_EINVAL, "windows must be >= 1, warmup >= 0");
+    if (o->windows < 1 || o->warmup < 0 || o->rounds < 1 ||
+        o->rounds > BENCH_MAX_ROUNDS) {
+        return gr_error(GR_EINVAL, "windows must be >= 1, warmup >= 0, "
+                        "rounds in [1, %d]", BENCH_MAX_ROUNDS);
     }
     const struct bench_case *cases = o->quick ? quick_cases : full_cases;
     /* unknown case names */
@@ -267,50 +274,73 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
             p += len + (comma ? 1 : 0);
         }
     }
-    char cpu[256];
+    char cpu[256], blas[1024];
     cpu_name(cpu, sizeof cpu);
+    bench_process_blas(blas, sizeof blas);
     fprintf(out, "# ON-LSTM LM training throughput (tokens/s: forward, "
                  "backward, clip, SGD step of one window)\n");
     fprintf(out, "cpu: %s; threads: %d%s; device: %s; build: %s; commit: "
                  "%s\n",
             cpu, o->threads, o->threads == 0 ? " (all cores)" : "",
             gr_device_name(o->device), o->build, o->commit);
+    fprintf(out, "grove BLAS: %s\n", blas);
     fprintf(out, "baseline: PyTorch reference bench/nlp/onlstm_ref.py "
-                 "(%s); %d warm-up + median of %d windows each\n\n",
-            o->baseline ? o->python : "not run", o->warmup, o->windows);
-    fprintf(out, "| case | grove | baseline | ratio |\n");
-    fprintf(out, "|---|---|---|---|\n");
+                 "(%s); %d warm-up + median of %d windows each; the two "
+                 "sides alternate, %d round%s per case\n\n",
+            o->baseline ? o->python : "not run", o->warmup, o->windows,
+            o->rounds, o->rounds == 1 ? "" : "s");
+    fprintf(out, "| case | grove | baseline | ratio | spread |\n");
+    fprintf(out, "|---|---|---|---|---|\n");
     fflush(out);
     char notes[N_CASES][512];
     memset(notes, 0, sizeof notes);
     int n_notes = 0;
+    char base_blas[1024] = "";
     for (int i = 0; i < N_CASES; i++) {
         const struct bench_case *bc = &cases[i];
         if (!selected(o->cases, bc->name)) {
             continue;
         }
-        double gs = 0.0, bs = 0.0;
-        int rc = run_grove(bc, o, &gs);
-        if (rc < 0) {
-            return gr_error_wrap(rc, "case %s", bc->name);
-        }
-        double gt = (double)bc->batch * bc->bptt / gs;
+        /* grove, baseline, grove, baseline, ...: tokens/s of each round */
+        double g[BENCH_MAX_ROUNDS], b[BENCH_MAX_ROUNDS];
         char why[400] = "";
-        int have_b = o->baseline &&
-                     run_baseline(bc, o, &bs, why, sizeof why) == 0;
+        int have_b = o->baseline;
+        const double tokens = (double)bc->batch * bc->bptt;
+        for (int r = 0; r < o->rounds; r++) {
+            double gs = 0.0, bs = 0.0;
+            int rc = run_grove(bc, o, &gs);
+            if (rc < 0) {
+                return gr_error_wrap(rc, "case %s", bc->name);
+            }
+            g[r] = tokens / gs;
+            b[r] = -1.0;
+            if (have_b) {
+                have_b = run_baseline(bc, o, &bs, why, sizeof why, base_blas,
+                                      sizeof base_blas) == 0;
+                b[r] = have_b ? tokens / bs : -1.0;
+            }
+        }
+        struct bench_pair p = bench_pair_summary(g, b, o->rounds);
+        char spread[160];
+        bench_spread_cell(&p, spread, sizeof spread);
         if (have_b) {
-            double bt = (double)bc->batch * bc->bptt / bs;
-            fprintf(out, "| %s (%s) | %.0f tok/s | %.0f tok/s | %.2fx |\n",
-                    bc->name, bc->what, gt, bt, gt / bt);
+            fprintf(out, "| %s (%s) | %.0f tok/s | %.0f tok/s | %.2fx | %s "
+                    "|\n", bc->name, bc->what, p.grove, p.baseline, p.ratio,
+                    spread);
         } else {
-            fprintf(out, "| %s (%s) | %.0f tok/s | n/a | n/a |\n", bc->name,
-                    bc->what, gt);
+            fprintf(out, "| %s (%s) | %.0f tok/s | n/a | n/a | %s |\n",
+                    bc->name, bc->what, p.grove, spread);
             if (o->baseline) {
                 snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
                          bc->name, why);
             }
         }
         fflush(out);
+    }
+    if (o->baseline) {
+        fprintf(out, "\nbaseline BLAS: %s\n",
+                base_blas[0] ? base_blas
+                             : "not reported (the baseline did not run)");
     }
     for (int i = 0; i < n_notes; i++) {
         fprintf(out, "\nbaseline n/a for %s\n", notes[i]);

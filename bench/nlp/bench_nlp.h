@@ -7,9 +7,15 @@
  * Cases (issue 9 "Benchmark"): the published size (3 layers, 400/1150/400,
  * chunk 10, batch 20, BPTT 70, V 10,000); batch 1; a small configuration
  * (hidden 256). Each side runs `warmup` windows, then `windows` timed ones;
- * the median window time gives tokens/s = B·T / median. Output: a header
- * (CPU, threads, device, build, commit) and a Markdown table
- * `case | grove | baseline | ratio` (tokens/s; ratio = grove / baseline).
+ * the median window time gives tokens/s = B·T / median. The two sides
+ * alternate, `rounds` times per case (grove, baseline, grove, baseline,
+ * ...; each baseline round a fresh child process): the table gives the
+ * medians over the rounds, the median of the rounds' ratios and its range
+ * (bench/bench_util.h). Output: a header (CPU, threads, device, grove's
+ * BLAS, build, commit), a Markdown table
+ * `case | grove | baseline | ratio | spread` (tokens/s; ratio = grove /
+ * baseline), and the BLAS and threads the baseline ran on, as it reports
+ * them (bench/baseline_info.py).
  *
  * Memory: each case builds its own context and frees it. Not thread-safe
  * (one run at a time). Errors: 0 or a negative GR_E* code (core/error.h);
@@ -31,6 +37,7 @@
 struct bench_nlp_options {
     int windows;          /* timed windows per side (default 3) */
     int warmup;           /* untimed windows first (default 1) */
+    int rounds;           /* alternations of the two sides (default 3) */
     int threads;          /* CPU threads for both sides, 0 = all cores */
     enum gr_device device; /* grove's device (the baseline uses the same) */
     const char *cases;    /* comma-separated names, NULL = all */

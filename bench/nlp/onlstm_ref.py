@@ -30,6 +30,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import baseline_info  # noqa: E402  (bench/baseline_info.py)
+
 
 # ---- grove's random numbers (core/random.h, kernels/rng.h, nlp/models/onlstm.c,
 # nlp/tasks/lm.c), for --grove-rng: the same window lengths and dropout
@@ -338,6 +342,7 @@ def train_step(model, opt, params, data, targets, hidden, a):
 
 
 def speed(a):
+    baseline_info.print_line(torch)
     dev = torch.device(a.device)
     model = LM(a, a.vocab).to(dev)
     params = list(model.parameters())

@@ -2,6 +2,7 @@
  * bench/ocn/bench_ocn.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "bench/ocn/bench_ocn.h"
+#include "bench/bench_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -57,12 +58,6 @@ static void cpu_name(char *buf, size_t cap)
         }
     }
     fclose(f);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Writes the batches for the PyTorch script (format in ocn_torch.py). */
@@ -161,7 +156,8 @@ static int one_update(struct ocn_model *m, struct gr_optim *opt,
  * `why` filled when it could not run. */
 static void run_torch(const struct bench_ocn_options *o, const char *batches,
                       int updates, int runs, double *rate, char *version,
-                      size_t vcap, char *why, size_t cap)
+                      size_t vcap, char *why, size_t cap, char *blas,
+                      size_t blas_cap)
 {
     *rate = -1.0;
     if (o->python == NULL) {
@@ -198,6 +194,9 @@ static void run_torch(const struct bench_ocn_options *o, const char *batches,
     while (fgets(line, sizeof line, p) != NULL) {
         if (strncmp(line, "updates_per_s ", 14) == 0) {
             *rate = strtod(line + 14, NULL);
+        } else if (bench_baseline_blas_line(line)[0]) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(blas, blas_cap, "%s", bench_baseline_blas_line(line));
         } else if (strncmp(line, "torch_version ", 14) == 0) {
             line[strcspn(line, "\n")] = '\0';
             snprintf(version, vcap, "%.60s", line + 14);
@@ -279,20 +278,36 @@ int bench_ocn_run(const struct bench_ocn_options *o, FILE *out)
     if (rc == 0) {
         rc = bc_optimizer_new(&opt, &m, 1e-3f);
     }
-    /* grove: warm-up, timed runs, then one run split into phases */
-    double rate = 0.0;
+    /* grove: warm-up; then timed runs alternating with the PyTorch
+     * baseline's (grove, PyTorch, grove, PyTorch, ...; each PyTorch run a
+     * child process with its own warm-up on the same batches); then one
+     * grove run split into phases */
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/grove_bench_ocn_%ld.bin", (long)getpid());
+    char why[512] = "", version[64] = "?", tblas[1024] = "";
+    int have_torch = 0, wrote = 0;
+    double rates[64], trates[64];
+    const int nr = runs > 64 ? 64 : runs;
     struct phase_times pt = {0, 0, 0};
     if (rc == 0) {
+        if (write_batches(path, &ds, bs, N_BATCHES) == 0) {
+            wrote = 1;
+            have_torch = o->python != NULL;
+            if (!have_torch) {
+                snprintf(why, sizeof why, "skipped (--no-torch)");
+            }
+        } else {
+            snprintf(why, sizeof why, "%s", gr_last_error());
+        }
         if (!o->quiet) {
-            fprintf(stderr, "bench ocn: grove, %d runs of %d updates...\n",
-                    runs, updates);
+            fprintf(stderr, "bench ocn: %d runs of %d updates, grove%s in "
+                    "turn...\n", runs, updates,
+                    have_torch ? " and PyTorch" : "");
         }
         for (int k = 0; k < N_BATCHES && rc == 0; k++) {
             rc = one_update(&m, opt, bs[k], NULL);
         }
         gr_ctx_sync(ctx);
-        double rates[64];
-        int nr = runs > 64 ? 64 : runs;
         for (int r = 0; r < nr && rc == 0; r++) {
             double t0 = gr_now_seconds();
             for (int u = 0; u < updates && rc == 0; u++) {
@@ -300,14 +315,22 @@ int bench_ocn_run(const struct bench_ocn_options *o, FILE *out)
             }
             gr_ctx_sync(ctx);
             rates[r] = updates / (gr_now_seconds() - t0);
+            trates[r] = -1.0;
+            if (have_torch && rc == 0) {
+                run_torch(o, path, updates, 1, &trates[r], version,
+                          sizeof version, why, sizeof why, tblas,
+                          sizeof tblas);
+                have_torch = trates[r] > 0;
+            }
         }
         if (rc == 0) {
-            qsort(rates, (size_t)nr, sizeof rates[0], cmp_double);
-            rate = rates[nr / 2];
             for (int u = 0; u < updates && rc == 0; u++) {
                 rc = one_update(&m, opt, bs[u % N_BATCHES], &pt);
             }
         }
+    }
+    if (wrote) {
+        unlink(path);
     }
     if (rc < 0) {
         gr_optim_free(opt);
@@ -318,46 +341,44 @@ int bench_ocn_run(const struct bench_ocn_options *o, FILE *out)
         demo_set_free(&ds);
         return rc;
     }
-    /* PyTorch on the same batches */
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/grove_bench_ocn_%ld.bin", (long)getpid());
-    double torch_rate = -1.0;
-    char why[512] = "", version[64] = "?";
-    rc = write_batches(path, &ds, bs, N_BATCHES);
-    if (rc == 0) {
-        if (!o->quiet) {
-            fprintf(stderr, "bench ocn: PyTorch baseline...\n");
+    if (!have_torch) {
+        for (int r = 0; r < nr; r++) {
+            trates[r] = -1.0;
         }
-        run_torch(o, path, updates, runs, &torch_rate, version,
-                  sizeof version, why, sizeof why);
-    } else {
-        snprintf(why, sizeof why, "%s", gr_last_error());
-        rc = 0;
     }
-    unlink(path);
+    struct bench_pair pair = bench_pair_summary(rates, trates, nr);
+    const double rate = pair.grove, torch_rate = pair.baseline;
 
-    char cpu[128];
+    char cpu[128], gblas[1024];
     cpu_name(cpu, sizeof cpu);
+    bench_process_blas(gblas, sizeof gblas);
     fprintf(out,
             "# grove bench ocn\n\ncpu: %s, %ld online cores; threads: %d; "
             "device: %s; build: %s\nS1 shapes: tasks AC, CD; K = 3, d = w = "
             "128, tau = 10; batch %d (mean %.1f steps, longest %d); median "
-            "of %d runs of %d updates after a warm-up%s\n\n",
+            "of %d runs of %d updates after a warm-up%s; grove's and "
+            "PyTorch's runs alternate\ngrove BLAS: %s\n",
             cpu, sysconf(_SC_NPROCESSORS_ONLN), o->threads,
             o->cuda ? "cuda" : "cpu", o->build ? o->build : "?", batch,
             (double)rows / (N_BATCHES * batch), T, runs, updates,
-            o->quick ? " (--quick)" : "");
-    fprintf(out, "| case | grove | baseline | ratio |\n|---|---|---|---|\n");
-    char base[64] = "n/a", ratio[64] = "n/a";
+            o->quick ? " (--quick)" : "", gblas);
+    if (o->python != NULL) {
+        fprintf(out, "baseline BLAS: %s\n",
+                tblas[0] ? tblas : "not reported (the baseline did not run)");
+    }
+    fprintf(out, "\n| case | grove | baseline | ratio | spread |\n"
+            "|---|---|---|---|---|\n");
+    char base[64] = "n/a", ratio[64] = "n/a", spread[160];
+    bench_spread_cell(&pair, spread, sizeof spread);
     if (torch_rate > 0) {
         snprintf(base, sizeof base, "%.3g", torch_rate);
-        snprintf(ratio, sizeof ratio, "%.2fx", rate / torch_rate);
+        snprintf(ratio, sizeof ratio, "%.2fx", pair.ratio);
     }
     fprintf(out,
             "| BC updates/s, batch %d, %s (baseline: PyTorch %s, dense "
-            "input, nn.Linear, autograd) | %.3g | %s | %s |\n",
+            "input, nn.Linear, autograd) | %.3g | %s | %s | %s |\n",
             batch, o->cuda ? "CUDA" : "CPU", version, rate, base,
-            ratio);
+            ratio, spread);
     if (torch_rate <= 0) {
         fprintf(out, "\nbaseline not measured: %s\n", why);
     }

@@ -9,14 +9,18 @@
  * Adam lr 1e-3, gradient clipping at 0.2. One update = forward over the
  * batch, backward, clipping, Adam step. Each figure is the median of
  * `runs` timed runs of `updates` updates after a warm-up update on every
- * batch, on the monotonic clock. A second table splits grove's update
+ * batch, on the monotonic clock; the timed runs of the two sides
+ * alternate (grove, PyTorch, grove, ...: each PyTorch run a child process
+ * with its own warm-up), and the table's spread column gives the range of
+ * the runs' ratios (bench/bench_util.h). A second table splits grove's update
  * into forward, backward and clip + Adam (device synchronised between
  * phases).
  *
  * The baseline runs as a child process (python with torch); when that is
  * missing its cells read "n/a" and the reason is printed. Prints a header
- * (CPU, threads, device, build) and the Markdown table
- * `case | grove | baseline | ratio`.
+ * (CPU, threads, device, build, grove's BLAS, and the BLAS and threads
+ * PyTorch ran on as bench/baseline_info.py reports them) and the Markdown
+ * table `case | grove | baseline | ratio | spread`.
  *
  * Memory: everything is allocated per call and freed. Errors: 0 or a
  * negative GR_E* code with gr_last_error().

@@ -21,6 +21,7 @@ update per batch). Options: K = 3, d = w = 128, A = 5, tau = 10, Adam
 lr 1e-3, clip 0.2 (ocn.md §6).
 """
 import argparse
+import os
 import struct
 import sys
 import time
@@ -28,6 +29,10 @@ import time
 import numpy as np
 import torch
 import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import baseline_info  # noqa: E402  (bench/baseline_info.py)
 
 
 class Cell(nn.Module):
@@ -127,6 +132,7 @@ def main():
     a = ap.parse_args()
     print(f"torch_version {torch.__version__}", flush=True)
     torch.set_num_threads(a.threads)
+    baseline_info.print_line(torch)
     torch.manual_seed(1)
     device = torch.device(a.device)
     O, n_tasks, batches = read_batches(a.batches, device)

@@ -29,11 +29,12 @@ static void lstm_defaults(struct nlp_encoder_config *c, const char *task)
     c->hidden = 400;
     c->dropout_in = 0.2f;
     if (task != NULL && strcmp(task, "listops") == 0) {
-        /* ordered_memory.md §9's ListOps sizes, left padding (§5) */
+        /* ordered_memory.md §9's ListOps sizes; right padding read at the
+         * last real token (left padding would feed the pads through the
+         * recurrence, and the result would depend on the batch) */
         c->emsize = 128;
         c->hidden = 128;
         c->dropout_in = 0.1f;
-        c->left_pad = 1;
     } else if (task != NULL && strncmp(task, "sst", 3) == 0) {
         c->emsize = 300; /* grove's choice: no GloVe here, random init */
         c->hidden = 300;

@@ -301,6 +301,9 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
 
 /* ---- evaluation ---------------------------------------------------------------- */
 
+static const struct nlp_cls_example *sort_ex;
+static int by_length(const void *a, const void *b);
+
 static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                           int s, int32_t batch, struct nlp_cls_eval *out)
 {
@@ -310,7 +313,15 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     int64_t gc[NLP_CLS_MAX_GROUPS] = {0};
     double loss_sum = 0.0;
     int was = gr_set_grad_enabled(m->ctx, 0);
-    int64_t *idx = malloc((size_t)(batch > 0 ? batch : 1) * sizeof *idx);
+    /* batches of similar lengths (little padding): the examples by length */
+    int64_t *idx = malloc((size_t)(sp->n > 0 ? sp->n : 1) * sizeof *idx);
+    if (idx != NULL) {
+        for (int64_t i = 0; i < sp->n; i++) {
+            idx[i] = i;
+        }
+        sort_ex = sp->ex;
+        qsort(idx, (size_t)sp->n, sizeof *idx, by_length);
+    }
     float *logits = malloc((size_t)(batch > 0 ? batch : 1) *
                            (size_t)m->n_classes * sizeof *logits);
     int rc = idx == NULL || logits == NULL
@@ -318,12 +329,9 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                  : 0;
     for (int64_t i0 = 0; rc == 0 && i0 < sp->n; i0 += batch) {
         int32_t n = (int32_t)(sp->n - i0 < batch ? sp->n - i0 : batch);
-        for (int32_t j = 0; j < n; j++) {
-            idx[j] = i0 + j;
-        }
         gr_step_reset(m->ctx);
         struct gr_tensor *lg =
-            forward(m, d, sp->ex, idx, n, 0, gr_rng_make(0, 0));
+            forward(m, d, sp->ex, idx + i0, n, 0, gr_rng_make(0, 0));
         struct gr_tensor *tg =
             lg ? gr_tensor_from_host(m->ctx, GR_I32, gr_shape1(n), m->labels)
                : NULL;
@@ -342,7 +350,7 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
             }
             int ok = best == m->labels[j];
             correct += ok;
-            int g = sp->ex[i0 + j].group;
+            int g = sp->ex[idx[i0 + j]].group;
             if (g >= 0 && g < NLP_CLS_MAX_GROUPS) {
                 out->group_n[g]++;
                 gc[g] += ok;
@@ -414,8 +422,6 @@ static void shuffle(int64_t *p, int64_t n, uint64_t seed, uint64_t epoch,
         p[j] = t;
     }
 }
-
-static const struct nlp_cls_example *sort_ex;
 
 static int by_length(const void *a, const void *b)
 {

@@ -12,6 +12,7 @@
 #include "core/files.h"
 #include "core/progress.h"
 #include "kernels/checkpoint.h"
+#include "train/mpi.h"
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
@@ -500,9 +501,31 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
     const int32_t *data = tr->data[NLP_TRAIN];
     size_t rows = tr->rows[NLP_TRAIN];
     int32_t B = tc->batch;
+    /* MPI (train/mpi.h): this process trains columns [c0, c1) of the
+     * batchified stream; its dropout masks are its own draw (seed salted by
+     * the rank), so N processes equal one only without dropout */
+    int rank = train_mpi_rank(), n_ranks = train_mpi_size();
+    int32_t c0 = (int32_t)((int64_t)B * rank / n_ranks);
+    int32_t c1 = (int32_t)((int64_t)B * (rank + 1) / n_ranks);
+    int32_t *local = NULL;
+    if (n_ranks > 1) {
+        local = malloc(rows * (size_t)(c1 - c0) * sizeof *local);
+        if (local == NULL) {
+            return gr_error(GR_ENOMEM, "out of memory splitting the batch");
+        }
+        for (size_t r = 0; r < rows; r++) {
+            memcpy(local + r * (size_t)(c1 - c0), data + r * (size_t)B + c0,
+                   (size_t)(c1 - c0) * sizeof *local);
+        }
+        data = local;
+        B = c1 - c0;
+    }
+    uint64_t drop_seed = n_ranks > 1 ? tc->seed ^ gr_mix64((uint64_t)rank)
+                                     : tc->seed;
     struct nlp_lm_state st;
     int rc = nlp_lm_state_init(&st, &tr->lm, "train", B);
     if (rc < 0) {
+        free(local);
         return rc;
     }
     struct gr_philox_stream ws = nlp_lm_window_stream(tc->seed, epoch);
@@ -520,7 +543,7 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         if (tc->max_batches > 0 && windows >= tc->max_batches) {
             break;
         }
-        if (train_stop_requested()) {
+        if (train_allreduce_max_int(train_stop_requested() != 0)) {
             tr->stopped = 1; /* the epoch is dropped: last.ckpt holds the
                               * previous one, and --resume redoes it */
             break;
@@ -541,13 +564,18 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         struct gr_tensor *tg = gr_tensor_from_host(
             ctx, GR_I32, gr_shape1((int64_t)T * B),
             data + (i + 1) * (size_t)B);
-        struct nlp_lm_drop drop = nlp_lm_drop_train(tc->seed, epoch, windows);
+        struct nlp_lm_drop drop = nlp_lm_drop_train(drop_seed, epoch, windows);
         struct nlp_lm_out o;
         rc = nlp_lm_forward(&tr->lm, &st, in, tg, &drop, &o);
         if (rc < 0) {
             break;
         }
         rc = gr_backward(ctx, o.loss);
+        if (rc == 0 && n_ranks > 1) {
+            /* every term of the loss is a mean over this process's columns:
+             * weighted by its share, the sum is the whole batch's */
+            rc = train_allreduce_grads(ctx, (double)B / tc->batch);
+        }
         if (rc < 0) {
             break;
         }
@@ -561,6 +589,14 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         /* a non-finite loss stops before the step touches the weights;
          * last.ckpt keeps the last finished epoch */
         double ce = (double)gr_tensor_item(o.ce);
+        if (n_ranks > 1) {
+            double part = ce * B / tc->batch;
+            rc = train_allreduce_sum(&part, 1);
+            ce = part;
+        }
+        if (rc < 0) {
+            break;
+        }
         if (!isfinite(ce)) {
             rc = tr->have_run ? train_check_finite(&tr->run, ce, epoch)
                               : gr_error(GR_EINVAL, "the training loss is %g",
@@ -580,7 +616,7 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
         sum_loss += ce;
         sum_norm += (double)norm;
         windows++;
-        tokens += (int64_t)T * B;
+        tokens += (int64_t)T * tc->batch;
         tr->global_step++;
         i += (size_t)drawn;
         if (!tc->quiet) {
@@ -599,6 +635,7 @@ static int train_epoch(struct trainer *tr, int32_t epoch,
     }
     gr_progress_finish(&prog);
     gr_step_reset(ctx);
+    free(local);
     if (rc < 0) {
         return rc;
     }
@@ -798,7 +835,9 @@ static int resume_setup(struct trainer *tr,
     }
     gr_optim_set_lr(current(tr), (float)tr->group_lr);
     train_note_last_saved(&tr->run, tr->epoch_done);
-    return train_metrics_resume(&tr->run, tr->epoch_done);
+    return train_mpi_rank() == 0
+               ? train_metrics_resume(&tr->run, tr->epoch_done)
+               : 0;
 }
 
 static int in_when(const struct nlp_lm_train_config *tc, int32_t epoch)
@@ -829,7 +868,10 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     if (tr.tc.resume && tr.tc.out_dir == NULL) {
         return gr_error(GR_EINVAL, "--resume needs the run folder (--out)");
     }
-    if (tr.tc.out_dir != NULL) {
+    /* with MPI, process 0 writes the run folder; the others only read
+     * last.ckpt on --resume */
+    int writer = train_mpi_rank() == 0;
+    if (tr.tc.out_dir != NULL && (writer || tr.tc.resume)) {
         rc = run_dir_setup(&tr, &tr.tc);
     }
     if (rc == 0 && tr.tc.resume) {
@@ -860,7 +902,7 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     /* A fresh run's last.ckpt starts as the initial model: --resume from
      * it equals the fresh run, and --epochs 0 exports the initial weights
      * (the deterministic comparison in bench/nlp reads them). */
-    if (!tc->resume && tc->out_dir != NULL &&
+    if (!tc->resume && tr.have_run && writer &&
         (rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0) {
         trainer_free(&tr);
         return rc;
@@ -888,7 +930,7 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
             break;
         }
         if (tr.stopped) {
-            if (tr.have_run) {
+            if (tr.have_run && writer) {
                 train_print_stopped(&tr.run, tr.epoch_done);
             }
             break;
@@ -902,7 +944,7 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
             if (rc == 0 && ev.loss_compat < tr.best) {
                 tr.best = ev.loss_compat;
                 log.best = 1;
-                if (tc->out_dir != NULL) {
+                if (tr.have_run && writer) {
                     rc = save_ckpt(&tr, tr.run.path_best, 0);
                 }
             }
@@ -930,7 +972,7 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
             if (rc == 0 && ev.loss_compat < tr.best) {
                 tr.best = ev.loss_compat;
                 log.best = 1;
-                if (tc->out_dir != NULL) {
+                if (tr.have_run && writer) {
                     rc = save_ckpt(&tr, tr.run.path_best, 0);
                 }
             }
@@ -981,10 +1023,11 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
                     ev.ppl_compat, tr.asgd_phase ? "asgd" : "sgd",
                     tr.group_lr, log.best ? " | saved best" : "");
         }
-        if (tr.have_run && (rc = write_metrics_row(&tr.run, &log)) < 0) {
+        if (tr.have_run && writer &&
+            (rc = write_metrics_row(&tr.run, &log)) < 0) {
             break;
         }
-        if (tr.have_run) {
+        if (tr.have_run && writer) {
             if ((rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0) {
                 break;
             }

@@ -168,6 +168,9 @@ expect 2 "--n-each" craft run --n-each -3
 # the benchmark runs (tiny, without the PyTorch child)
 ok bench ocn --quick --no-torch --threads 1 --quiet
 grep -q "^| case | grove | baseline | ratio |" "$tmp/out" || fail "bench table: $(cat "$tmp/out")"
+grep -q "^| case | grove | baseline | ratio | spread |$" "$tmp/out" || fail "bench: no spread column"
+grep -Eq "^grove BLAS: .+" "$tmp/out" || fail "bench: grove's BLAS not named"
+grep -Eq "\| grove ±[0-9]+% over 1 round \|$" "$tmp/out" || fail "bench: no spread cell"
 
 # bad command lines
 expect 2 "--help" train bc --options 0 --out "$tmp/x"

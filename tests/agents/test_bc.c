@@ -5,10 +5,13 @@
  * about 0.68, 58 % lower), the metrics file must have its columns and
  * rows, the best checkpoint must be the lowest NLL, and a run stopped at
  * update 40 and resumed to 100 must end with the same checkpoint bytes and
- * the same metrics as the uninterrupted run. Also: greedy
- * returns and the success matrix run and give shares in [0, 1], and the
- * option alignment counts every demonstration step once (MoE: e ≡ 1;
- * one option: NMI 0). */
+ * the same metrics as the uninterrupted run. Also: every cell of the
+ * option x subtask success matrix equals that option's own greedy
+ * rollouts on the same maps, and every task's greedy return and success
+ * equal the OCN's rollouts, both played by a double-precision
+ * implementation of ocn.md §3, §5 and §6 written here (check_rollouts);
+ * and the option alignment counts every demonstration step once (MoE:
+ * e ≡ 1; one option: NMI 0). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -251,6 +254,329 @@ static void check_alignment(struct ocn_model *m,
     demo_set_free(&ds);
 }
 
+/* ---- rollouts written here (ocn.md §3, §5, §6), for the success matrix
+ * and the greedy returns: plain double-precision loops over the model's
+ * parameters, one world at a time, sharing nothing with agents/ but the
+ * parameter layout (the 15 tensors of ocn_model, read to the host). ---- */
+
+struct roll_model {
+    int K, d, w, O, A, blind, ig_lo, ig_hi;
+    double tau;
+    double *p[15]; /* ctrl.l1.wx, ctrl.l1.wh, ctrl.l1.bias, ctrl.l2.weight,
+                      ctrl.l2.bias, ctrl.head.weight, ctrl.head.bias,
+                      ctrl.h_init, opt.l1.wx, opt.l1.wh, opt.l1.bias,
+                      opt.l2.weight, opt.l2.bias, opt.head.weight,
+                      opt.head.bias */
+};
+
+static void roll_load(const struct ocn_model *m, struct roll_model *r)
+{
+    struct gr_tensor *const t[15] = {m->c_wx, m->c_wh, m->c_b1, m->c_w2,
+                                     m->c_b2, m->c_wo, m->c_bo, m->h_init,
+                                     m->o_wx, m->o_wh, m->o_b1, m->o_w2,
+                                     m->o_b2, m->o_wo, m->o_bo};
+    r->K = m->cfg.n_options;
+    r->d = m->cfg.hidden;
+    r->w = m->cfg.width;
+    r->O = m->cfg.obs_size;
+    r->A = m->cfg.n_actions;
+    r->tau = m->cfg.tau;
+    r->blind = m->cfg.ctrl_blind;
+    r->ig_lo = m->cfg.opt_ignore_lo;
+    r->ig_hi = m->cfg.opt_ignore_hi;
+    for (int i = 0; i < 15; i++) {
+        float *h = malloc((size_t)t[i]->numel * sizeof *h);
+        r->p[i] = malloc((size_t)t[i]->numel * sizeof(double));
+        gr_tensor_to_host(t[i], h);
+        for (int64_t k = 0; k < t[i]->numel; k++) {
+            r->p[i][k] = h[k];
+        }
+        free(h);
+    }
+}
+
+static void roll_free(struct roll_model *r)
+{
+    for (int i = 0; i < 15; i++) {
+        free(r->p[i]);
+    }
+}
+
+/* (π, h', e) = cell_c(x, h) of ocn.md §3; c = -1 the controller, else
+ * option c. pi[N_c], h_new[d]; e may be NULL. */
+static void roll_cell(const struct roll_model *m, int c, const float *x,
+                      const double *h, double *pi, double *h_new, double *e)
+{
+    const int w = m->w, d = m->d, O = m->O, K = m->K;
+    double z[128], u[128], out[256];
+    for (int j = 0; j < w; j++) {
+        double s = c < 0 ? m->p[2][j] : m->p[10][c * w + j];
+        for (int col = 0; col < O; col++) {
+            if (x[col] == 0.0f || (c < 0 && m->blind) ||
+                (c >= 0 && col >= m->ig_lo && col < m->ig_hi)) {
+                continue;
+            }
+            s += x[col] * (c < 0 ? m->p[0][(int64_t)col * w + j]
+                                 : m->p[8][(int64_t)col * K * w + c * w + j]);
+        }
+        for (int k = 0; k < d; k++) {
+            s += h[k] * (c < 0 ? m->p[1][j * d + k]
+                               : m->p[9][(c * w + j) * d + k]);
+        }
+        z[j] = tanh(s);
+    }
+    for (int j = 0; j < w; j++) {
+        double s = c < 0 ? m->p[4][j] : m->p[12][c * w + j];
+        for (int k = 0; k < w; k++) {
+            s += z[k] * (c < 0 ? m->p[3][j * w + k]
+                               : m->p[11][(c * w + j) * w + k]);
+        }
+        u[j] = tanh(s);
+    }
+    const int N = c < 0 ? K : m->A, rows = c < 0 ? K + d : m->A + d + 1;
+    for (int r = 0; r < rows; r++) {
+        double s = c < 0 ? m->p[6][r] : m->p[14][c * rows + r];
+        for (int k = 0; k < w; k++) {
+            s += u[k] * (c < 0 ? m->p[5][r * w + k]
+                               : m->p[13][(c * rows + r) * w + k]);
+        }
+        out[r] = s;
+    }
+    const double tau = c < 0 ? m->tau : 1.0;
+    double mx = -INFINITY, sum = 0.0;
+    for (int a = 0; a < N; a++) {
+        mx = fmax(mx, out[a] / tau);
+    }
+    for (int a = 0; a < N; a++) {
+        pi[a] = exp(out[a] / tau - mx);
+        sum += pi[a];
+    }
+    for (int a = 0; a < N; a++) {
+        pi[a] /= sum;
+    }
+    for (int k = 0; k < d; k++) {
+        h_new[k] = tanh(out[N + k]);
+    }
+    if (e != NULL) {
+        *e = 1.0 / (1.0 + exp(-out[N + d]));
+    }
+}
+
+/* argmax (ties: the smallest); *gap gets min(*gap, best - second) */
+static int roll_argmax(const double *p, int n, double *gap)
+{
+    int a = 0;
+    for (int k = 1; k < n; k++) {
+        if (p[k] > p[a]) {
+            a = k;
+        }
+    }
+    double second = -INFINITY;
+    for (int k = 0; k < n; k++) {
+        if (k != a && p[k] > second) {
+            second = p[k];
+        }
+    }
+    *gap = fmin(*gap, p[a] - second);
+    return a;
+}
+
+/* Option i alone from z_i = 0 on world w, greedily, its end ignored, to
+ * the end of the episode: 1 if the task was done. *gap: the smallest
+ * margin of an argmax on the way. */
+static int roll_option(const struct roll_model *m, int i,
+                       struct craft_world *w, double *gap)
+{
+    double h[128] = {0}, hn[128], pi[16];
+    float *obs = malloc(CRAFT_OBS_SIZE * sizeof *obs);
+    struct craft_step s = {0};
+    while (!s.terminated && !s.truncated) {
+        craft_world_observe(w, obs);
+        roll_cell(m, i, obs, h, pi, hn, NULL);
+        memcpy(h, hn, sizeof h);
+        if (craft_world_step(w, roll_argmax(pi, m->A, gap), &s) < 0) {
+            break;
+        }
+    }
+    free(obs);
+    return w->k >= w->task.n;
+}
+
+/* The OCN of ocn.md §5 online with soft states, a_t = argmax π_t (§6), on
+ * world w of task index `task` to the end of the episode. */
+static void roll_ocn(const struct roll_model *m, int task,
+                     struct craft_world *w, double *gap)
+{
+    enum { KM = 8 };
+    const int K = m->K, d = m->d, A = m->A;
+    double hc[128], pic[KM], ho[KM][128], zero[128] = {0};
+    float *obs = malloc(CRAFT_OBS_SIZE * sizeof *obs);
+    for (int k = 0; k < d; k++) {
+        hc[k] = m->p[7][task * d + k];
+    }
+    struct craft_step s = {0};
+    for (int t = 0; !s.terminated && !s.truncated; t++) {
+        craft_world_observe(w, obs);
+        double e = 1.0, pibar[16] = {0}, hbar[KM][128];
+        if (t >= 1) { /* continue branch */
+            e = 0.0;
+            for (int i = 0; i < K; i++) {
+                double pi_i[16], ei;
+                roll_cell(m, i, obs, ho[i], pi_i, hbar[i], &ei);
+                e += pic[i] * ei;
+                for (int a = 0; a < A; a++) {
+                    pibar[a] += pic[i] * pi_i[a];
+                }
+            }
+        }
+        /* switch branch */
+        double pc[KM], hchat[128], pihat[16] = {0}, hhat[KM][128];
+        roll_cell(m, -1, obs, hc, pc, hchat, NULL);
+        for (int i = 0; i < K; i++) {
+            double pi_i[16];
+            roll_cell(m, i, obs, zero, pi_i, hhat[i], NULL);
+            for (int a = 0; a < A; a++) {
+                pihat[a] += pc[i] * pi_i[a];
+            }
+        }
+        double pi[16];
+        for (int a = 0; a < A; a++) {
+            pi[a] = e * pihat[a] + (1.0 - e) * pibar[a];
+        }
+        for (int i = 0; i < K; i++) {
+            pic[i] = t == 0 ? pc[i] : e * pc[i] + (1.0 - e) * pic[i];
+            for (int k = 0; k < d; k++) {
+                ho[i][k] = t == 0 ? hhat[i][k]
+                                  : e * hhat[i][k] + (1.0 - e) * hbar[i][k];
+            }
+        }
+        for (int k = 0; k < d; k++) {
+            hc[k] = e * hchat[k] + (1.0 - e) * hc[k];
+        }
+        if (craft_world_step(w, roll_argmax(pi, A, gap), &s) < 0) {
+            break;
+        }
+    }
+    free(obs);
+}
+
+/* An argmax decided by less than this (in probability) may go either way
+ * between float (grove) and double (here): such an episode is not
+ * compared, and there must be few. */
+#define ROLL_TIE 1e-5
+
+/* bc_success_matrix and bc_greedy_returns of model m against the rollouts
+ * above on the same maps (bc_solvable_seeds): every cell of the matrix is
+ * option i's own rollouts (a row played by another option differs, which
+ * the matrix must show: its rows are not all alike), and every task's
+ * greedy return and success are the OCN's rollouts. */
+static void check_rollouts(struct ocn_model *m, const struct craft_config *cc,
+                           int episodes)
+{
+    struct roll_model r;
+    roll_load(m, &r);
+    if (!(r.K <= 8 && r.d <= 128 && r.w <= 128 && r.A <= 16 &&
+          r.A + r.d < 256 && r.O == CRAFT_OBS_SIZE &&
+          m->cfg.kind == OCN_KIND_OCN)) {
+        CHECK_MSG(0, "rollouts: model too large for this test");
+        roll_free(&r);
+        return;
+    }
+    struct craft_subtask subs[8];
+    const int ns = bc_model_subtasks(m, subs, 8), K = r.K;
+    double rate[8 * 8];
+    uint64_t *seeds = malloc((size_t)episodes * sizeof *seeds);
+    CHECK(bc_success_matrix(m, cc, subs, ns, episodes, BC_MATRIX_SEED,
+                            rate) == 0);
+    int compared = 0, ties = 0, rows_differ = 0;
+    for (int j = 0; j < ns; j++) {
+        struct craft_task task;
+        CHECK(craft_task_from_subtasks(&subs[j], 1, NULL, &task) == 0);
+        struct craft_config cfg;
+        craft_config_for_task(cc, &task, &cfg);
+        CHECK(bc_solvable_seeds(&cfg, &task, j, episodes, BC_MATRIX_SEED,
+                                seeds, NULL) == 0);
+        double want[8];
+        for (int i = 0; i < K; i++) {
+            int wins = 0, tie = 0;
+            for (int n = 0; n < episodes; n++) {
+                struct craft_world w;
+                double gap = INFINITY;
+                CHECK(craft_world_reset(&w, &cfg, seeds[n], &task) == 0);
+                wins += roll_option(&r, i, &w, &gap);
+                tie |= gap < ROLL_TIE;
+            }
+            want[i] = (double)wins / episodes;
+            if (tie) {
+                ties++;
+                continue;
+            }
+            compared++;
+            CHECK_MSG(rate[i * ns + j] == want[i],
+                      "success matrix option %d, subtask %c: %.3f, its "
+                      "rollouts here %.3f", i, craft_subtask_letter(&subs[j]),
+                      rate[i * ns + j], want[i]);
+        }
+        for (int i = 1; i < K; i++) {
+            rows_differ |= want[i] != want[0];
+        }
+    }
+    printf("success matrix (options x");
+    for (int j = 0; j < ns; j++) {
+        printf(" %c", craft_subtask_letter(&subs[j]));
+    }
+    printf("), %d episodes:", episodes);
+    for (int i = 0; i < K; i++) {
+        printf("%s", i ? " /" : "");
+        for (int j = 0; j < ns; j++) {
+            printf(" %.2f", rate[i * ns + j]);
+        }
+    }
+    printf("; %d cells compared with rollouts here, %d near ties\n",
+           compared, ties);
+    CHECK_MSG(rows_differ, "every option scores alike here: the check "
+                           "cannot tell the options apart");
+    CHECK(ties <= 1 && compared >= K * ns - 1);
+
+    /* greedy returns: each task's return and success */
+    double ret, succ, task_ret[OCN_MAX_TASKS], task_succ[OCN_MAX_TASKS];
+    CHECK(bc_greedy_returns(m, cc, episodes, BC_EVAL_SEED, &ret, &succ,
+                            task_ret, task_succ) == 0);
+    int tied_tasks = 0;
+    double any_return = 0.0;
+    for (int ti = 0; ti < m->cfg.n_tasks; ti++) {
+        struct craft_task task;
+        CHECK(craft_task_parse(m->cfg.task_names[ti], &task) == 0);
+        struct craft_config cfg;
+        craft_config_for_task(cc, &task, &cfg);
+        CHECK(bc_solvable_seeds(&cfg, &task, ti, episodes, BC_EVAL_SEED,
+                                seeds, NULL) == 0);
+        double R = 0.0, S = 0.0, gap = INFINITY;
+        for (int n = 0; n < episodes; n++) {
+            struct craft_world w;
+            CHECK(craft_world_reset(&w, &cfg, seeds[n], &task) == 0);
+            roll_ocn(&r, ti, &w, &gap);
+            R += w.episode_return;
+            S += w.k >= w.task.n;
+        }
+        any_return += fabs(R);
+        printf("greedy returns, task %s: return %.3f success %.3f (here "
+               "%.3f, %.3f)\n", task.name, task_ret[ti], task_succ[ti],
+               R / episodes, S / episodes);
+        if (gap < ROLL_TIE) {
+            tied_tasks++;
+            continue;
+        }
+        CHECK_NEAR(task_ret[ti], R / episodes, 1e-6);
+        CHECK(task_succ[ti] == S / episodes);
+    }
+    CHECK(tied_tasks == 0);
+    CHECK_MSG(any_return > 0.0, "no reward in any greedy episode: the "
+                                "returns are not tested");
+    free(seeds);
+    roll_free(&r);
+}
+
 /* The evaluation maps (success matrix, greedy returns): the first
  * solvable seeds of the stream, in order, checked against the expert
  * stepped here one action at a time; in the four-copy world some maps are
@@ -419,6 +745,7 @@ int main(void)
         CHECK(bc_greedy_returns(&m, &no_wood, 4, BC_EVAL_SEED, &ret, &succ,
                                 NULL, NULL) == GR_EINVAL);
         CHECK_STR_CONTAINS(gr_last_error(), "solved by the expert");
+        check_rollouts(&m, &cc, 8);
         check_alignment(&m, &cc);
         gr_ctx_free(ctx);
     }

@@ -114,11 +114,15 @@ static void compare(const char *what, const struct ocn_config *cfg,
 
 int main(void)
 {
-    if (!gr_cuda_compiled() || gr_cuda_device_count() == 0) {
+    if (!gr_cuda_compiled()) {
+        return test_skip("agents_ocn_cuda", NULL,
+                         "CUDA is not compiled into this build");
+    }
+    if (gr_cuda_device_count() == 0) {
         char why[256];
         gr_cuda_status(why, sizeof why);
-        printf("agents_ocn_cuda: skipped: no GPU visible (%s)\n", why);
-        return TEST_SKIP;
+        return test_skip("agents_ocn_cuda", TEST_NEED_GPU,
+                         "no GPU visible (%s)", why);
     }
     /* §11's tiny configuration */
     struct ocn_config cfg;

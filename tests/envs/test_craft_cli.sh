@@ -58,6 +58,9 @@ done
 check
 "$grove" bench craft --quick --runs 1 --quiet >"$tmp/b" 2>"$tmp/be" || { fail "bench craft exited $?"; cat "$tmp/be"; }
 grep -q '^| case | grove | baseline | ratio | target |' "$tmp/b" || fail "bench table header"
+grep -q '^| case | grove | baseline | ratio | target | grove, wall clock | spread |$' "$tmp/b" || fail "bench: no spread column"
+grep -Eq '^\| batch 256, step \+ observation, 1 core .* \| [0-9.]+-[0-9.]+x over 1 round \(grove' "$tmp/b" || fail "bench: no spread of a paired row"
+grep -Eq '^grove BLAS: .+' "$tmp/b" && grep -Eq '^baseline BLAS: .+' "$tmp/b" || fail "bench: BLAS lines"
 grep -q 'batch 256, step + observation, 1 core' "$tmp/b" || fail "bench batch row"
 grep -q 'grove craft run --agent random' "$tmp/b" || fail "bench whole-process row"
 grep -q 'failed' "$tmp/b" && { fail "a bench case failed"; cat "$tmp/b"; }

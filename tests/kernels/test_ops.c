@@ -14,6 +14,9 @@
  *                               every case (skips with exit 77 when no GPU
  *                               is visible or CUDA is not compiled in).
  *   -o SUBSTRING                only cases whose name contains it.
+ * Besides the table, both modes compare the ON-LSTM cell's distance
+ * outputs df and di (not differentiated, so not in the table) with the
+ * double reference (check_onlstm_distances).
  */
 #include <math.h>
 #include <stdio.h>
@@ -1487,6 +1490,102 @@ static void check_activation_lanes(void)
     gr_ctx_free(ctx);
 }
 
+/* The ON-LSTM cell's distance outputs (on_lstm.md §3: d^f = 1 - mean_k
+ * f̃_k, d^i = mean_k ĩ_k), which the op table's cases leave out (they are
+ * not differentiated): df and di of gr_onlstm_cell on `dev` against
+ * onlstm_ref, with h and c again for good measure, over shapes with one
+ * chunk, several chunks, and a master gate wider than a SIMD lane. Inputs
+ * in [-4, 4] from a fixed LCG, so the cumax's mass spreads over the
+ * chunks (a few large logits would make every distance 0 or 1). */
+static void check_onlstm_distances(enum gr_device dev)
+{
+    struct gr_ctx *ctx;
+    struct gr_ctx_config cfg = gr_ctx_config_default();
+    cfg.device = dev;
+    if (gr_ctx_new(&ctx, &cfg) < 0) {
+        CHECK_MSG(0, "context: %s", gr_last_error());
+        return;
+    }
+    static const int shapes[][3] = {{3, 6, 2}, {2, 3, 3}, {4, 40, 2},
+                                    {5, 60, 5}, {1, 4, 1}};
+    uint64_t lcg = 0x9E3779B97F4A7C15ull;
+    double spread_f = 0.0, spread_i = 0.0;
+    for (size_t sc = 0; sc < sizeof shapes / sizeof shapes[0]; sc++) {
+        const int64_t b = shapes[sc][0], h = shapes[sc][1],
+                      chunk = shapes[sc][2], n = h / chunk,
+                      w = 2 * n + 4 * h;
+        float *z = malloc((size_t)(b * w) * sizeof *z);
+        float *cp = malloc((size_t)(b * h) * sizeof *cp);
+        double *zd = malloc((size_t)(b * w) * sizeof *zd);
+        double *cd = malloc((size_t)(b * h) * sizeof *cd);
+        double *hr = malloc((size_t)(2 * b * h) * sizeof *hr);
+        double dfr[8], dir[8];
+        float *got = malloc((size_t)(2 * b * h + 2 * b) * sizeof *got);
+        for (int64_t k = 0; k < b * w + b * h; k++) {
+            lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+            float v = -4.0f + 8.0f * (float)(lcg >> 40) / (float)(1 << 24);
+            if (k < b * w) {
+                z[k] = v;
+                zd[k] = v;
+            } else {
+                cp[k - b * w] = v / 4;
+                cd[k - b * w] = v / 4;
+            }
+        }
+        onlstm_ref(zd, cd, b, h, chunk, hr, hr + b * h, dfr, dir);
+        gr_step_reset(ctx);
+        struct gr_tensor *zt = gr_tensor_from_host(ctx, GR_F32,
+                                                   gr_shape2(b, w), z);
+        struct gr_tensor *ct = gr_tensor_from_host(ctx, GR_F32,
+                                                   gr_shape2(b, h), cp);
+        struct gr_tensor *ho = NULL, *co = NULL, *df = NULL, *di = NULL;
+        int rc = zt && ct ? gr_onlstm_cell(ctx, zt, ct, (int)chunk, &ho, &co,
+                                           &df, &di)
+                          : -1;
+        CHECK_MSG(rc == 0 && df != NULL && di != NULL && df->numel == b &&
+                      di->numel == b,
+                  "onlstm_cell %lldx%lld chunk %lld: %s", (long long)b,
+                  (long long)h, (long long)chunk, gr_ctx_error(ctx));
+        if (rc == 0 && df && di && df->numel == b && di->numel == b &&
+            gr_tensor_to_host(ho, got) == 0 &&
+            gr_tensor_to_host(co, got + b * h) == 0 &&
+            gr_tensor_to_host(df, got + 2 * b * h) == 0 &&
+            gr_tensor_to_host(di, got + 2 * b * h + b) == 0) {
+            for (int64_t r = 0; r < b; r++) {
+                CHECK_MSG(fabs(got[2 * b * h + r] - dfr[r]) <= 2e-6,
+                          "onlstm_cell %lldx%lld chunk %lld row %lld: df "
+                          "%.7f, reference %.7f", (long long)b, (long long)h,
+                          (long long)chunk, (long long)r,
+                          got[2 * b * h + r], dfr[r]);
+                CHECK_MSG(fabs(got[2 * b * h + b + r] - dir[r]) <= 2e-6,
+                          "onlstm_cell %lldx%lld chunk %lld row %lld: di "
+                          "%.7f, reference %.7f", (long long)b, (long long)h,
+                          (long long)chunk, (long long)r,
+                          got[2 * b * h + b + r], dir[r]);
+                spread_f = fmax(spread_f, fmin(dfr[r], 1.0 - dfr[r]));
+                spread_i = fmax(spread_i, fmin(dir[r], 1.0 - dir[r]));
+            }
+            for (int64_t k = 0; k < 2 * b * h; k++) {
+                CHECK_MSG(fabs(got[k] - hr[k]) <= 1e-5 * (1 + fabs(hr[k])),
+                          "onlstm_cell h/c element %lld: %.7f vs %.7f",
+                          (long long)k, got[k], hr[k]);
+            }
+        }
+        free(z);
+        free(cp);
+        free(zd);
+        free(cd);
+        free(hr);
+        free(got);
+    }
+    /* the inputs reach the inside of (0, 1): a distance stuck at 0 or 1
+     * would not be a test */
+    CHECK(spread_f > 0.2 && spread_i > 0.2);
+    printf("onlstm_cell distances (%s): df and di of 5 shapes against the "
+           "reference\n", dev == GR_DEVICE_CUDA ? "CUDA" : "CPU");
+    gr_ctx_free(ctx);
+}
+
 /* Cases for the parity run only (too large for finite differences): a
  * table of 2^22 + 3 rows makes the CUDA sparse backward densify its rows
  * in blocks of 3 (at most 2^24 floats per block). */
@@ -1509,17 +1608,17 @@ int main(int argc, char **argv)
     }
     if (parity) {
         if (!gr_cuda_compiled()) {
-            printf("SKIP: CUDA is not compiled into this build; the "
-                   "CUDA-vs-CPU parity test needs -DGROVE_CUDA=ON and a "
-                   "GPU\n");
-            return TEST_SKIP;
+            return test_skip("kernels_cuda_parity", NULL,
+                             "CUDA is not compiled into this build; the "
+                             "CUDA-vs-CPU parity test needs -DGROVE_CUDA=ON "
+                             "and a GPU");
         }
         if (gr_cuda_device_count() == 0) {
             char why[256];
             gr_cuda_status(why, sizeof why);
-            printf("SKIP: no GPU visible (%s); the CUDA-vs-CPU parity test "
-                   "needs one\n", why);
-            return TEST_SKIP;
+            return test_skip("kernels_cuda_parity", TEST_NEED_GPU,
+                             "no GPU visible (%s); the CUDA-vs-CPU parity "
+                             "test needs one", why);
         }
     }
     int ran = 0, checks = 0;
@@ -1543,6 +1642,9 @@ int main(int argc, char **argv)
     }
     if (!parity && !only) {
         check_activation_lanes();
+    }
+    if (!only || strstr("onlstm_cell distances", only)) {
+        check_onlstm_distances(parity ? GR_DEVICE_CUDA : GR_DEVICE_CPU);
     }
     printf("%d op cases (%s), %d gradient comparisons\n", ran,
            parity ? "CUDA vs CPU" : "forward reference + finite differences",

@@ -84,11 +84,15 @@ static double rel_diff(const struct gr_tensor *a, const struct gr_tensor *b)
 
 int main(void)
 {
-    if (!gr_cuda_compiled() || gr_cuda_device_count() == 0) {
+    if (!gr_cuda_compiled()) {
+        return test_skip("nlp_lm_cuda", NULL,
+                         "CUDA is not compiled into this build");
+    }
+    if (gr_cuda_device_count() == 0) {
         char why[256];
         gr_cuda_status(why, sizeof why);
-        printf("skipped: no GPU (%s)\n", why);
-        return TEST_SKIP;
+        return test_skip("nlp_lm_cuda", TEST_NEED_GPU, "no GPU visible (%s)",
+                         why);
     }
     struct nlp_lm_config cfg;
     nlp_lm_config_default(&cfg, NLP_LM_ONLSTM, 300);

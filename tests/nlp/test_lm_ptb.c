@@ -44,8 +44,8 @@ static int on_epoch(void *user, const struct nlp_lm_epoch_log *e)
 int main(int argc, char **argv)
 {
     if (argc < 2 || !gr_path_exists(argv[1])) {
-        printf("skipped: PTB folder %s absent\n", argc > 1 ? argv[1] : "?");
-        return TEST_SKIP;
+        return test_skip("nlp_lm_ptb", TEST_NEED_DATA, "PTB folder %s absent",
+                         argc > 1 ? argv[1] : "(none given)");
     }
     struct nlp_corpus c;
     if (nlp_corpus_load(&c, argv[1]) < 0) {

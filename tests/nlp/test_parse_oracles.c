@@ -214,9 +214,9 @@ int main(int argc, char **argv)
     if (argc < 2 ||
         gr_path_join(path, sizeof path, argv[1], "treebank.zip") < 0 ||
         !gr_path_exists(path)) {
-        printf("treebank.zip is absent (%s): skipped\n",
-               argc < 2 ? "no folder given" : argv[1]);
-        return TEST_SKIP;
+        return test_skip("nlp_parse_oracles", TEST_NEED_DATA,
+                         "treebank.zip is absent (%s)",
+                         argc < 2 ? "no folder given" : argv[1]);
     }
     struct nlp_treebank tb;
     if (nlp_treebank_read(&tb, path) < 0) {

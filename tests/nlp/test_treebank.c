@@ -312,7 +312,10 @@ static void test_sample(const char *dir, const char *ptb)
 
     /* §2.2.5: the model input through the PTB vocabulary. */
     struct nlp_corpus c;
-    if (ptb != NULL && nlp_corpus_load(&c, ptb) == 0) {
+    int have_ptb = ptb != NULL && nlp_corpus_load(&c, ptb) == 0;
+    CHECK_MSG(ptb == NULL || have_ptb, "PTB %s: %s", ptb ? ptb : "",
+              gr_last_error());
+    if (have_ptb) {
         int32_t ids[17];
         int32_t unknown = nlp_sentence_ids(s, &c.vocab, c.eos, c.unk, ids);
         CHECK(unknown == 1); /* vinken */
@@ -321,8 +324,9 @@ static void test_sample(const char *dir, const char *ptb)
         CHECK(ids[3] == nlp_vocab_find(&c.vocab, "N", 1));
         CHECK(ids[14] == nlp_vocab_find(&c.vocab, "nov.", 4));
         nlp_corpus_free(&c);
-    } else {
-        printf("PTB folder absent: model-input check skipped\n");
+    } else if (ptb == NULL) {
+        test_absent(TEST_NEED_DATA,
+                    "PTB folder absent: model-input check skipped");
     }
     nlp_treebank_free(&tb);
 
@@ -355,9 +359,9 @@ int main(int argc, char **argv)
     test_mutations();
     test_folder();
     if (argc < 2 || !gr_path_exists(argv[1])) {
-        printf("treebank folder %s is absent: data checks skipped\n",
-               argc < 2 ? "(none given)" : argv[1]);
-        return test_failures ? test_report("nlp_treebank") : TEST_SKIP;
+        return test_skip("nlp_treebank", TEST_NEED_DATA,
+                         "treebank folder %s is absent: data checks skipped",
+                         argc < 2 ? "(none given)" : argv[1]);
     }
     test_sample(argv[1], argc > 2 && gr_path_exists(argv[2]) ? argv[2] : NULL);
     return test_report("nlp_treebank");

@@ -7,7 +7,8 @@
  *
  *   test_render_frame FIXTURE_DIR [OUT_DIR]
  *
- * GROVE_UPDATE_GOLDEN=1 rewrites the golden (look at it before committing);
+ * GROVE_UPDATE_GOLDEN=1 rewrites the golden (never in CI, and that run
+ * fails: look at it, then run again; tests/test.h test_update_golden);
  * on a mismatch the frame drawn is written to OUT_DIR (default /tmp). */
 #include <math.h>
 #include <stdio.h>
@@ -223,8 +224,7 @@ static void test_golden(const char *fixtures, const char *out_dir)
     char golden[512], actual[512];
     snprintf(golden, sizeof golden, "%s/frame_golden.png", fixtures);
     snprintf(actual, sizeof actual, "%s/frame_actual.png", out_dir);
-    const char *update = getenv("GROVE_UPDATE_GOLDEN");
-    if (update != NULL && strcmp(update, "1") == 0) {
+    if (test_update_golden(golden)) {
         CHECK(render_png_write(golden, &img, 1) == 0);
         printf("rewrote %s\n", golden);
     }

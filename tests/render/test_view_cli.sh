@@ -18,6 +18,7 @@
 # stays on, and the headless and dummy modes check grove's own code for
 # leaks along the same paths.
 set -u
+. "$(dirname "$0")/../skip.sh"
 grove=$1
 tool=$2
 fixtures=$3
@@ -222,8 +223,7 @@ dummy | offscreen)
         export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
     fi
     if ! "$grove" replay play "$replay" --frames 1 >"$tmp/out" 2>"$tmp/err"; then
-        echo "skip: SDL's $mode video driver is not available: $(cat "$tmp/err")"
-        exit 77
+        test_skip - "$fails" "SDL's $mode video driver is not available: $(cat "$tmp/err")"
     fi
     for scale in 1 2 3; do
         expect 0 "$mode window at scale $scale" "$grove" replay play \
@@ -239,8 +239,7 @@ dummy | offscreen)
 
 xvfb)
     if ! command -v xvfb-run >/dev/null 2>&1; then
-        echo "skip: xvfb-run is not installed (apt-get install xvfb xauth)"
-        exit 77
+        test_skip - "$fails" "xvfb-run is not installed (apt-get install xvfb xauth)"
     fi
     unset SDL_VIDEODRIVER WAYLAND_DISPLAY
     export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"

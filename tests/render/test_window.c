@@ -112,8 +112,8 @@ static int test_dummy(void)
     const int fw = 40, fh = 24;
     struct render_window_options o = {"grove test", fw, fh, 0, 2};
     if (render_window_open(&w, &o) < 0) {
-        printf("skip: SDL's dummy video driver is not available: %s\n",
-               gr_last_error());
+        test_absent(NULL, "SDL's dummy video driver is not available: %s",
+                    gr_last_error());
         return TEST_SKIP;
     }
     CHECK(!render_window_is_headless(w));

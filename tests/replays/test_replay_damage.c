@@ -2,39 +2,111 @@
  * recovered prefix (with REPLAY_READ_RECOVER) or a clear "truncated at
  * byte N" error naming the first incomplete object, never a crash; a byte
  * flipped anywhere (three ways) is caught by the CRC, the hashes, or the
- * structure checks, with an error that names a byte offset. Runs under ASan
- * in the sanitizer build. */
+ * structure checks, with an error that names a byte offset. The offsets
+ * and kinds of the file's objects the reader must name come from decoding
+ * the file with msgpack-c here, not from the reader. Runs under ASan in
+ * the sanitizer build. */
 #include "tests/replays/replay_util.h"
 
 #include <inttypes.h>
+#include <msgpack.h>
 
 #include "tests/test.h"
 
 #define MAX_OBJ 4096
 
-/* The original file's objects, from a full read. */
+/* The original file's objects, decoded here with msgpack-c alone (not
+ * the reader under test): each top-level object's offset, end and kind
+ * (by its keys, spec/replay.md), then the 12-byte trailer naming the
+ * footer's offset. */
 static uint64_t obj_off[MAX_OBJ], obj_end[MAX_OBJ];
 static enum replay_record_type obj_type[MAX_OBJ];
 static int n_obj;
 static uint64_t footer_end;
 
+static int has_key(const msgpack_object *o, const char *key)
+{
+    if (o->type != MSGPACK_OBJECT_MAP) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object *k = &o->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
+            memcmp(k->via.str.ptr, key, k->via.str.size) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static enum replay_record_type kind_of(const msgpack_object *o)
+{
+    return has_key(o, "magic")    ? REPLAY_RECORD_HEADER
+           : has_key(o, "footer") ? REPLAY_RECORD_FOOTER
+           : has_key(o, "end")    ? REPLAY_RECORD_EPISODE_END
+           : has_key(o, "hash")   ? REPLAY_RECORD_KEYFRAME
+           : has_key(o, "seed")   ? REPLAY_RECORD_EPISODE_START
+           : has_key(o, "a")      ? REPLAY_RECORD_STEP
+                                  : (enum replay_record_type)0;
+}
+
 static void index_objects(const uint8_t *data, size_t n)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    n_obj = 0;
+    CHECK(n > REPLAY_TRAILER_SIZE);
+    while (n_obj < MAX_OBJ && off < n - REPLAY_TRAILER_SIZE) {
+        size_t at = off;
+        if (msgpack_unpack_next(&u, (const char *)data,
+                                n - REPLAY_TRAILER_SIZE, &off) !=
+            MSGPACK_UNPACK_SUCCESS) {
+            CHECK_MSG(0, "msgpack-c cannot decode the object at byte %zu",
+                      at);
+            break;
+        }
+        obj_off[n_obj] = at;
+        obj_end[n_obj] = off;
+        obj_type[n_obj] = kind_of(&u.data);
+        CHECK_MSG(obj_type[n_obj] != 0, "object at byte %zu: no known key",
+                  at);
+        n_obj++;
+    }
+    msgpack_unpacked_destroy(&u);
+    CHECK(n_obj >= 3 && obj_type[0] == REPLAY_RECORD_HEADER);
+    CHECK(obj_type[n_obj - 1] == REPLAY_RECORD_FOOTER);
+    footer_end = obj_end[n_obj - 1];
+    CHECK(footer_end + REPLAY_TRAILER_SIZE == n);
+    /* the trailer: "GRRFOOT1", the footer's offset (uint32, little-endian) */
+    const uint8_t *t = data + n - REPLAY_TRAILER_SIZE;
+    CHECK(memcmp(t, REPLAY_TRAILER, 8) == 0);
+    CHECK(((uint64_t)t[8] | (uint64_t)t[9] << 8 | (uint64_t)t[10] << 16 |
+           (uint64_t)t[11] << 24) == obj_off[n_obj - 1]);
+    int ends = 0;
+    for (int i = 0; i < n_obj; i++) {
+        ends += obj_type[i] == REPLAY_RECORD_EPISODE_END;
+    }
+    CHECK(ends == 2);
+}
+
+/* The reader on the whole file hands out exactly those objects. */
+static void check_full_read(const uint8_t *data, size_t n)
 {
     struct replay_reader *r;
     CHECK(replay_reader_open_memory(&r, data, n, "orig", 0) == 0);
     struct replay_record rec;
-    int rc;
-    n_obj = 0;
-    while ((rc = replay_reader_next(r, &rec)) > 0 && n_obj < MAX_OBJ) {
-        obj_off[n_obj] = rec.offset;
-        obj_end[n_obj] = rec.offset + rec.size;
-        obj_type[n_obj] = rec.type;
-        n_obj++;
+    int rc, i = 0;
+    while ((rc = replay_reader_next(r, &rec)) > 0) {
+        CHECK_MSG(i < n_obj && rec.offset == obj_off[i] &&
+                      rec.offset + rec.size == obj_end[i] &&
+                      rec.type == obj_type[i],
+                  "record %d: type %d at byte %llu, %llu bytes", i,
+                  (int)rec.type, (unsigned long long)rec.offset,
+                  (unsigned long long)rec.size);
+        i++;
     }
-    CHECK(rc == 0);
-    footer_end = obj_end[n_obj - 1];
-    CHECK(obj_type[n_obj - 1] == REPLAY_RECORD_FOOTER);
-    CHECK(footer_end + REPLAY_TRAILER_SIZE == n);
+    CHECK(rc == 0 && i == n_obj);
     replay_reader_close(r);
 }
 
@@ -177,6 +249,7 @@ int main(void)
     uint8_t *data = slurp(path, &size);
     printf("small replay: %zu bytes\n", size);
     index_objects(data, size);
+    check_full_read(data, size);
     test_truncation(data, size);
     test_flips(data, size);
     free(data);

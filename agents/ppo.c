@@ -1,0 +1,2040 @@
+/* PPO fine-tuning with frozen options on batched Craft (see agents/ppo.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "agents/ppo.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agents/bc.h"
+#include "agents/ocn_load.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "envs/expert.h"
+#include "kernels/checkpoint.h"
+#include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "kernels/rng.h"
+#include "kernels/tape.h"
+
+/* ---- config ----------------------------------------------------------------- */
+
+void ppo_config_default(struct ppo_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->policy = PPO_POLICY_OCN;
+    craft_config_default(&c->world);
+    c->world.n_each = 4;
+    c->seed = 1;
+    c->learning_rate = 3e-4f;
+    c->anneal_lr = 1;
+    c->total_timesteps = 2000000;
+    c->num_envs = 16;
+    c->num_steps = 64;
+    c->gamma = 0.99f;
+    c->gae_lambda = 0.95f;
+    c->num_minibatches = 4;
+    c->update_epochs = 4;
+    c->norm_adv = 1;
+    c->clip_coef = 0.2f;
+    c->ent_coef = 0.01f;
+    c->vf_coef = 0.5f;
+    c->max_grad_norm = 0.5f;
+    c->target_kl = 0.0f;
+    c->adam_eps = 1e-5f;
+    c->tau = 0.0f;
+    c->hidden = 128;
+    c->width = 128;
+}
+
+static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle"};
+
+const char *ppo_policy_name(enum ppo_policy p)
+{
+    return (int)p >= 0 && (int)p < 4 ? policy_names[p] : NULL;
+}
+
+int ppo_policy_from_name(const char *name)
+{
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(name, policy_names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int finite_pos(float x)
+{
+    return isfinite(x) && x > 0.0f;
+}
+
+int ppo_config_validate(const struct ppo_config *c)
+{
+    if (ppo_policy_name(c->policy) == NULL) {
+        return gr_error(GR_EINVAL, "policy %d is not ocn, moe, flat or oracle",
+                        (int)c->policy);
+    }
+    struct craft_task task;
+    if (craft_task_parse(c->task, &task) < 0) {
+        return gr_error_wrap(GR_EINVAL, "task");
+    }
+    if (c->num_envs < 1 || c->num_envs > 65535) {
+        return gr_error(GR_EINVAL, "num_envs %d: expected 1..65535",
+                        c->num_envs);
+    }
+    if (c->num_steps < 1 || c->num_steps > 1 << 20) {
+        return gr_error(GR_EINVAL, "num_steps %d: expected 1..%d",
+                        c->num_steps, 1 << 20);
+    }
+    int64_t D = (int64_t)c->num_envs * c->num_steps;
+    if (c->num_minibatches < 1 || D % c->num_minibatches != 0) {
+        return gr_error(GR_EINVAL,
+                        "num_minibatches %d does not divide the %lld "
+                        "decisions of a rollout (num_envs × num_steps)",
+                        c->num_minibatches, (long long)D);
+    }
+    if (D > (int64_t)1 << 26) {
+        return gr_error(GR_EINVAL, "num_envs × num_steps = %lld is more than "
+                                   "2^26 decisions",
+                        (long long)D);
+    }
+    if (c->update_epochs < 1) {
+        return gr_error(GR_EINVAL, "update_epochs %d: expected >= 1",
+                        c->update_epochs);
+    }
+    if (c->total_timesteps < 1) {
+        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 1",
+                        (long long)c->total_timesteps);
+    }
+    if (!finite_pos(c->learning_rate) || !finite_pos(c->adam_eps)) {
+        return gr_error(GR_EINVAL, "learning_rate %g / adam_eps %g: expected "
+                                   "positive numbers",
+                        (double)c->learning_rate, (double)c->adam_eps);
+    }
+    if (!(c->gamma >= 0.0f && c->gamma <= 1.0f) ||
+        !(c->gae_lambda >= 0.0f && c->gae_lambda <= 1.0f)) {
+        return gr_error(GR_EINVAL, "gamma %g / gae_lambda %g: expected 0..1",
+                        (double)c->gamma, (double)c->gae_lambda);
+    }
+    if (!finite_pos(c->clip_coef) || !(c->ent_coef >= 0.0f) ||
+        !isfinite(c->ent_coef) || !(c->vf_coef >= 0.0f) ||
+        !isfinite(c->vf_coef) || !finite_pos(c->max_grad_norm) ||
+        !(c->target_kl >= 0.0f) || !isfinite(c->target_kl)) {
+        return gr_error(GR_EINVAL, "clip_coef, ent_coef, vf_coef, "
+                                   "max_grad_norm, target_kl: expected "
+                                   "finite numbers (clip and norm > 0)");
+    }
+    if (!(c->tau >= 0.0f) || !isfinite(c->tau)) {
+        return gr_error(GR_EINVAL, "tau %g: expected a number > 0 (0: auto)",
+                        (double)c->tau);
+    }
+    if (c->hidden < 1 || c->width < 1 || c->hidden > 4096 ||
+        c->width > 4096) {
+        return gr_error(GR_EINVAL, "hidden %d / width %d: expected 1..4096",
+                        c->hidden, c->width);
+    }
+    return craft_config_validate(&c->world);
+}
+
+int ppo_config_format(const struct ppo_config *c, char *out, size_t cap)
+{
+    int n = snprintf(
+        out, cap,
+        "ppo_policy %s\nppo_task %s\nppo_reward %s\nppo_seed %llu\n"
+        "ppo_learning_rate %.9g\nppo_anneal_lr %d\nppo_total_timesteps %lld\n"
+        "ppo_num_envs %d\nppo_num_steps %d\nppo_gamma %.9g\n"
+        "ppo_gae_lambda %.9g\nppo_num_minibatches %d\n"
+        "ppo_update_epochs %d\nppo_norm_adv %d\nppo_clip_coef %.9g\n"
+        "ppo_ent_coef %.9g\nppo_vf_coef %.9g\nppo_max_grad_norm %.9g\n"
+        "ppo_target_kl %.9g\nppo_adam_eps %.9g\nppo_tau %.9g\n"
+        "ppo_hidden %d\nppo_width %d\n",
+        ppo_policy_name(c->policy), c->task, craft_reward_name(c->world.reward),
+        (unsigned long long)c->seed, (double)c->learning_rate, c->anneal_lr,
+        (long long)c->total_timesteps, c->num_envs, c->num_steps,
+        (double)c->gamma, (double)c->gae_lambda, c->num_minibatches,
+        c->update_epochs, c->norm_adv, (double)c->clip_coef,
+        (double)c->ent_coef, (double)c->vf_coef, (double)c->max_grad_norm,
+        (double)c->target_kl, (double)c->adam_eps, (double)c->tau, c->hidden,
+        c->width);
+    if (n < 0 || (size_t)n >= cap) {
+        return gr_error(GR_EINVAL, "PPO config text longer than %zu bytes",
+                        cap);
+    }
+    return n;
+}
+
+int ppo_config_parse(const char *text, struct ppo_config *c)
+{
+    ppo_config_default(c);
+    int line_no = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol != NULL ? (size_t)(eol - p) : strlen(p);
+        char line[256];
+        line_no++;
+        if (n >= sizeof line || strncmp(p, "ppo_", 4) != 0) {
+            p += n + (eol != NULL);
+            continue;
+        }
+        memcpy(line, p + 4, n - 4);
+        line[n - 4] = '\0';
+        p += n + (eol != NULL);
+        char *v = strchr(line, ' ');
+        if (v == NULL) {
+            return gr_error(GR_EFORMAT, "config line %d: 'ppo_%s' has no "
+                                        "value",
+                            line_no, line);
+        }
+        *v++ = '\0';
+        char *end = NULL;
+        double x = strtod(v, &end);
+        int num = end != v && *end == '\0';
+        const char *k = line;
+        int bad = 0;
+        if (strcmp(k, "options") == 0) {
+            continue; /* the pool's sources, for the record */
+        }
+        if (strcmp(k, "policy") == 0) {
+            int pol = ppo_policy_from_name(v);
+            bad = pol < 0;
+            c->policy = (enum ppo_policy)(pol < 0 ? 0 : pol);
+        } else if (strcmp(k, "task") == 0) {
+            bad = strlen(v) >= sizeof c->task;
+            if (!bad) {
+                snprintf(c->task, sizeof c->task, "%s", v);
+            }
+        } else if (strcmp(k, "reward") == 0) {
+            int r = craft_reward_from_name(v);
+            bad = r < 0;
+            c->world.reward = (enum craft_reward)(r < 0 ? 0 : r);
+        } else if (!num) {
+            bad = 1;
+        } else if (strcmp(k, "seed") == 0) {
+            c->seed = strtoull(v, NULL, 10);
+        } else if (strcmp(k, "learning_rate") == 0) {
+            c->learning_rate = (float)x;
+        } else if (strcmp(k, "anneal_lr") == 0) {
+            c->anneal_lr = (int)x;
+        } else if (strcmp(k, "total_timesteps") == 0) {
+            c->total_timesteps = (int64_t)x;
+        } else if (strcmp(k, "num_envs") == 0) {
+            c->num_envs = (int)x;
+        } else if (strcmp(k, "num_steps") == 0) {
+            c->num_steps = (int)x;
+        } else if (strcmp(k, "gamma") == 0) {
+            c->gamma = (float)x;
+        } else if (strcmp(k, "gae_lambda") == 0) {
+            c->gae_lambda = (float)x;
+        } else if (strcmp(k, "num_minibatches") == 0) {
+            c->num_minibatches = (int)x;
+        } else if (strcmp(k, "update_epochs") == 0) {
+            c->update_epochs = (int)x;
+        } else if (strcmp(k, "norm_adv") == 0) {
+            c->norm_adv = (int)x;
+        } else if (strcmp(k, "clip_coef") == 0) {
+            c->clip_coef = (float)x;
+        } else if (strcmp(k, "ent_coef") == 0) {
+            c->ent_coef = (float)x;
+        } else if (strcmp(k, "vf_coef") == 0) {
+            c->vf_coef = (float)x;
+        } else if (strcmp(k, "max_grad_norm") == 0) {
+            c->max_grad_norm = (float)x;
+        } else if (strcmp(k, "target_kl") == 0) {
+            c->target_kl = (float)x;
+        } else if (strcmp(k, "adam_eps") == 0) {
+            c->adam_eps = (float)x;
+        } else if (strcmp(k, "tau") == 0) {
+            c->tau = (float)x;
+        } else if (strcmp(k, "hidden") == 0) {
+            c->hidden = (int)x;
+        } else if (strcmp(k, "width") == 0) {
+            c->width = (int)x;
+        }
+        if (bad) {
+            return gr_error(GR_EFORMAT, "config line %d: ppo_%s '%s' is not "
+                                        "a valid value",
+                            line_no, k, v);
+        }
+    }
+    return 0;
+}
+
+/* ---- SMDP GAE ------------------------------------------------------------------ */
+
+void ppo_smdp_gae(int n, const float *R, const int32_t *steps,
+                  const float *value, const uint8_t *terminated,
+                  const uint8_t *truncated, const float *boot,
+                  float last_value, float gamma, float lambda, float *adv,
+                  float *ret)
+{
+    double next_adv = 0.0;
+    for (int j = n - 1; j >= 0; j--) {
+        double g = pow((double)gamma, (double)steps[j]);
+        double nv;
+        int cont;
+        if (terminated[j]) {
+            nv = 0.0;
+            cont = 0;
+        } else if (truncated[j]) {
+            nv = boot[j];
+            cont = 0;
+        } else {
+            nv = j == n - 1 ? last_value : value[j + 1];
+            cont = j < n - 1;
+        }
+        double delta = R[j] + g * nv - value[j];
+        double a = delta + (cont ? g * lambda * next_adv : 0.0);
+        adv[j] = (float)a;
+        ret[j] = (float)(a + value[j]);
+        next_adv = a;
+    }
+}
+
+/* ---- the loss ---------------------------------------------------------------- */
+
+static int ctx_fail(struct gr_ctx *ctx, const char *what)
+{
+    int rc = gr_ctx_status(ctx);
+    return gr_error(rc != 0 ? rc : GR_EINVAL, "%s: %s", what,
+                    gr_ctx_error(ctx));
+}
+
+int ppo_loss(struct ocn_model *m, const struct ppo_minibatch *b,
+             float clip_coef, float vf_coef, float ent_coef, int norm_adv,
+             struct ppo_loss_out *out)
+{
+    struct gr_ctx *ctx = m->ctx;
+    const int64_t M = b->M, K = m->cfg.n_options, d = m->cfg.hidden;
+    if (m->c_vw == NULL || m->cfg.n_tasks != 1) {
+        return gr_error(GR_EINVAL, "PPO loss: the model needs a value head "
+                                   "and one task");
+    }
+    /* the advantage, normalised over the minibatch (host statistics) */
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < M; i++) {
+        mean += b->adv[i];
+    }
+    mean /= (double)M;
+    for (int64_t i = 0; i < M; i++) {
+        var += (b->adv[i] - mean) * (b->adv[i] - mean);
+    }
+    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
+    struct gr_tensor *idx =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, b->nz), b->idx);
+    struct gr_tensor *val =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, b->nz), b->val);
+    struct gr_tensor *hc =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, d), b->hc);
+    int any_first = 0;
+    for (int64_t i = 0; i < M; i++) {
+        any_first |= b->first[i] != 0.0f;
+    }
+    if (any_first) {
+        struct gr_tensor *first =
+            gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->first);
+        struct gr_tensor *zero_ids = gr_tensor_new(ctx, GR_I32, gr_shape1(M));
+        struct gr_tensor *h0 = gr_embedding(ctx, m->h_init, zero_ids);
+        hc = gr_add(ctx, gr_mul(ctx, hc, gr_affine(ctx, first, -1.0f, 1.0f)),
+                    gr_mul(ctx, h0, first));
+    }
+    struct gr_tensor *pre =
+        gr_add(ctx,
+               gr_add(ctx, gr_sparse_matmul(ctx, idx, val, m->c_wx), m->c_b1),
+               gr_matmul(ctx, hc, m->c_wh, 0, 1));
+    struct gr_tensor *z = gr_tanh(ctx, pre);
+    struct gr_tensor *u = gr_tanh(ctx, gr_linear(ctx, z, m->c_w2, m->c_b2));
+    /* only the head's K logit rows: the next state (rows K..K+d-1) is not
+     * in the loss, and skipping it saves a third of the update */
+    struct gr_tensor *logits =
+        gr_linear(ctx, u, gr_slice(ctx, m->c_wo, 0, 0, K),
+                  gr_slice(ctx, m->c_bo, 0, 0, K));
+    struct gr_tensor *lp =
+        gr_log_softmax(ctx, gr_scale(ctx, logits, 1.0f / m->cfg.tau), NULL);
+    struct gr_tensor *p = gr_exp(ctx, lp);
+    struct gr_tensor *ent =
+        gr_scale(ctx, gr_mean(ctx, gr_sum_dim(ctx, gr_mul(ctx, p, lp), 1)),
+                 -1.0f);
+    struct gr_tensor *k =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, 1), b->option);
+    struct gr_tensor *old =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->logp_old);
+    struct gr_tensor *logratio = gr_sub(ctx, gr_gather(ctx, lp, k), old);
+    struct gr_tensor *ratio = gr_exp(ctx, logratio);
+    struct gr_tensor *adv =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->adv);
+    if (norm_adv) {
+        float s = (float)(1.0 / (sd + 1e-8));
+        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
+    }
+    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
+    struct gr_tensor *pg2 = gr_scale(
+        ctx,
+        gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip_coef, 1.0f + clip_coef),
+               adv),
+        -1.0f);
+    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
+    struct gr_tensor *v = gr_linear(ctx, u, m->c_vw, m->c_vb); /* [M, 1] */
+    struct gr_tensor *ret =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->ret);
+    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
+    struct gr_tensor *loss = gr_add(
+        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, vf_coef)),
+        gr_scale(ctx, ent, -ent_coef));
+    if (loss == NULL || gr_ctx_status(ctx) != 0) {
+        return ctx_fail(ctx, "PPO loss");
+    }
+    out->loss = loss;
+    out->policy_loss = gr_tensor_item(pg);
+    out->value_loss = gr_tensor_item(vl);
+    out->entropy = gr_tensor_item(ent);
+    float *lr_h = malloc((size_t)M * sizeof *lr_h);
+    if (lr_h == NULL) {
+        return gr_error(GR_ENOMEM, "PPO loss: out of memory");
+    }
+    int rc = gr_tensor_to_host(logratio, lr_h);
+    double okl = 0.0, akl = 0.0, cf = 0.0;
+    for (int64_t i = 0; rc == 0 && i < M; i++) {
+        double lr = lr_h[i], r = exp(lr);
+        okl += -lr;
+        akl += (r - 1.0) - lr;
+        cf += fabs(r - 1.0) > clip_coef;
+    }
+    free(lr_h);
+    out->old_approx_kl = okl / (double)M;
+    out->approx_kl = akl / (double)M;
+    out->clipfrac = cf / (double)M;
+    return rc;
+}
+
+/* ---- host copies of the cells (acting) ----------------------------------------- */
+
+/* n stacked cells of ocn.md §3 in a layout for row-at-a-time products:
+ * every matrix transposed so the inner loops run over contiguous output
+ * columns (they vectorise without reassociating a sum). */
+struct hcell {
+    int n, O, w, d, nh, stride;
+    int ign_lo, ign_hi; /* observation features layer 1 skips */
+    float *wx;          /* [O, stride]: row o, columns k·w.. for cell k */
+    float *whT;         /* [n, d, w] */
+    float *b1;          /* [n, w] */
+    float *w2T;         /* [n, w, w] (in, out) */
+    float *b2;          /* [n, w] */
+    float *woT;         /* [n, w, nh] */
+    float *bo;          /* [n, nh] */
+    float *h_init;      /* controller: [d] */
+};
+
+static void hcell_free(struct hcell *c)
+{
+    free(c->wx);
+    free(c->whT);
+    free(c->b1);
+    free(c->w2T);
+    free(c->b2);
+    free(c->woT);
+    free(c->bo);
+    free(c->h_init);
+    memset(c, 0, sizeof *c);
+}
+
+static int hcell_alloc(struct hcell *c, int n, int O, int w, int d, int nh,
+                       int stride)
+{
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->O = O;
+    c->w = w;
+    c->d = d;
+    c->nh = nh;
+    c->stride = stride;
+    size_t N = (size_t)n, W = (size_t)w;
+    c->wx = malloc((size_t)O * (size_t)stride * sizeof(float));
+    c->whT = malloc(N * (size_t)d * W * sizeof(float));
+    c->b1 = malloc(N * W * sizeof(float));
+    c->w2T = malloc(N * W * W * sizeof(float));
+    c->b2 = malloc(N * W * sizeof(float));
+    c->woT = malloc(N * W * (size_t)nh * sizeof(float));
+    c->bo = malloc(N * (size_t)nh * sizeof(float));
+    c->h_init = calloc((size_t)d, sizeof(float));
+    if (!c->wx || !c->whT || !c->b1 || !c->w2T || !c->b2 || !c->woT ||
+        !c->bo || !c->h_init) {
+        hcell_free(c);
+        return gr_error(GR_ENOMEM, "PPO: out of memory for host weights");
+    }
+    return 0;
+}
+
+/* out[k][j][i] = in[k][i][j] for n matrices in [rows, cols]. */
+static void transpose_into(float *out, const float *in, int n, int rows,
+                           int cols)
+{
+    for (int k = 0; k < n; k++) {
+        const float *a = in + (size_t)k * rows * cols;
+        float *b = out + (size_t)k * rows * cols;
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                b[(size_t)j * rows + i] = a[(size_t)i * cols + j];
+            }
+        }
+    }
+}
+
+/* Acting's hot loops are compiled twice, for AVX2 and for the baseline,
+ * and picked at run time (no FMA: both give the same bits). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define PPO_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PPO_CLONES
+#endif
+
+/* x[i] = tanh(x[i]) for i < n, in a loop the compiler vectorises (libm's
+ * tanhf was a fifth of acting's time): tanh|x| = m / (m + 2) with
+ * m = expm1(2|x|) = 2^k (q + 1) − 1, k = round(2|x| / ln 2), q = e^r − 1
+ * for r = 2|x| − k ln 2 in [−ln2/2, ln2/2] by its Taylor series to r^8
+ * (truncation < 6e-9; no cancellation near 0, where k = 0 and m = q).
+ * |x| is clamped at 9 (tanh 9 = 1 − 3e-8). Within a few ulp of tanhf. */
+PPO_CLONES static void tanh_n(float *x, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        float a = fabsf(v);
+        uint32_t ab; /* min(a, 9) on the bits: a float compare would keep
+                        the loop from vectorising (it may trap) */
+        memcpy(&ab, &a, sizeof ab);
+        ab = ab < 0x41100000u ? ab : 0x41100000u;
+        memcpy(&a, &ab, sizeof a);
+        float y = 2.0f * a;
+        int k = (int)(y * 1.44269504f + 0.5f);
+        float r = (y - (float)k * 0.693145752f) - (float)k * 1.42860677e-6f;
+        float q = r * (1.0f + r * (0.5f + r * (1.66666667e-1f +
+                  r * (4.16666667e-2f + r * (8.33333333e-3f +
+                  r * (1.38888889e-3f + r * (1.98412698e-4f +
+                  r * 2.48015873e-5f)))))));
+        int32_t bits = (k + 127) << 23;
+        float p2;
+        memcpy(&p2, &bits, sizeof p2);
+        float m = p2 * q + (p2 - 1.0f);
+        x[i] = copysignf(m / (m + 2.0f), v);
+    }
+}
+
+/* Layer 1 of cell k on a sparse row, the recurrent state h (NULL: zeros),
+ * then layer 2 and the heads: head[nh] = W_out·u + b (pre-activation). */
+PPO_CLONES static void hcell_forward(const struct hcell *c, int k,
+                                     const int32_t *idx,
+                          const float *val, int nz, const float *h, float *z,
+                          float *u, float *head)
+{
+    const int w = c->w, d = c->d, nh = c->nh;
+    memcpy(z, c->b1 + (size_t)k * w, (size_t)w * sizeof *z);
+    for (int j = 0; j < nz; j++) {
+        int o = idx[j];
+        if (o >= c->ign_lo && o < c->ign_hi) {
+            continue;
+        }
+        const float *row = c->wx + (size_t)o * c->stride + (size_t)k * w;
+        float v = val[j];
+        for (int i = 0; i < w; i++) {
+            z[i] += v * row[i];
+        }
+    }
+    if (h != NULL) {
+        const float *wt = c->whT + (size_t)k * d * w;
+        for (int j = 0; j < d; j++) {
+            float hj = h[j];
+            const float *row = wt + (size_t)j * w;
+            for (int i = 0; i < w; i++) {
+                z[i] += hj * row[i];
+            }
+        }
+    }
+    tanh_n(z, w);
+    memcpy(u, c->b2 + (size_t)k * w, (size_t)w * sizeof *u);
+    const float *w2 = c->w2T + (size_t)k * w * w;
+    for (int i = 0; i < w; i++) {
+        float zi = z[i];
+        const float *row = w2 + (size_t)i * w;
+        for (int o = 0; o < w; o++) {
+            u[o] += zi * row[o];
+        }
+    }
+    tanh_n(u, w);
+    memcpy(head, c->bo + (size_t)k * nh, (size_t)nh * sizeof *head);
+    const float *wo = c->woT + (size_t)k * w * nh;
+    for (int i = 0; i < w; i++) {
+        float ui = u[i];
+        const float *row = wo + (size_t)i * nh;
+        for (int o = 0; o < nh; o++) {
+            head[o] += ui * row[o];
+        }
+    }
+}
+
+/* ---- the trainer --------------------------------------------------------------- */
+
+/* Per-world acting state. */
+struct actor {
+    int E;
+    uint8_t *ask;       /* 1: the controller decides at the next step */
+    uint8_t *first;     /* 1: the next decision is the episode's first */
+    int32_t *opt;       /* option in force */
+    float *hc;          /* [E, d] controller state H^C */
+    float *ho;          /* [E, d] the running option's state */
+    int32_t *start;     /* oracle: the target's count when the option began */
+    uint64_t *draws;    /* sampling counter */
+    int32_t *ep_dec;    /* decisions in the current episode */
+    float *disc;        /* γ^i of the open decision's next reward */
+    int32_t *cur;       /* open decision (rollout storage index) */
+};
+
+static void actor_free(struct actor *a)
+{
+    free(a->ask);
+    free(a->first);
+    free(a->opt);
+    free(a->hc);
+    free(a->ho);
+    free(a->start);
+    free(a->draws);
+    free(a->ep_dec);
+    free(a->disc);
+    free(a->cur);
+    memset(a, 0, sizeof *a);
+}
+
+static int actor_init(struct actor *a, int E, int d)
+{
+    memset(a, 0, sizeof *a);
+    a->E = E;
+    size_t n = (size_t)E;
+    a->ask = malloc(n);
+    a->first = malloc(n);
+    a->opt = calloc(n, sizeof *a->opt);
+    a->hc = calloc(n * (size_t)d, sizeof *a->hc);
+    a->ho = calloc(n * (size_t)d, sizeof *a->ho);
+    a->start = calloc(n, sizeof *a->start);
+    a->draws = calloc(n, sizeof *a->draws);
+    a->ep_dec = calloc(n, sizeof *a->ep_dec);
+    a->disc = calloc(n, sizeof *a->disc);
+    a->cur = calloc(n, sizeof *a->cur);
+    if (!a->ask || !a->first || !a->opt || !a->hc || !a->ho || !a->start ||
+        !a->draws || !a->ep_dec || !a->disc || !a->cur) {
+        actor_free(a);
+        return gr_error(GR_ENOMEM, "PPO: out of memory for %d worlds", E);
+    }
+    memset(a->ask, 1, n);
+    memset(a->first, 1, n);
+    return 0;
+}
+
+struct ppo_trainer {
+    struct ppo_config cfg;
+    struct gr_ctx *ctx;
+    struct ocn_model m;
+    struct gr_optim *optim;
+    struct craft_config world;
+    struct craft_task task;
+    int K, d, w, O, A, E, S;
+    float tau;
+    int decide_every; /* moe, flat: a decision every step */
+    struct craft_subtask oracle[4];
+    struct hcell hc, ho; /* controller (head: K, d, value), options */
+    /* worlds */
+    struct craft_batch batch;
+    float *obs;       /* [E, O] */
+    float *final_obs; /* [O]: a truncated episode's last observation */
+    struct actor act;
+    uint64_t sample_seed;
+    uint64_t env_seed;
+    /* rollout storage: decision i of world e at e·S + i */
+    int32_t *d_idx;   /* [D, PPO_NZ_MAX] */
+    float *d_val;
+    int32_t *d_nz;
+    float *d_hc;      /* [D, d] */
+    float *d_first, *d_logp, *d_value, *d_R, *d_boot, *d_adv, *d_ret;
+    int32_t *d_opt, *d_n;
+    uint8_t *d_term, *d_trunc;
+    float *last_value; /* [E] */
+    int32_t *count;   /* [E] decisions this rollout */
+    uint8_t *actions; /* [E] */
+    /* scratch */
+    int32_t *row_idx; /* [O] */
+    float *row_val;
+    float *z, *u, *head, *prob, *hnext; /* [max(w, nh, K, d)] */
+    int32_t *perm;    /* [D] */
+    int32_t *mb_idx, *mb_opt;
+    float *mb_val, *mb_hc, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    /* progress */
+    int64_t iteration, global_step, total_episodes;
+    /* provenance */
+    char sources[PPO_MAX_SOURCES][512];
+    int n_sources;
+    struct craft_subtask trained[64];
+    int n_trained;
+    /* the trainer state buffer */
+    struct gr_tensor *state;
+    size_t state_bytes;
+    uint8_t *state_host;
+};
+
+struct ocn_model *ppo_model(struct ppo_trainer *t)
+{
+    return &t->m;
+}
+
+const struct craft_config *ppo_world(const struct ppo_trainer *t)
+{
+    return &t->world;
+}
+
+const struct ppo_config *ppo_trainer_config(const struct ppo_trainer *t)
+{
+    return &t->cfg;
+}
+
+int64_t ppo_global_step(const struct ppo_trainer *t)
+{
+    return t->global_step;
+}
+
+int64_t ppo_iterations(const struct ppo_trainer *t)
+{
+    return t->iteration;
+}
+
+/* Copies the controller's parameters to the host layout. */
+static int refresh_ctrl(struct ppo_trainer *t)
+{
+    struct hcell *c = &t->hc;
+    const int w = t->w, d = t->d, K = t->K, nh = c->nh;
+    float *tmp = malloc((size_t)(K + d) * (size_t)(w > d ? w : d) *
+                        sizeof *tmp);
+    if (tmp == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory");
+    }
+    struct ocn_model *m = &t->m;
+    int rc = gr_tensor_to_host(m->c_wx, c->wx);
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_wh, tmp); /* [w, d] */
+        transpose_into(c->whT, tmp, 1, w, d);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_b1, c->b1);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_w2, tmp);
+        transpose_into(c->w2T, tmp, 1, w, w);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_b2, c->b2);
+    }
+    if (rc == 0) {
+        /* head rows K + d, then the value row */
+        rc = gr_tensor_to_host(m->c_wo, tmp);
+        for (int o = 0; o < K + d; o++) {
+            for (int i = 0; i < w; i++) {
+                c->woT[(size_t)i * nh + o] = tmp[(size_t)o * w + i];
+            }
+        }
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_vw, tmp);
+        for (int i = 0; i < w; i++) {
+            c->woT[(size_t)i * nh + K + d] = tmp[i];
+        }
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_bo, c->bo);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->c_vb, c->bo + K + d);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->h_init, c->h_init);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Copies the options' parameters to the host layout (once: frozen). */
+static int refresh_options(struct ppo_trainer *t)
+{
+    struct hcell *c = &t->ho;
+    const int w = t->w, d = t->d, K = t->K, nh = c->nh;
+    size_t big = (size_t)K * (size_t)nh * (size_t)w;
+    if ((size_t)K * w * d > big) {
+        big = (size_t)K * w * d;
+    }
+    if ((size_t)K * w * w > big) {
+        big = (size_t)K * w * w;
+    }
+    float *tmp = malloc(big * sizeof *tmp);
+    if (tmp == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory");
+    }
+    struct ocn_model *m = &t->m;
+    int rc = gr_tensor_to_host(m->o_wx, c->wx);
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->o_wh, tmp);
+        transpose_into(c->whT, tmp, K, w, d);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->o_b1, c->b1);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->o_w2, tmp);
+        transpose_into(c->w2T, tmp, K, w, w);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->o_b2, c->b2);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->o_wo, tmp);
+        transpose_into(c->woT, tmp, K, nh, w);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m->o_bo, c->bo);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Sparse form of one observation row; GR_EINVAL past PPO_NZ_MAX. */
+static int sparse_row(const float *x, int O, int32_t *idx, float *val)
+{
+    int nz = 0;
+    for (int i = 0; i < O; i++) {
+        if (x[i] != 0.0f) {
+            if (nz == PPO_NZ_MAX) {
+                return gr_error(GR_EINVAL, "PPO: an observation has more "
+                                           "than %d non-zero features",
+                                PPO_NZ_MAX);
+            }
+            idx[nz] = i;
+            val[nz] = x[i];
+            nz++;
+        }
+    }
+    return nz;
+}
+
+/* Softmax of logits[n] / tau into p; returns log-sum-exp of the scaled
+ * logits (log p[i] = logits[i]/tau - lse). */
+static double softmax_tau(const float *logits, int n, float tau, float *p)
+{
+    double mx = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        double v = (double)logits[i] / tau;
+        mx = v > mx ? v : mx;
+    }
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double e = exp((double)logits[i] / tau - mx);
+        p[i] = (float)e;
+        s += e;
+    }
+    for (int i = 0; i < n; i++) {
+        p[i] = (float)(p[i] / s);
+    }
+    return mx + log(s);
+}
+
+static int argmax_p(const float *p, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (p[i] > p[best]) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* One draw of Categorical(p) for world e. */
+static int sample_p(struct ppo_trainer *t, struct actor *a, int e,
+                    const float *p, int n)
+{
+    uint64_t key =
+        gr_rng_key_of(t->sample_seed, gr_rng_stream(0x50504F, (uint64_t)e, 0,
+                                                    0));
+    float u = gr_rng_uniform(key, a->draws[e]++);
+    float c = 0.0f;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] > 0.0f) {
+            last = i;
+            c += p[i];
+            if (u < c) {
+                return i;
+            }
+        }
+    }
+    return last;
+}
+
+/* The controller at (x, h): p[K], h_next[d], *value, log-sum-exp. */
+static double ctrl_forward(struct ppo_trainer *t, const int32_t *idx,
+                           const float *val, int nz, const float *h,
+                           float *value)
+{
+    hcell_forward(&t->hc, 0, idx, val, nz, h, t->z, t->u, t->head);
+    memcpy(t->hnext, t->head + t->K, (size_t)t->d * sizeof *t->hnext);
+    tanh_n(t->hnext, t->d);
+    *value = t->head[t->K + t->d];
+    return softmax_tau(t->head, t->K, t->tau, t->prob);
+}
+
+static int target_count(const struct craft_batch *b, int e,
+                        const struct craft_subtask *s)
+{
+    return b->inventory[(size_t)e * CRAFT_N_KINDS + s->kind];
+}
+
+static int oracle_action(const struct ppo_trainer *t, const struct craft_batch *b,
+                         int e, int k)
+{
+    struct craft_world w;
+    craft_batch_get(b, e, &w);
+    w.task.n = 1;
+    w.task.sub[0] = t->oracle[k];
+    w.k = 0;
+    int a = CRAFT_ACTION_USE;
+    if (craft_expert_act(&w, &a, NULL) != CRAFT_EXPERT_OK) {
+        a = CRAFT_ACTION_USE;
+    }
+    return a;
+}
+
+/* The running option of world e at x: its action, or -1 when it ends. */
+static int option_continue(struct ppo_trainer *t, struct actor *a,
+                           const struct craft_batch *b, int e,
+                           const int32_t *idx, const float *val, int nz,
+                           int greedy)
+{
+    int k = a->opt[e];
+    switch (t->cfg.policy) {
+    case PPO_POLICY_OCN: {
+        float *ho = a->ho + (size_t)e * t->d;
+        hcell_forward(&t->ho, k, idx, val, nz, ho, t->z, t->u, t->head);
+        float end = 1.0f / (1.0f + expf(-t->head[t->A + t->d]));
+        if (end > 0.5f) {
+            return -1;
+        }
+        memcpy(ho, t->head + t->A, (size_t)t->d * sizeof *ho);
+        tanh_n(ho, t->d);
+        softmax_tau(t->head, t->A, 1.0f, t->prob);
+        return greedy ? argmax_p(t->prob, t->A)
+                      : sample_p(t, a, e, t->prob, t->A);
+    }
+    case PPO_POLICY_ORACLE:
+        if (target_count(b, e, &t->oracle[k]) > a->start[e]) {
+            return -1;
+        }
+        return oracle_action(t, b, e, k);
+    default:
+        return -1;
+    }
+}
+
+/* Option k starts in world e at x (from z_k) and acts at once. */
+static int option_start(struct ppo_trainer *t, struct actor *a,
+                        const struct craft_batch *b, int e, int k,
+                        const int32_t *idx, const float *val, int nz,
+                        int greedy)
+{
+    a->opt[e] = k;
+    switch (t->cfg.policy) {
+    case PPO_POLICY_OCN:
+    case PPO_POLICY_MOE: {
+        hcell_forward(&t->ho, k, idx, val, nz, NULL, t->z, t->u, t->head);
+        float *ho = a->ho + (size_t)e * t->d;
+        memcpy(ho, t->head + t->A, (size_t)t->d * sizeof *ho);
+        tanh_n(ho, t->d);
+        softmax_tau(t->head, t->A, 1.0f, t->prob);
+        return greedy ? argmax_p(t->prob, t->A)
+                      : sample_p(t, a, e, t->prob, t->A);
+    }
+    case PPO_POLICY_FLAT:
+        return k;
+    case PPO_POLICY_ORACLE:
+        a->start[e] = target_count(b, e, &t->oracle[k]);
+        return oracle_action(t, b, e, k);
+    }
+    return 0;
+}
+
+/* Steps world e with action a; *final_obs_ready = 1 when the episode was
+ * truncated and t->final_obs holds its last observation. */
+static int step_world(struct ppo_trainer *t, struct craft_batch *b, float *obs,
+                      uint8_t *actions, int e, int a, float *reward,
+                      uint8_t *term, uint8_t *trunc, int *final_ready,
+                      struct craft_log *log)
+{
+    actions[e] = (uint8_t)a;
+    *final_ready = 0;
+    if (b->t[e] + 1 >= b->config.max_steps) {
+        /* the batch resets a finished world inside the step: play the
+         * step on a copy first to keep the truncation observation */
+        struct craft_world w;
+        struct craft_step st;
+        craft_batch_get(b, e, &w);
+        if (craft_world_step(&w, a, &st) == 0 && st.truncated) {
+            craft_world_observe(&w, t->final_obs);
+            *final_ready = 1;
+        }
+    }
+    struct craft_batch_out out = {0};
+    out.obs = obs;
+    out.reward = reward;
+    out.terminated = term;
+    out.truncated = trunc;
+    return craft_batch_step_range(b, e, e + 1, actions, &out, log);
+}
+
+static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
+{
+    const int E = t->E, S = t->S, O = t->O, d = t->d;
+    struct actor *a = &t->act;
+    struct craft_batch *b = &t->batch;
+    float *reward = calloc((size_t)E, sizeof *reward);
+    uint8_t *term = calloc((size_t)E, 2);
+    if (reward == NULL || term == NULL) {
+        free(reward);
+        free(term);
+        return gr_error(GR_ENOMEM, "PPO: out of memory");
+    }
+    uint8_t *trunc = term + E;
+    struct craft_log log = {0};
+    int64_t dec_sum = 0, frames = 0;
+    for (int e = 0; e < E; e++) {
+        t->count[e] = 0;
+    }
+    int n_active = E;
+    int rc = 0;
+    while (n_active > 0 && rc == 0) {
+        for (int e = 0; e < E && rc == 0; e++) {
+            if (t->count[e] > S) {
+                continue; /* done this rollout */
+            }
+            const float *x = t->obs + (size_t)e * O;
+            int nz = sparse_row(x, O, t->row_idx, t->row_val);
+            if (nz < 0) {
+                rc = nz;
+                break;
+            }
+            int act = -1;
+            if (!a->ask[e]) {
+                act = option_continue(t, a, b, e, t->row_idx, t->row_val, nz,
+                                      0);
+                if (act < 0) {
+                    a->ask[e] = 1;
+                }
+            }
+            if (act < 0) {
+                const float *h =
+                    a->first[e] ? t->hc.h_init : a->hc + (size_t)e * d;
+                float v;
+                double lse = ctrl_forward(t, t->row_idx, t->row_val, nz, h, &v);
+                if (t->count[e] == S) {
+                    /* the world waits here for the next rollout: this
+                     * decision's value bootstraps the last one */
+                    t->last_value[e] = v;
+                    t->count[e] = S + 1;
+                    n_active--;
+                    continue;
+                }
+                int64_t j = (int64_t)e * S + t->count[e]++;
+                int k = sample_p(t, a, e, t->prob, t->K);
+                memcpy(t->d_idx + j * PPO_NZ_MAX, t->row_idx,
+                       (size_t)nz * sizeof *t->d_idx);
+                memcpy(t->d_val + j * PPO_NZ_MAX, t->row_val,
+                       (size_t)nz * sizeof *t->d_val);
+                t->d_nz[j] = nz;
+                memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
+                t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
+                t->d_opt[j] = k;
+                t->d_logp[j] = (float)((double)t->head[k] / t->tau - lse);
+                t->d_value[j] = v;
+                t->d_R[j] = 0.0f;
+                t->d_n[j] = 0;
+                t->d_term[j] = 0;
+                t->d_trunc[j] = 0;
+                t->d_boot[j] = 0.0f;
+                memcpy(a->hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
+                a->first[e] = 0;
+                a->ask[e] = (uint8_t)t->decide_every;
+                a->cur[e] = (int32_t)j;
+                a->disc[e] = 1.0f;
+                a->ep_dec[e]++;
+                act = option_start(t, a, b, e, k, t->row_idx, t->row_val, nz,
+                                   0);
+            }
+            int final_ready;
+            rc = step_world(t, b, t->obs, t->actions, e, act, reward, term,
+                            trunc, &final_ready, &log);
+            if (rc < 0) {
+                break;
+            }
+            frames++;
+            int64_t j = a->cur[e];
+            t->d_R[j] += a->disc[e] * reward[e];
+            a->disc[e] *= t->cfg.gamma;
+            t->d_n[j]++;
+            if (term[e] || trunc[e]) {
+                t->d_term[j] = term[e];
+                t->d_trunc[j] = trunc[e];
+                if (trunc[e] && final_ready) {
+                    int fnz = sparse_row(t->final_obs, O, t->row_idx,
+                                         t->row_val);
+                    if (fnz < 0) {
+                        rc = fnz;
+                        break;
+                    }
+                    float v;
+                    ctrl_forward(t, t->row_idx, t->row_val, fnz,
+                                 a->hc + (size_t)e * d, &v);
+                    t->d_boot[j] = v;
+                }
+                dec_sum += a->ep_dec[e];
+                a->ep_dec[e] = 0;
+                a->ask[e] = 1;
+                a->first[e] = 1;
+            }
+        }
+    }
+    free(reward);
+    free(term);
+    if (rc < 0) {
+        return rc;
+    }
+    t->global_step += frames;
+    t->total_episodes += (int64_t)log.episodes;
+    st->frames = frames;
+    st->global_step = t->global_step;
+    st->decisions = (int64_t)E * S;
+    st->episodes = (int64_t)log.episodes;
+    st->total_episodes = t->total_episodes;
+    double ne = (double)log.episodes;
+    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
+    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
+    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
+    st->decisions_per_episode = ne > 0 ? (double)dec_sum / ne : NAN;
+    st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int update(struct ppo_trainer *t, struct ppo_stats *st)
+{
+    const int E = t->E, S = t->S, d = t->d;
+    const int64_t D = (int64_t)E * S;
+    const int64_t M = D / t->cfg.num_minibatches;
+    for (int e = 0; e < E; e++) {
+        int64_t o = (int64_t)e * S;
+        ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
+                     t->d_term + o, t->d_trunc + o, t->d_boot + o,
+                     t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
+                     t->d_adv + o, t->d_ret + o);
+    }
+    /* explained variance of the rollout's values */
+    double mr = 0.0, mdiff = 0.0;
+    for (int64_t j = 0; j < D; j++) {
+        mr += t->d_ret[j];
+        mdiff += t->d_ret[j] - t->d_value[j];
+    }
+    mr /= (double)D;
+    mdiff /= (double)D;
+    double vr = 0.0, vd = 0.0;
+    for (int64_t j = 0; j < D; j++) {
+        double r = t->d_ret[j] - mr;
+        double df = t->d_ret[j] - t->d_value[j] - mdiff;
+        vr += r * r;
+        vd += df * df;
+    }
+    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
+    /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
+    double frac = 1.0;
+    if (t->cfg.anneal_lr) {
+        int64_t before = t->global_step - st->frames;
+        frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
+        frac = frac < 0.0 ? 0.0 : frac;
+    }
+    float lr = (float)(frac * t->cfg.learning_rate);
+    gr_optim_set_lr(t->optim, lr);
+    st->learning_rate = lr;
+    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
+    int n_mb = 0;
+    int epochs = 0;
+    struct ppo_loss_out lo = {0};
+    int rc = 0;
+    for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
+        /* a fresh permutation per (iteration, epoch) */
+        uint64_t key = gr_rng_key_of(
+            t->cfg.seed, gr_rng_stream(0x5045524D, (uint64_t)t->iteration,
+                                       (uint64_t)ep, 0));
+        for (int64_t j = 0; j < D; j++) {
+            t->perm[j] = (int32_t)j;
+        }
+        for (int64_t j = D - 1; j > 0; j--) {
+            uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
+                         gr_rng_u32(key, 2 * (uint64_t)j + 1);
+            int64_t i = (int64_t)(r % (uint64_t)(j + 1));
+            int32_t tmp = t->perm[j];
+            t->perm[j] = t->perm[i];
+            t->perm[i] = tmp;
+        }
+        for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
+            const int32_t *rows = t->perm + (int64_t)mb * M;
+            int nzm = 1;
+            for (int64_t i = 0; i < M; i++) {
+                nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
+            }
+            for (int64_t i = 0; i < M; i++) {
+                int64_t j = rows[i];
+                int nz = t->d_nz[j];
+                memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
+                       (size_t)nz * sizeof *t->mb_idx);
+                memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
+                       (size_t)nz * sizeof *t->mb_val);
+                for (int c = nz; c < nzm; c++) {
+                    t->mb_idx[i * nzm + c] = -1;
+                    t->mb_val[i * nzm + c] = 0.0f;
+                }
+                memcpy(t->mb_hc + i * d, t->d_hc + j * d,
+                       (size_t)d * sizeof *t->mb_hc);
+                t->mb_first[i] = t->d_first[j];
+                t->mb_opt[i] = t->d_opt[j];
+                t->mb_logp[i] = t->d_logp[j];
+                t->mb_adv[i] = t->d_adv[j];
+                t->mb_ret[i] = t->d_ret[j];
+            }
+            struct ppo_minibatch b = {(int)M,     nzm,         t->mb_idx,
+                                      t->mb_val,  t->mb_hc,    t->mb_first,
+                                      t->mb_opt,  t->mb_logp,  t->mb_adv,
+                                      t->mb_ret};
+            gr_step_reset(t->ctx);
+            gr_zero_grad(t->ctx);
+            rc = ppo_loss(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
+                          t->cfg.ent_coef, t->cfg.norm_adv, &lo);
+            if (rc == 0) {
+                double lv = gr_tensor_item(lo.loss);
+                if (!isfinite(lv)) {
+                    rc = gr_error(GR_EINVAL, "non-finite loss at iteration "
+                                             "%lld (epoch %d, minibatch %d)",
+                                  (long long)t->iteration + 1, ep, mb);
+                    break;
+                }
+                rc = gr_backward(t->ctx, lo.loss);
+            }
+            float norm = 0.0f;
+            if (rc == 0) {
+                rc = gr_clip_grad_norm(t->ctx, "ctrl.", t->cfg.max_grad_norm,
+                                       &norm);
+            }
+            if (rc == 0 && !isfinite(norm)) {
+                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
+                                         "%lld (epoch %d, minibatch %d)",
+                              (long long)t->iteration + 1, ep, mb);
+            }
+            if (rc == 0) {
+                rc = gr_optim_step(t->optim);
+            }
+            pl += lo.policy_loss;
+            vl += lo.value_loss;
+            en += lo.entropy;
+            gn += norm;
+            n_mb++;
+        }
+        epochs++;
+        if (t->cfg.target_kl > 0.0f && lo.approx_kl > t->cfg.target_kl) {
+            break;
+        }
+    }
+    gr_step_reset(t->ctx);
+    if (rc < 0) {
+        return rc;
+    }
+    st->policy_loss = pl / n_mb;
+    st->value_loss = vl / n_mb;
+    st->entropy = en / n_mb;
+    st->grad_norm = gn / n_mb;
+    st->old_approx_kl = lo.old_approx_kl;
+    st->approx_kl = lo.approx_kl;
+    st->clipfrac = lo.clipfrac;
+    st->epochs = epochs;
+    return refresh_ctrl(t);
+}
+
+int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    double t0 = now_s();
+    int rc = rollout(t, st);
+    double t1 = now_s();
+    if (rc == 0) {
+        rc = update(t, st);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    t->iteration++;
+    st->iteration = t->iteration;
+    st->rollout_s = t1 - t0;
+    st->update_s = now_s() - t1;
+    return 0;
+}
+
+/* ---- evaluation ------------------------------------------------------------- */
+
+int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
+                 struct ppo_eval *out, const struct ppo_trace *trace)
+{
+    memset(out, 0, sizeof *out);
+    if (episodes < 1 || episodes > 65535) {
+        return gr_error(GR_EINVAL, "PPO evaluation: %d episodes, expected "
+                                   "1..65535",
+                        episodes);
+    }
+    const int O = t->O, d = t->d, T = t->world.max_steps;
+    struct craft_batch b;
+    struct actor a;
+    int rc = craft_batch_init(&b, &t->world, &t->task, 1, episodes, base_seed,
+                              NULL);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = actor_init(&a, episodes, d);
+    float *obs = malloc((size_t)episodes * O * sizeof *obs);
+    uint8_t *actions = calloc((size_t)episodes, 1);
+    uint8_t *done = calloc((size_t)episodes, 3);
+    float *rew = calloc((size_t)episodes, sizeof *rew);
+    if (rc == 0 && (obs == NULL || actions == NULL || done == NULL ||
+                    rew == NULL)) {
+        rc = gr_error(GR_ENOMEM, "PPO evaluation: out of memory");
+    }
+    for (int e = 0; rc == 0 && e < episodes; e++) {
+        craft_batch_observe(&b, e, obs + (size_t)e * O);
+        if (trace != NULL && trace->seed != NULL) {
+            trace->seed[e] = b.seed[e];
+        }
+    }
+    double ret_sum = 0.0, len_sum = 0.0, succ = 0.0, dec = 0.0;
+    int left = episodes;
+    while (rc == 0 && left > 0) {
+        for (int e = 0; e < episodes && rc == 0; e++) {
+            if (done[e]) {
+                continue;
+            }
+            int step = b.t[e];
+            int nz = sparse_row(obs + (size_t)e * O, O, t->row_idx, t->row_val);
+            if (nz < 0) {
+                rc = nz;
+                break;
+            }
+            int act = -1, decided = 0;
+            if (!a.ask[e]) {
+                act = option_continue(t, &a, &b, e, t->row_idx, t->row_val, nz,
+                                      1);
+            }
+            if (act < 0) {
+                const float *h =
+                    a.first[e] ? t->hc.h_init : a.hc + (size_t)e * d;
+                float v;
+                ctrl_forward(t, t->row_idx, t->row_val, nz, h, &v);
+                int k = argmax_p(t->prob, t->K);
+                memcpy(a.hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
+                a.first[e] = 0;
+                a.ask[e] = (uint8_t)t->decide_every;
+                act = option_start(t, &a, &b, e, k, t->row_idx, t->row_val, nz,
+                                   1);
+                decided = 1;
+                dec += 1.0;
+            }
+            if (trace != NULL && step < T) {
+                size_t at = (size_t)e * T + (size_t)step;
+                if (trace->action) {
+                    trace->action[at] = (uint8_t)act;
+                }
+                if (trace->option) {
+                    trace->option[at] = (int16_t)a.opt[e];
+                }
+                if (trace->decided) {
+                    trace->decided[at] = (uint8_t)decided;
+                }
+            }
+            actions[e] = (uint8_t)act;
+            struct craft_batch_out bo = {0};
+            bo.obs = obs;
+            bo.reward = rew;
+            bo.terminated = done + episodes;
+            bo.truncated = done + 2 * episodes;
+            rc = craft_batch_step_range(&b, e, e + 1, actions, &bo, NULL);
+            if (rc < 0) {
+                break;
+            }
+            float r = rew[e];
+            int term = done[episodes + e], trunc = done[2 * episodes + e];
+            if (trace != NULL && trace->reward != NULL && step < T) {
+                trace->reward[(size_t)e * T + (size_t)step] = r;
+            }
+            ret_sum += r;
+            if (term || trunc) {
+                done[e] = 1;
+                left--;
+                len_sum += step + 1;
+                succ += term;
+                if (trace != NULL && trace->length != NULL) {
+                    trace->length[e] = step + 1;
+                }
+            }
+        }
+    }
+    free(obs);
+    free(actions);
+    free(done);
+    free(rew);
+    actor_free(&a);
+    craft_batch_free(&b);
+    if (rc < 0) {
+        return rc;
+    }
+    out->episodes = episodes;
+    out->mean_return = ret_sum / episodes;
+    out->success_rate = succ / episodes;
+    out->mean_length = len_sum / episodes;
+    out->decisions_per_episode = dec / episodes;
+    return 0;
+}
+
+/* ---- construction -------------------------------------------------------------- */
+
+static int world_text(const struct craft_config *c, char *out, size_t cap)
+{
+    struct craft_config w = *c;
+    w.reward = CRAFT_REWARD_DENSE;
+    return bc_world_format(&w, out, cap);
+}
+
+/* The world lines on one line, for messages: "n_each 4; ..." or
+ * "default". */
+static void world_summary(const struct craft_config *c, char *out, size_t cap)
+{
+    char text[512];
+    if (world_text(c, text, sizeof text) <= 0) {
+        snprintf(out, cap, "default");
+        return;
+    }
+    size_t n = 0;
+    out[0] = '\0';
+    for (char *p = text; *p != '\0' && n + 1 < cap;) {
+        char *eol = strchr(p, '\n');
+        if (eol != NULL) {
+            *eol = '\0';
+        }
+        const char *item = strncmp(p, "world ", 6) == 0 ? p + 6 : p;
+        int w = snprintf(out + n, cap - n, "%s%s", n ? "; " : "", item);
+        if (w < 0) {
+            break;
+        }
+        n += (size_t)w;
+        if (eol == NULL) {
+            break;
+        }
+        p = eol + 1;
+    }
+}
+
+/* Loads the options of one checkpoint into host arrays of the pool. */
+struct pool {
+    int K, d, w, O, A, ign_lo, ign_hi;
+    float *wx;                      /* [O, K·w] */
+    float *wh, *b1, *w2, *b2, *wo, *bo; /* stacked per option */
+    struct craft_config world;
+    int have_world;
+};
+
+static void pool_free(struct pool *p)
+{
+    free(p->wx);
+    free(p->wh);
+    free(p->b1);
+    free(p->w2);
+    free(p->b2);
+    free(p->wo);
+    free(p->bo);
+    memset(p, 0, sizeof *p);
+}
+
+static int grow(float **a, size_t n)
+{
+    float *q = realloc(*a, n * sizeof **a);
+    if (q == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory for the option pool");
+    }
+    *a = q;
+    return 0;
+}
+
+static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
+{
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    cc.step_chunk_bytes = 1 << 20;
+    struct ocn_loaded src;
+    int rc = ocn_load(&src, path, &cc);
+    if (rc < 0) {
+        return rc;
+    }
+    const struct ocn_config c = src.model.cfg;
+    const struct craft_config world = src.world;
+    if (p->K > 0) {
+        char a[512], b[512];
+        world_summary(&p->world, a, sizeof a);
+        world_summary(&world, b, sizeof b);
+        if (c.hidden != p->d || c.width != p->w) {
+            rc = gr_error(GR_EINVAL, "%s: options of hidden %d, width %d; "
+                                     "%s has %d, %d (a pool needs one size)",
+                          path, c.hidden, c.width, t->sources[0], p->d, p->w);
+        } else if (c.opt_ignore_lo != p->ign_lo ||
+                 c.opt_ignore_hi != p->ign_hi) {
+            rc = gr_error(GR_EINVAL, "%s: its options read other features "
+                                     "than those of %s",
+                          path, t->sources[0]);
+        } else if (strcmp(a, b) != 0) {
+            rc = gr_error(GR_EINVAL, "%s was trained in another world than "
+                                     "%s (%s vs %s)",
+                          path, t->sources[0], b, a);
+        }
+    } else {
+        p->d = c.hidden;
+        p->w = c.width;
+        p->O = c.obs_size;
+        p->A = c.n_actions;
+        p->ign_lo = c.opt_ignore_lo;
+        p->ign_hi = c.opt_ignore_hi;
+        p->world = world;
+    }
+    if (rc == 0 && p->K + c.n_options > OCN_MAX_OPTIONS) {
+        rc = gr_error(GR_EINVAL, "%s: the pool would have %d options, more "
+                                 "than %d",
+                      path, p->K + c.n_options, OCN_MAX_OPTIONS);
+    }
+    if (rc < 0) {
+        ocn_loaded_free(&src);
+        return rc;
+    }
+    /* the subtasks its options were trained on */
+    for (int i = 0; i < src.n_tasks; i++) {
+        for (int s = 0; s < src.tasks[i].n && t->n_trained < 64; s++) {
+            t->trained[t->n_trained++] = src.tasks[i].sub[s];
+        }
+    }
+    struct ocn_model m = src.model;
+    const int Ks = c.n_options, K = p->K + Ks, w = p->w, d = p->d,
+              A = p->A, O = p->O, nh = A + d + 1;
+    if (rc == 0) {
+        rc = grow(&p->wx, (size_t)O * K * w);
+    }
+    float *wx = NULL;
+    if (rc == 0) {
+        wx = malloc((size_t)O * Ks * w * sizeof *wx);
+        rc = wx == NULL ? gr_error(GR_ENOMEM, "PPO: out of memory") : 0;
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(m.o_wx, wx);
+    }
+    if (rc == 0) {
+        /* rows widen from p->K·w to K·w columns: move them from the end */
+        for (int o = O - 1; o >= 0; o--) {
+            memmove(p->wx + (size_t)o * K * w, p->wx + (size_t)o * p->K * w,
+                    (size_t)p->K * w * sizeof(float));
+            memcpy(p->wx + (size_t)o * K * w + (size_t)p->K * w,
+                   wx + (size_t)o * Ks * w, (size_t)Ks * w * sizeof(float));
+        }
+    }
+    free(wx);
+    struct {
+        float **dst;
+        struct gr_tensor *src;
+        size_t per;
+    } parts[] = {{&p->wh, m.o_wh, (size_t)w * d}, {&p->b1, m.o_b1, (size_t)w},
+                 {&p->w2, m.o_w2, (size_t)w * w}, {&p->b2, m.o_b2, (size_t)w},
+                 {&p->wo, m.o_wo, (size_t)nh * w}, {&p->bo, m.o_bo, (size_t)nh}};
+    for (int i = 0; rc == 0 && i < 6; i++) {
+        rc = grow(parts[i].dst, (size_t)K * parts[i].per);
+        if (rc == 0) {
+            rc = gr_tensor_to_host(parts[i].src,
+                                   *parts[i].dst + (size_t)p->K * parts[i].per);
+        }
+    }
+    ocn_loaded_free(&src);
+    if (rc < 0) {
+        return gr_error_wrap(rc, "%s", path);
+    }
+    p->K = K;
+    return 0;
+}
+
+static size_t state_size(const struct ppo_trainer *t)
+{
+    size_t E = (size_t)t->E, d = (size_t)t->d;
+    size_t per_world = 1 + 1 + 4 + 2 * d * 4 + 4 + 8 + 4 + /* actor */
+                       (size_t)t->batch.cells + 3 + 1 + 1 + 2 +
+                       CRAFT_N_KINDS * 2 + 4 + 8 + 8; /* batch */
+    return 64 + E * per_world;
+}
+
+/* Serialises (dir 0) or restores (dir 1) the trainer state. */
+static int state_io(struct ppo_trainer *t, uint8_t *buf, int dir)
+{
+    size_t at = 0;
+#define IO(ptr, bytes)                                  \
+    do {                                                \
+        if (dir == 0) {                                 \
+            memcpy(buf + at, (ptr), (bytes));           \
+        } else {                                        \
+            memcpy((ptr), buf + at, (bytes));           \
+        }                                               \
+        at += (bytes);                                  \
+    } while (0)
+    uint32_t head[4] = {0x50504F53u, 1u, (uint32_t)t->E, (uint32_t)t->d};
+    if (dir == 1) {
+        uint32_t got[4];
+        memcpy(got, buf, sizeof got);
+        if (got[0] != head[0] || got[1] != head[1] || got[2] != head[2] ||
+            got[3] != head[3]) {
+            return gr_error(GR_EFORMAT, "trainer state of another shape "
+                                        "(%u worlds, hidden %u; this run "
+                                        "has %u, %u)",
+                            got[2], got[3], head[2], head[3]);
+        }
+    }
+    IO(head, sizeof head);
+    IO(&t->iteration, 8);
+    IO(&t->global_step, 8);
+    IO(&t->total_episodes, 8);
+    at = 64;
+    size_t E = (size_t)t->E, d = (size_t)t->d;
+    struct actor *a = &t->act;
+    struct craft_batch *b = &t->batch;
+    IO(a->ask, E);
+    IO(a->first, E);
+    IO(a->opt, E * 4);
+    IO(a->hc, E * d * 4);
+    IO(a->ho, E * d * 4);
+    IO(a->start, E * 4);
+    IO(a->draws, E * 8);
+    IO(a->ep_dec, E * 4);
+    IO(b->grid, E * (size_t)b->cells);
+    IO(b->x, E);
+    IO(b->y, E);
+    IO(b->dir, E);
+    IO(b->k, E);
+    IO(b->task, E);
+    IO(b->t, E * 2);
+    IO(b->inventory, E * CRAFT_N_KINDS * 2);
+    IO(b->ret, E * 4);
+    IO(b->episode, E * 8);
+    IO(b->seed, E * 8);
+#undef IO
+    return 0;
+}
+
+void ppo_trainer_free(struct ppo_trainer *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    gr_optim_free(t->optim);
+    hcell_free(&t->hc);
+    hcell_free(&t->ho);
+    craft_batch_free(&t->batch);
+    actor_free(&t->act);
+    void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
+                    t->d_nz,    t->d_hc,      t->d_first, t->d_logp,
+                    t->d_value, t->d_R,       t->d_boot,  t->d_adv,
+                    t->d_ret,   t->d_opt,     t->d_n,     t->d_term,
+                    t->d_trunc, t->last_value, t->count,  t->actions,
+                    t->row_idx, t->row_val,   t->z,       t->u,
+                    t->head,    t->prob,      t->hnext,   t->perm,
+                    t->mb_idx,  t->mb_opt,    t->mb_val,  t->mb_hc,
+                    t->mb_first, t->mb_logp,  t->mb_adv,  t->mb_ret,
+                    t->state_host};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+    free(t);
+}
+
+int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
+                    const struct ppo_config *cfg,
+                    const char *const *option_paths, int n_paths)
+{
+    *out = NULL;
+    int rc = ppo_config_validate(cfg);
+    if (rc < 0) {
+        return rc;
+    }
+    int needs = cfg->policy == PPO_POLICY_OCN || cfg->policy == PPO_POLICY_MOE;
+    if (needs && n_paths < 1) {
+        return gr_error(GR_EINVAL, "policy %s needs the options' checkpoint "
+                                   "(one or more)",
+                        ppo_policy_name(cfg->policy));
+    }
+    if (!needs && n_paths > 0) {
+        return gr_error(GR_EINVAL, "policy %s takes no options' checkpoint",
+                        ppo_policy_name(cfg->policy));
+    }
+    if (n_paths > PPO_MAX_SOURCES) {
+        return gr_error(GR_EINVAL, "%d options' checkpoints: at most %d",
+                        n_paths, PPO_MAX_SOURCES);
+    }
+    struct ppo_trainer *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory");
+    }
+    t->cfg = *cfg;
+    t->ctx = ctx;
+    craft_task_parse(cfg->task, &t->task);
+    struct pool pool = {0};
+    for (int i = 0; i < n_paths && rc == 0; i++) {
+        snprintf(t->sources[i], sizeof t->sources[i], "%s", option_paths[i]);
+        t->n_sources = i + 1;
+        rc = pool_add(t, &pool, option_paths[i]);
+    }
+    if (rc < 0) {
+        pool_free(&pool);
+        free(t);
+        return rc;
+    }
+    struct ocn_config oc;
+    ocn_config_default(&oc);
+    oc.kind = cfg->policy == PPO_POLICY_MOE ? OCN_KIND_MOE : OCN_KIND_OCN;
+    if (needs) {
+        oc.n_options = pool.K;
+        oc.hidden = pool.d;
+        oc.width = pool.w;
+        oc.opt_ignore_lo = pool.ign_lo;
+        oc.opt_ignore_hi = pool.ign_hi;
+        t->world = pool.world;
+        t->world.reward = cfg->world.reward;
+    } else {
+        oc.n_options = cfg->policy == PPO_POLICY_FLAT ? CRAFT_N_ACTIONS : 4;
+        oc.hidden = cfg->hidden;
+        oc.width = cfg->width;
+        t->world = cfg->world;
+    }
+    craft_config_for_task(&t->world, &t->task, &t->world);
+    t->tau = cfg->tau > 0.0f ? cfg->tau
+                             : (cfg->policy == PPO_POLICY_FLAT ? 1.0f : 10.0f);
+    oc.tau = t->tau;
+    oc.value_head = 1;
+    oc.act_hard = 1; /* ocn_act (craft run, watch) plays it as trained */
+    oc.n_tasks = 1;
+    snprintf(oc.task_names[0], sizeof oc.task_names[0], "%s", t->task.name);
+    t->K = oc.n_options;
+    t->d = oc.hidden;
+    t->w = oc.width;
+    t->O = oc.obs_size;
+    t->A = oc.n_actions;
+    t->E = cfg->num_envs;
+    t->S = cfg->num_steps;
+    t->decide_every = cfg->policy == PPO_POLICY_MOE ||
+                      cfg->policy == PPO_POLICY_FLAT;
+    const char *letters = "ABCD";
+    for (int i = 0; i < 4; i++) {
+        char name[2] = {letters[i], 0};
+        struct craft_task one;
+        craft_task_parse(name, &one);
+        t->oracle[i] = one.sub[0];
+    }
+    rc = ocn_model_init(&t->m, ctx, &oc, cfg->seed);
+    if (rc == 0 && needs) {
+        struct ocn_model *m = &t->m;
+        rc = gr_tensor_set_host(m->o_wx, pool.wx);
+        if (rc == 0) rc = gr_tensor_set_host(m->o_wh, pool.wh);
+        if (rc == 0) rc = gr_tensor_set_host(m->o_b1, pool.b1);
+        if (rc == 0) rc = gr_tensor_set_host(m->o_w2, pool.w2);
+        if (rc == 0) rc = gr_tensor_set_host(m->o_b2, pool.b2);
+        if (rc == 0) rc = gr_tensor_set_host(m->o_wo, pool.wo);
+        if (rc == 0) rc = gr_tensor_set_host(m->o_bo, pool.bo);
+    }
+    pool_free(&pool);
+    if (rc == 0 && gr_param_set_trainable(ctx, "opt.", 0) < 1) {
+        rc = gr_error(GR_EINVAL, "PPO: the model has no option parameters");
+    }
+    if (rc == 0) {
+        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
+        ocf.lr = cfg->learning_rate;
+        ocf.eps = cfg->adam_eps;
+        ocf.prefix = "ctrl.";
+        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+    }
+    const int E = t->E, S = t->S, d = t->d, w = t->w, K = t->K, O = t->O;
+    const size_t D = (size_t)E * S;
+    if (rc == 0) {
+        rc = hcell_alloc(&t->hc, 1, O, w, d, K + d + 1, w);
+    }
+    if (rc == 0) {
+        rc = hcell_alloc(&t->ho, K, O, w, d, t->A + d + 1, K * w);
+        t->ho.ign_lo = oc.opt_ignore_lo;
+        t->ho.ign_hi = oc.opt_ignore_hi;
+    }
+    if (rc == 0) {
+        rc = actor_init(&t->act, E, d);
+    }
+    size_t scr = (size_t)(w > d ? w : d) + (size_t)K + (size_t)t->A + d + 2;
+    if (rc == 0) {
+        t->obs = malloc((size_t)E * O * sizeof(float));
+        t->final_obs = malloc((size_t)O * sizeof(float));
+        t->d_idx = malloc(D * PPO_NZ_MAX * sizeof(int32_t));
+        t->d_val = malloc(D * PPO_NZ_MAX * sizeof(float));
+        t->d_nz = calloc(D, sizeof(int32_t));
+        t->d_hc = malloc(D * d * sizeof(float));
+        t->d_first = calloc(D, sizeof(float));
+        t->d_logp = calloc(D, sizeof(float));
+        t->d_value = calloc(D, sizeof(float));
+        t->d_R = calloc(D, sizeof(float));
+        t->d_boot = calloc(D, sizeof(float));
+        t->d_adv = calloc(D, sizeof(float));
+        t->d_ret = calloc(D, sizeof(float));
+        t->d_opt = calloc(D, sizeof(int32_t));
+        t->d_n = calloc(D, sizeof(int32_t));
+        t->d_term = calloc(D, 1);
+        t->d_trunc = calloc(D, 1);
+        t->last_value = calloc((size_t)E, sizeof(float));
+        t->count = calloc((size_t)E, sizeof(int32_t));
+        t->actions = calloc((size_t)E, 1);
+        t->row_idx = malloc((size_t)O * sizeof(int32_t));
+        t->row_val = malloc((size_t)O * sizeof(float));
+        t->z = malloc(scr * sizeof(float));
+        t->u = malloc(scr * sizeof(float));
+        t->head = malloc(scr * sizeof(float));
+        t->prob = malloc(scr * sizeof(float));
+        t->hnext = malloc(scr * sizeof(float));
+        t->perm = malloc(D * sizeof(int32_t));
+        size_t M = D / (size_t)cfg->num_minibatches;
+        t->mb_idx = malloc(M * PPO_NZ_MAX * sizeof(int32_t));
+        t->mb_val = malloc(M * PPO_NZ_MAX * sizeof(float));
+        t->mb_hc = malloc(M * d * sizeof(float));
+        t->mb_first = malloc(M * sizeof(float));
+        t->mb_opt = malloc(M * sizeof(int32_t));
+        t->mb_logp = malloc(M * sizeof(float));
+        t->mb_adv = malloc(M * sizeof(float));
+        t->mb_ret = malloc(M * sizeof(float));
+        if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val || !t->d_nz ||
+            !t->d_hc || !t->d_first || !t->d_logp || !t->d_value || !t->d_R ||
+            !t->d_boot || !t->d_adv || !t->d_ret || !t->d_opt || !t->d_n ||
+            !t->d_term || !t->d_trunc || !t->last_value || !t->count ||
+            !t->actions || !t->row_idx || !t->row_val || !t->z || !t->u ||
+            !t->head || !t->prob || !t->hnext || !t->perm || !t->mb_idx ||
+            !t->mb_val || !t->mb_hc || !t->mb_first || !t->mb_opt ||
+            !t->mb_logp || !t->mb_adv || !t->mb_ret) {
+            rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
+                          D);
+        }
+    }
+    if (rc == 0) {
+        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
+        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, E,
+                              t->env_seed, t->obs);
+    }
+    if (rc == 0) {
+        rc = refresh_ctrl(t);
+    }
+    if (rc == 0 && needs) {
+        rc = refresh_options(t);
+    }
+    if (rc == 0) {
+        t->state_bytes = state_size(t);
+        t->state_host = calloc(t->state_bytes + 4, 1);
+        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
+                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
+        if (t->state_host == NULL || t->state == NULL) {
+            rc = gr_error(GR_ENOMEM, "PPO: out of memory for the state");
+        }
+    }
+    if (rc < 0) {
+        ppo_trainer_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void ppo_untrained_subtasks(const struct ppo_trainer *t, char *out,
+                            size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    if (t->cfg.policy == PPO_POLICY_FLAT || t->cfg.policy == PPO_POLICY_ORACLE) {
+        return;
+    }
+    for (int s = 0; s < t->task.n; s++) {
+        int found = 0;
+        for (int i = 0; i < t->n_trained && !found; i++) {
+            found = t->trained[i].op == t->task.sub[s].op &&
+                    t->trained[i].kind == t->task.sub[s].kind;
+        }
+        for (int q = 0; q < s && !found; q++) {
+            found = t->task.sub[q].op == t->task.sub[s].op &&
+                    t->task.sub[q].kind == t->task.sub[s].kind; /* once */
+        }
+        if (!found) {
+            char name[64];
+            if (craft_subtask_name(&t->task.sub[s], name, sizeof name) < 0) {
+                continue;
+            }
+            int wr = snprintf(out + n, cap - n, "%s%s", n ? "," : "", name);
+            if (wr < 0 || (size_t)wr >= cap - n) {
+                return;
+            }
+            n += (size_t)wr;
+        }
+    }
+}
+
+/* ---- checkpoints --------------------------------------------------------------- */
+
+char *ppo_checkpoint_config(const struct ppo_trainer *t)
+{
+    size_t cap = OCN_CONFIG_TEXT_CAP + 4096;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        gr_error(GR_ENOMEM, "PPO: out of memory");
+        return NULL;
+    }
+    int n = ocn_config_format(&t->m.cfg, text, cap);
+    if (n < 0) {
+        free(text);
+        return NULL;
+    }
+    if (t->cfg.policy == PPO_POLICY_FLAT || t->cfg.policy == PPO_POLICY_ORACLE) {
+        /* not a network of options: the OCN loaders refuse it by name */
+        const char *kind = ppo_policy_name(t->cfg.policy);
+        char *rest = strchr(text, '\n');
+        size_t rl = strlen(rest);
+        char *tmp = malloc(rl + 64);
+        if (tmp == NULL) {
+            free(text);
+            return NULL;
+        }
+        snprintf(tmp, rl + 64, "kind %s%s", kind, rest);
+        n = snprintf(text, cap, "%s", tmp);
+        free(tmp);
+    }
+    int m = world_text(&t->world, text + n, cap - (size_t)n);
+    if (m < 0) {
+        free(text);
+        return NULL;
+    }
+    n += m;
+    for (int i = 0; i < t->n_sources; i++) {
+        m = snprintf(text + n, cap - (size_t)n, "ppo_options %s\n",
+                     t->sources[i]);
+        if (m < 0 || (size_t)m >= cap - (size_t)n) {
+            free(text);
+            gr_error(GR_EINVAL, "PPO: config text too long");
+            return NULL;
+        }
+        n += m;
+    }
+    m = ppo_config_format(&t->cfg, text + n, cap - (size_t)n);
+    if (m < 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int ppo_save(struct ppo_trainer *t, const char *path, int force)
+{
+    memset(t->state_host, 0, t->state_bytes + 4);
+    int rc = state_io(t, t->state_host, 0);
+    if (rc == 0) {
+        rc = gr_tensor_set_host(t->state, t->state_host);
+    }
+    char *text = rc == 0 ? ppo_checkpoint_config(t) : NULL;
+    if (rc == 0 && text == NULL) {
+        rc = GR_EINVAL;
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
+    }
+    free(text);
+    return rc;
+}
+
+/* The integer of the config line "key N", or -1. */
+static int config_int(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = text; p != NULL && *p != '\0';) {
+        if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+            return atoi(p + n + 1);
+        }
+        p = strchr(p, '\n');
+        p = p != NULL ? p + 1 : NULL;
+    }
+    return -1;
+}
+
+int ppo_load(struct ppo_trainer *t, const char *path)
+{
+    char *text = NULL;
+    int rc = gr_checkpoint_read_config(path, &text);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ppo_config c;
+    rc = ppo_config_parse(text, &c);
+    int K = config_int(text, "options"), d = config_int(text, "hidden"),
+        w = config_int(text, "width");
+    if (rc == 0 && strstr(text, "ppo_policy ") == NULL) {
+        rc = gr_error(GR_EFORMAT, "%s is not a PPO checkpoint", path);
+    } else if (rc == 0 && c.policy != t->cfg.policy) {
+        rc = gr_error(GR_EFORMAT, "%s: a %s policy; this run's is %s", path,
+                      ppo_policy_name(c.policy),
+                      ppo_policy_name(t->cfg.policy));
+    } else if (rc == 0 && c.num_envs != t->E) {
+        rc = gr_error(GR_EFORMAT, "%s: a trainer of %d worlds (num_envs); "
+                                  "this run has %d",
+                      path, c.num_envs, t->E);
+    } else if (rc == 0 && (K != t->K || d != t->d || w != t->w)) {
+        rc = gr_error(GR_EFORMAT, "%s: %d options of hidden %d, width %d; "
+                                  "this run has %d, %d, %d",
+                      path, K, d, w, t->K, t->d, t->w);
+    }
+    free(text);
+    if (rc == 0) {
+        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(t->state, t->state_host);
+    }
+    if (rc == 0) {
+        rc = state_io(t, t->state_host, 1);
+        if (rc < 0) {
+            rc = gr_error_wrap(rc, "%s", path);
+        }
+    }
+    for (int e = 0; rc == 0 && e < t->E; e++) {
+        craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
+    }
+    if (rc == 0) {
+        rc = refresh_ctrl(t);
+    }
+    return rc;
+}

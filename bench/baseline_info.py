@@ -1,0 +1,106 @@
+"""What a PyTorch baseline of `grove bench ...` runs on, in one line.
+
+Each baseline script (bench/kernels/bench_torch.py, bench/nlp/onlstm_ref.py,
+bench/ocn/ocn_torch.py) prints
+
+    baseline_blas <library> (<how it was found>); BLAS threads <n>; torch <version>, intra-op threads <n>, inter-op <n>
+
+after importing torch, and the C side copies it into the benchmark's
+header. The library is the one torch resolved at run time (Debian's torch
+is built with BLAS_INFO=generic and reaches whatever libblas.so.3 the
+alternatives system points to, OpenBLAS or the slow reference BLAS):
+threadpoolctl's view when it is installed, else the BLAS-like shared
+objects mapped into this process (/proc/self/maps), asked for their
+version and thread count through ctypes where they export it (OpenBLAS,
+MKL, BLIS).
+"""
+import ctypes
+import os
+import re
+
+_NAMES = re.compile(r"lib(openblas|blas|cblas|mkl_rt|mkl_core|blis|flexiblas|"
+                    r"armpl|accelerate)[^/]*\.so", re.I)
+
+
+def _mapped():
+    libs = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 6 and _NAMES.search(os.path.basename(parts[-1])):
+                    p = os.path.realpath(parts[-1])
+                    if p not in libs:
+                        libs.append(p)
+    except OSError:
+        pass
+    return libs
+
+
+def _ask(path):
+    """(description, threads) from the library itself, where it can say."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None, None
+    for cfg, nth in (("openblas_get_config", "openblas_get_num_threads"),
+                     (None, "mkl_get_max_threads"),
+                     (None, "bli_thread_get_num_threads")):
+        try:
+            threads = getattr(lib, nth)()
+        except AttributeError:
+            continue
+        desc = None
+        if cfg is not None:
+            try:
+                f = getattr(lib, cfg)
+                f.restype = ctypes.c_char_p
+                desc = f().decode("ascii", "replace").strip()
+            except AttributeError:
+                pass
+        return desc, threads
+    return None, None
+
+
+def describe(torch):
+    """The one-line description (without the leading key)."""
+    # one product, so that a lazily loaded BLAS is mapped by now
+    a = torch.ones(8, 8)
+    (a @ a).sum().item()
+    blas, how, threads = None, None, None
+    try:
+        import threadpoolctl
+        for info in threadpoolctl.threadpool_info():
+            if info.get("user_api") == "blas":
+                blas = "%s (%s %s)" % (info.get("filepath"),
+                                       info.get("internal_api"),
+                                       info.get("version"))
+                how = "threadpoolctl"
+                threads = info.get("num_threads")
+                break
+    except Exception:  # not installed, or it failed: read the maps
+        pass
+    if blas is None:
+        libs = _mapped()
+        desc, main = None, None
+        for p in libs:
+            d, t = _ask(p)
+            if t is not None:
+                main, desc, threads = p, d, t
+                break
+        if main is not None:
+            blas = "%s in %s" % (desc or "a BLAS", main)
+        else:
+            blas = "an unknown BLAS" if libs else "no BLAS library mapped"
+        if libs:
+            blas += "; mapped: " + ", ".join(libs)
+        how = "/proc/self/maps"
+    return ("%s (found through %s); BLAS threads %s; torch %s, intra-op "
+            "threads %d, inter-op %d" % (
+                blas, how, "?" if threads is None else threads,
+                torch.__version__, torch.get_num_threads(),
+                torch.get_num_interop_threads()))
+
+
+def print_line(torch):
+    print("baseline_blas " + describe(torch).replace("\n", " "), flush=True)

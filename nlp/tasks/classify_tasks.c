@@ -1,0 +1,479 @@
+/* Task loaders of the classifier harness: see nlp/tasks/classify_tasks.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "nlp/tasks/classify_tasks.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "nlp/data/listops.h"
+
+#define SST_MAX_FILE_BYTES ((size_t)1 << 31)
+
+void nlp_cls_task_options_default(struct nlp_cls_task_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->logic_split = NLP_LOGIC_SPLIT_FULL;
+    o->max_train_ops = 6;
+    o->listops_generate = 90000;
+    o->valid_n = 1000;
+    o->max_train_tokens = 50;
+    o->seed = 1111;
+    o->sst_train_unit = NLP_SST_SENTENCES;
+}
+
+int nlp_cls_task_known(const char *task)
+{
+    return strcmp(task, "logic") == 0 || strcmp(task, "listops") == 0 ||
+           strcmp(task, "sst2") == 0 || strcmp(task, "sst5") == 0;
+}
+
+/* "12,345" */
+static const char *thousands(int64_t v, char *buf, size_t cap)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", (long long)(v < 0 ? -v : v));
+    size_t n = strlen(raw), k = 0;
+    if (v < 0 && k + 1 < cap) {
+        buf[k++] = '-';
+    }
+    for (size_t i = 0; i < n && k + 2 < cap; i++) {
+        if (i > 0 && (n - i) % 3 == 0) {
+            buf[k++] = ',';
+        }
+        buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/* Writes (append 0) or appends to d->summary; a long path is cut there. */
+__attribute__((format(printf, 3, 4))) static void
+summary_add(struct nlp_cls_data *d, int append, const char *fmt, ...)
+{
+    size_t len = append ? strlen(d->summary) : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->summary + len, sizeof d->summary - len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- logic ------------------------------------------------------------ */
+
+static int logic_add(struct nlp_cls_data *d, int s,
+                     const struct nlp_logic_set *set, int32_t i)
+{
+    const struct nlp_logic_pair *p = &set->pairs[i];
+    int32_t a[NLP_LOGIC_MAX_TOKENS], b[NLP_LOGIC_MAX_TOKENS];
+    for (int32_t j = 0; j < p->n_left; j++) {
+        a[j] = set->tokens[p->left + j];
+    }
+    for (int32_t j = 0; j < p->n_right; j++) {
+        b[j] = set->tokens[p->right + j];
+    }
+    return nlp_cls_add(d, s, a, p->n_left, b, p->n_right, p->label, p->k);
+}
+
+static void logic_header(struct nlp_cls_data *d)
+{
+    snprintf(d->task, sizeof d->task, "logic");
+    d->pair = 1;
+    d->n_classes = NLP_LOGIC_N_RELATIONS;
+    for (int r = 0; r < NLP_LOGIC_N_RELATIONS; r++) {
+        d->class_names[r][0] = nlp_logic_relation_symbol(r);
+        d->class_names[r][1] = '\0';
+    }
+    d->n_groups = NLP_LOGIC_N_K;
+    d->vocab_size = NLP_LOGIC_VOCAB;
+    d->pad_id = NLP_LOGIC_PAD;
+}
+
+/* Explicit files: the pool is --train minus the split's pairs, validation
+ * --valid or every 10th kept pair, test --test (all its pairs for full;
+ * those with the pattern for A/B/C). */
+static int logic_files(struct nlp_cls_data *d,
+                       const struct nlp_cls_task_options *o)
+{
+    struct nlp_logic_set tr, va, te;
+    nlp_logic_set_init(&tr);
+    nlp_logic_set_init(&va);
+    nlp_logic_set_init(&te);
+    int rc = nlp_logic_read_file(&tr, o->train);
+    if (rc == 0 && o->valid != NULL) {
+        rc = nlp_logic_read_file(&va, o->valid);
+    }
+    if (rc == 0 && o->test != NULL) {
+        rc = nlp_logic_read_file(&te, o->test);
+    }
+    int32_t pool = 0, removed = 0;
+    for (int32_t i = 0; rc == 0 && i < tr.n; i++) {
+        if (nlp_logic_pair_matches(&tr, i, o->logic_split)) {
+            removed++;
+            continue;
+        }
+        pool++;
+        rc = logic_add(d, o->valid == NULL && pool % 10 == 0 ? NLP_CLS_VALID
+                                                             : NLP_CLS_TRAIN,
+                       &tr, i);
+    }
+    for (int32_t i = 0; rc == 0 && i < va.n; i++) {
+        rc = logic_add(d, NLP_CLS_VALID, &va, i);
+    }
+    int32_t n_test = 0;
+    for (int32_t i = 0; rc == 0 && i < te.n; i++) {
+        if (o->logic_split == NLP_LOGIC_SPLIT_FULL ||
+            nlp_logic_pair_matches(&te, i, o->logic_split)) {
+            rc = logic_add(d, NLP_CLS_TEST, &te, i);
+            n_test++;
+        }
+    }
+    if (rc == 0) {
+        char a[32], b[32], c[32], e[32], f[32];
+        summary_add(d, 0,
+                 "logic: %s: %s pairs, split %s keeps %s; train %s / "
+                 "validation %s (%s); test %s pairs%s; labels that differ "
+                 "from the truth-table labeller: %d",
+                 o->train, thousands(tr.n, a, sizeof a),
+                 nlp_logic_split_name(o->logic_split),
+                 thousands(pool, b, sizeof b),
+                 thousands(d->split[NLP_CLS_TRAIN].n, c, sizeof c),
+                 thousands(d->split[NLP_CLS_VALID].n, e, sizeof e),
+                 o->valid != NULL ? o->valid : "every 10th kept pair",
+                 thousands(n_test, f, sizeof f),
+                 o->test != NULL ? "" : " (no --test)",
+                 tr.n_differ + va.n_differ + te.n_differ);
+    }
+    (void)removed;
+    nlp_logic_set_free(&tr);
+    nlp_logic_set_free(&va);
+    nlp_logic_set_free(&te);
+    return rc;
+}
+
+static int load_logic(struct nlp_cls_data *d,
+                      const struct nlp_cls_task_options *o)
+{
+    logic_header(d);
+    if (o->train != NULL) {
+        return logic_files(d, o);
+    }
+    if (o->data == NULL) {
+        return gr_error(GR_EINVAL, "logic: give the folder of train0-12 / "
+                        "test0-12 (--data DIR) or --train FILE");
+    }
+    struct nlp_logic_data ld;
+    int rc = nlp_logic_load(&ld, o->data, o->logic_split, o->max_train_ops);
+    if (rc < 0) {
+        return rc;
+    }
+    for (int32_t i = 0; rc == 0 && i < ld.n_train; i++) {
+        rc = logic_add(d, NLP_CLS_TRAIN, &ld.train, ld.train_idx[i]);
+    }
+    for (int32_t i = 0; rc == 0 && i < ld.n_valid; i++) {
+        rc = logic_add(d, NLP_CLS_VALID, &ld.train, ld.valid_idx[i]);
+    }
+    int32_t n_test = 0, n_long = 0;
+    for (int k = 0; rc == 0 && k < NLP_LOGIC_N_K; k++) {
+        for (int32_t i = 0; rc == 0 && i < ld.n_test[k]; i++) {
+            rc = logic_add(d, NLP_CLS_TEST, &ld.test, ld.test_idx[k][i]);
+        }
+        n_test += ld.n_test[k];
+        n_long += k >= 7 ? ld.n_test[k] : 0;
+    }
+    if (rc == 0) {
+        char a[32], b[32], c[32], e[32], f[32], g[32];
+        summary_add(d, 0,
+                 "logic: %s: train0-%d %s pairs; split %s keeps %s (before "
+                 "the hold-out); train %s / validation %s (every 10th kept "
+                 "pair); test %s pairs%s (%s with k = 7-12); labels that "
+                 "differ from the truth-table labeller: %d",
+                 o->data, o->max_train_ops, thousands(ld.train.n, a, sizeof a),
+                 nlp_logic_split_name(o->logic_split),
+                 thousands(ld.n_pool, b, sizeof b),
+                 thousands(ld.n_train, c, sizeof c),
+                 thousands(ld.n_valid, e, sizeof e),
+                 thousands(n_test, f, sizeof f),
+                 o->logic_split == NLP_LOGIC_SPLIT_FULL
+                     ? " in test0-12"
+                     : " with the split's pattern",
+                 thousands(n_long, g, sizeof g),
+                 ld.train.n_differ + ld.test.n_differ);
+    }
+    nlp_logic_data_free(&ld);
+    return rc;
+}
+
+/* ---- ListOps ---------------------------------------------------------- */
+
+static int listops_add(struct nlp_cls_data *d, int s,
+                       const struct nlp_listops_set *set, int32_t i,
+                       int32_t **buf, int32_t *cap)
+{
+    const struct nlp_listops_example *e = &set->examples[i];
+    if (e->n_tokens > *cap) {
+        int32_t *p = realloc(*buf, (size_t)e->n_tokens * sizeof *p);
+        if (p == NULL) {
+            return gr_error(GR_ENOMEM, "listops: out of memory");
+        }
+        *buf = p;
+        *cap = e->n_tokens;
+    }
+    for (int32_t j = 0; j < e->n_tokens; j++) {
+        (*buf)[j] = set->tokens[e->tokens + j];
+    }
+    return nlp_cls_add(d, s, *buf, e->n_tokens, NULL, 0, e->answer, -1);
+}
+
+/* DIR/name into out[cap] when DIR is given and the file exists: 1, else 0. */
+static int optional_file(const char *dir, const char *name, char *out,
+                         size_t cap)
+{
+    return dir != NULL && gr_path_join(out, cap, dir, name) == 0 &&
+           gr_path_exists(out);
+}
+
+static int load_listops(struct nlp_cls_data *d,
+                        const struct nlp_cls_task_options *o)
+{
+    snprintf(d->task, sizeof d->task, "listops");
+    d->pair = 0;
+    d->n_classes = 10;
+    for (int c = 0; c < 10; c++) {
+        snprintf(d->class_names[c], sizeof d->class_names[c], "%d", c);
+    }
+    d->bucket = 1;
+    d->vocab_size = NLP_LISTOPS_VOCAB;
+    d->pad_id = NLP_LISTOPS_PAD;
+    if (o->valid_n < 0 || o->max_train_tokens < 1) {
+        return gr_error(GR_EINVAL, "listops: bad hold-out size %d or length "
+                        "bound %d", o->valid_n, o->max_train_tokens);
+    }
+    char train_path[GR_PATH_MAX], test_path[GR_PATH_MAX], src[GR_PATH_MAX + 64];
+    struct nlp_listops_set tr, va, te;
+    memset(&va, 0, sizeof va);
+    memset(&te, 0, sizeof te);
+    int rc;
+    if (o->train != NULL ||
+        optional_file(o->data, "train_d20s.tsv", train_path,
+                      sizeof train_path)) {
+        const char *p = o->train != NULL ? o->train : train_path;
+        rc = nlp_listops_read_file(&tr, p);
+        snprintf(src, sizeof src, "%s", p);
+    } else {
+        struct nlp_listops_gen_stats st;
+        rc = nlp_listops_generate(&tr, o->listops_generate, o->seed,
+                                  NLP_LISTOPS_MAX_DEPTH, &st);
+        snprintf(src, sizeof src, "generated (seed %llu, formal_tasks.md "
+                 "§2.5)", (unsigned long long)o->seed);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    int have_test = o->test != NULL ||
+                    optional_file(o->data, "test_d20s.tsv", test_path,
+                                  sizeof test_path);
+    if (have_test) {
+        rc = nlp_listops_read_file(&te, o->test != NULL ? o->test : test_path);
+    }
+    if (rc == 0 && o->valid != NULL) {
+        rc = nlp_listops_read_file(&va, o->valid);
+    }
+    int32_t *perm = NULL, *buf = NULL, cap = 0, dropped = 0, held = 0;
+    if (rc == 0) {
+        perm = malloc(((size_t)tr.n + 1) * sizeof *perm);
+        if (perm == NULL) {
+            rc = gr_error(GR_ENOMEM, "listops: out of memory");
+        }
+    }
+    if (rc == 0) {
+        nlp_listops_holdout(tr.n, o->seed, perm);
+        held = o->valid != NULL ? 0 : (o->valid_n < tr.n ? o->valid_n : tr.n);
+        /* file order within each part, so the split is easy to inspect */
+        uint8_t *is_valid = calloc((size_t)tr.n + 1, 1);
+        if (is_valid == NULL) {
+            rc = gr_error(GR_ENOMEM, "listops: out of memory");
+        }
+        for (int32_t i = 0; rc == 0 && i < held; i++) {
+            is_valid[perm[i]] = 1;
+        }
+        for (int32_t i = 0; rc == 0 && i < tr.n; i++) {
+            if (is_valid[i]) {
+                rc = listops_add(d, NLP_CLS_VALID, &tr, i, &buf, &cap);
+            } else if (tr.examples[i].n_tokens > o->max_train_tokens) {
+                dropped++;
+            } else {
+                rc = listops_add(d, NLP_CLS_TRAIN, &tr, i, &buf, &cap);
+            }
+        }
+        free(is_valid);
+    }
+    for (int32_t i = 0; rc == 0 && i < va.n; i++) {
+        rc = listops_add(d, NLP_CLS_VALID, &va, i, &buf, &cap);
+    }
+    for (int32_t i = 0; rc == 0 && i < te.n; i++) {
+        rc = listops_add(d, NLP_CLS_TEST, &te, i, &buf, &cap);
+    }
+    if (rc == 0) {
+        char a[32], b[32], c[32], e[32], f[32];
+        char valid_desc[GR_PATH_MAX + 64];
+        if (o->valid != NULL) {
+            snprintf(valid_desc, sizeof valid_desc, "%s", o->valid);
+        } else {
+            snprintf(valid_desc, sizeof valid_desc, "held out of train, "
+                     "seed %llu", (unsigned long long)o->seed);
+        }
+        summary_add(d, 0,
+                 "listops: train %s: %s examples; train %s (%s longer than "
+                 "%d tokens dropped) / validation %s (%s); test %s",
+                 src, thousands(tr.n, a, sizeof a),
+                 thousands(d->split[NLP_CLS_TRAIN].n, b, sizeof b),
+                 thousands(dropped, c, sizeof c), o->max_train_tokens,
+                 thousands(d->split[NLP_CLS_VALID].n, e, sizeof e),
+                 valid_desc,
+                 have_test ? thousands(te.n, f, sizeof f) : "none");
+        if (have_test) {
+            summary_add(d, 1,
+                     " examples of %s (all lengths, %d bare digit%s)",
+                     o->test != NULL ? o->test : test_path, te.n_bare,
+                     te.n_bare == 1 ? "" : "s");
+        }
+    }
+    free(perm);
+    free(buf);
+    nlp_listops_free(&tr);
+    nlp_listops_free(&va);
+    nlp_listops_free(&te);
+    return rc;
+}
+
+/* ---- SST ---------------------------------------------------------------- */
+
+static int sst_read(struct nlp_sst *s, enum nlp_split split, const char *path)
+{
+    char *text = NULL;
+    size_t size = 0;
+    int rc = gr_read_file(path, SST_MAX_FILE_BYTES, &text, &size);
+    if (rc == 0) {
+        rc = nlp_sst_read_text(s, split, text, size, path);
+    }
+    free(text);
+    return rc;
+}
+
+static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
+                    const struct nlp_cls_task_options *o)
+{
+    snprintf(d->task, sizeof d->task, "sst%d", (int)task);
+    d->pair = 0;
+    d->n_classes = (int)task;
+    static const char *const names2[2] = {"neg", "pos"};
+    static const char *const names5[5] = {"--", "-", "0", "+", "++"};
+    for (int c = 0; c < d->n_classes; c++) {
+        snprintf(d->class_names[c], sizeof d->class_names[c], "%s",
+                 task == NLP_SST2 ? names2[c] : names5[c]);
+    }
+    static const char *const files[NLP_N_SPLITS] = {"train.txt", "dev.txt",
+                                                    "test.txt"};
+    const char *given[NLP_N_SPLITS] = {o->train, o->valid, o->test};
+    struct nlp_sst s;
+    nlp_sst_init(&s);
+    int rc = 0;
+    for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
+        char path[GR_PATH_MAX];
+        if (given[sp] != NULL) {
+            snprintf(path, sizeof path, "%s", given[sp]);
+        } else if (o->data == NULL) {
+            rc = gr_error(GR_EINVAL, "sst: give the folder of train.txt, "
+                          "dev.txt, test.txt (--data DIR) or the %s file",
+                          nlp_split_name(sp));
+            break;
+        } else if ((rc = gr_path_join(path, sizeof path, o->data,
+                                      files[sp])) < 0) {
+            break;
+        }
+        rc = sst_read(&s, (enum nlp_split)sp, path);
+        if (sp == NLP_TRAIN) {
+            s.n_types_train = s.vocab.size;
+        }
+    }
+    /* the vocabulary as text, one word per line; padding = the next id */
+    size_t bytes = 1;
+    for (int32_t i = 0; rc == 0 && i < s.vocab.size; i++) {
+        bytes += strlen(nlp_vocab_word(&s.vocab, i)) + 1;
+    }
+    if (rc == 0 && (d->vocab_text = malloc(bytes)) == NULL) {
+        rc = gr_error(GR_ENOMEM, "sst: out of memory");
+    }
+    if (rc == 0) {
+        size_t k = 0;
+        for (int32_t i = 0; i < s.vocab.size; i++) {
+            const char *w = nlp_vocab_word(&s.vocab, i);
+            size_t len = strlen(w);
+            memcpy(d->vocab_text + k, w, len);
+            k += len;
+            d->vocab_text[k++] = '\n';
+        }
+        d->vocab_text[k] = '\0';
+        d->vocab_size = s.vocab.size + 1;
+        d->pad_id = s.vocab.size;
+    }
+    int32_t counts[NLP_N_SPLITS] = {0}, neutral[NLP_N_SPLITS] = {0};
+    for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
+        struct nlp_sst_item *it = NULL;
+        enum nlp_sst_unit unit =
+            sp == NLP_TRAIN ? o->sst_train_unit : NLP_SST_SENTENCES;
+        rc = nlp_sst_items(&s, (enum nlp_split)sp, task, unit, &it,
+                           &counts[sp], &neutral[sp], NULL);
+        for (int32_t i = 0; rc == 0 && i < counts[sp]; i++) {
+            const struct nlp_sst_tree *t = &s.trees[sp][it[i].tree];
+            const struct nlp_sst_node *nd = &t->nodes[it[i].node];
+            rc = nlp_cls_add(d, sp, t->words + nd->start, nd->end - nd->start,
+                             NULL, 0, it[i].label, -1);
+        }
+        free(it);
+    }
+    if (rc == 0) {
+        static const char *const unit_names[3] = {
+            "sentences", "nodes (every labelled node, duplicates kept)",
+            "distinct phrases"};
+        char a[32], b[32], c[32], e[32], f[32];
+        summary_add(d, 0,
+                 "sst%d: %s: train %s %s / dev %s / test %s sentences%s; "
+                 "vocabulary %s words (%s in train)",
+                 (int)task, o->data != NULL ? o->data : "(files)",
+                 thousands(counts[0], a, sizeof a),
+                 unit_names[o->sst_train_unit], thousands(counts[1], b, sizeof b),
+                 thousands(counts[2], c, sizeof c),
+                 task == NLP_SST2 ? " (neutral ones dropped)" : "",
+                 thousands(s.vocab.size, e, sizeof e),
+                 thousands(s.n_types_train, f, sizeof f));
+    }
+    nlp_sst_free(&s);
+    return rc;
+}
+
+int nlp_cls_load_task(struct nlp_cls_data *d, const char *task,
+                      const struct nlp_cls_task_options *o)
+{
+    nlp_cls_data_init(d);
+    int rc;
+    if (strcmp(task, "logic") == 0) {
+        rc = load_logic(d, o);
+    } else if (strcmp(task, "listops") == 0) {
+        rc = load_listops(d, o);
+    } else if (strcmp(task, "sst2") == 0) {
+        rc = load_sst(d, NLP_SST2, o);
+    } else if (strcmp(task, "sst5") == 0) {
+        rc = load_sst(d, NLP_SST5, o);
+    } else {
+        rc = gr_error(GR_EINVAL, "unknown task '%s' (expected logic, listops, "
+                      "sst2 or sst5)", task);
+    }
+    if (rc < 0) {
+        nlp_cls_data_free(d);
+    }
+    return rc;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Data parallelism (train/mpi.h): `mpirun -np 2 grove train bc` with the
+# batch split in two equals one process with the whole batch over 20
+# updates: every parameter and Adam moment to 1e-6 relative, and the
+# validation metrics. Loopback only (one machine). Skips (77) when this
+# build has no MPI or mpirun is missing.
+#   test_mpi.sh GROVE CKPT_DIGEST bc
+set -u
+grove=$1
+digest=$2
+what=$3
+if ! "$grove" version | grep -q "^mpi: *yes"; then
+    echo "train_mpi: skipped: this grove was built without MPI (-DGROVE_MPI, libopenmpi-dev)"
+    [ "${GROVE_REQUIRE_MPI:-0}" = 1 ] && exit 1
+    exit 77
+fi
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "train_mpi: skipped: no mpirun (openmpi-bin)"
+    [ "${GROVE_REQUIRE_MPI:-0}" = 1 ] && exit 1
+    exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi=(mpirun --oversubscribe -np 2)
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+case "$what" in
+bc)
+    args=(train bc --tasks AC,CD --options 2 --demos-per-task 40 --updates 20
+          --batch 16 --hidden 16 --width 16 --eval-every 10 --return-every 0
+          --seed 3 --threads 1 --device cpu --quiet)
+    "$grove" "${args[@]}" --out "$tmp/one" >/dev/null || fail "1 process failed"
+    "${mpi[@]}" "$grove" "${args[@]}" --out "$tmp/two" >"$tmp/two.out" 2>&1 ||
+        { fail "2 processes failed"; cat "$tmp/two.out"; }
+    # the report comes once (process 0)
+    [ "$(grep -c '^run ' "$tmp/two.out")" -eq 1 ] || fail "the report is not printed once"
+    # bc.state holds the best NLL's bits, equal only to rounding
+    "$digest" --compare "$tmp/one/last.ckpt" "$tmp/two/last.ckpt" 1e-6 --skip bc.state ||
+        fail "last.ckpt of 2 processes differs from 1 process's"
+    # validation NLL and accuracy of every row, to 1e-6
+    paste -d, <(cut -d, -f2,3 "$tmp/one/metrics.csv") <(cut -d, -f2,3 "$tmp/two/metrics.csv") |
+        awk -F, 'NR > 1 { for (i = 1; i <= 2; i++) { d = $i - $(i + 2); if (d < 0) d = -d; if (d > 1e-6 * (1 + $i)) bad = 1 } }
+                 END { exit bad }' || fail "metrics.csv differs beyond 1e-6"
+    # the split is refused where the maths does not allow it
+    "${mpi[@]}" "$grove" "${args[@]}" --balance-options 0.1 --out "$tmp/bal" >"$tmp/bal.out" 2>&1 &&
+        fail "--balance-options ran across 2 processes"
+    grep -q "not split across 2 MPI processes" "$tmp/bal.out" || fail "no message for --balance-options: $(cat "$tmp/bal.out")"
+    ;;
+lm)
+    # dropout off: with it each process draws its own masks (train/mpi.h);
+    # lr 1, not 30: at 30 the float rounding of the sums grows to 1e-4 in 20
+    # windows (one window agrees to 1e-7 at either)
+    mkdir -p "$tmp/corpus"
+    for s in train valid test; do
+        awk -v s=$s 'BEGIN { x = (s == "train") ? 7 : 11; n = (s == "train") ? 300 : 30
+            for (i = 0; i < n; i++) { line = ""; for (j = 0; j < 8; j++) { x = (x * 1103 + 12345) % 65536; line = line " w" (x % 40) } print line } }' \
+            >"$tmp/corpus/ptb.$s.txt"
+    done
+    args=(nlp lm train --data "$tmp/corpus" --emsize 8 --nhid 12 --nlayers 2
+          --chunk-size 4 --epochs 2 --max-batches 10 --batch 4 --bptt 10
+          --eval-batch 2 --seed 5 --lr 1 --dropout 0 --dropouth 0 --dropouti 0
+          --dropoute 0 --wdrop 0 --threads 1 --device cpu --quiet)
+    "$grove" "${args[@]}" --out "$tmp/one" >/dev/null || fail "1 process failed"
+    "${mpi[@]}" "$grove" "${args[@]}" --out "$tmp/two" >"$tmp/two.out" 2>&1 ||
+        { fail "2 processes failed"; cat "$tmp/two.out"; }
+    [ "$(grep -c '^run: ' "$tmp/two.out")" -eq 1 ] || fail "the report is not printed once"
+    "$digest" --compare "$tmp/one/last.ckpt" "$tmp/two/last.ckpt" 1e-6 ||
+        fail "last.ckpt of 2 processes differs from 1 process's"
+    paste -d, <(cut -d, -f6,8 "$tmp/one/metrics.csv") <(cut -d, -f6,8 "$tmp/two/metrics.csv") |
+        awk -F, 'NR > 1 { for (i = 1; i <= 2; i++) { d = $i - $(i + 2); if (d < 0) d = -d; if (d > 1e-5 * (1 + $i)) bad = 1 } }
+                 END { exit bad }' || fail "metrics.csv differs beyond rounding"
+    ;;
+esac
+echo "train_mpi $what: $fails failed"
+[ "$fails" -eq 0 ]
