@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench/nlp/bench_om.h"
 
+#include "bench/bench_util.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,7 +40,7 @@ void bench_om_options_default(struct bench_om_options *o)
     o->pairs = 128;
     o->nslot = 12;
     o->nhid = 200;
-    o->repeat = 1;
+    o->rounds = 3;
     o->python = "/usr/bin/python3";
     o->build = "?";
     o->commit = "?";
@@ -439,9 +441,9 @@ static int run_baseline(const struct bench_om_options *o, const char *file,
             res->seconds = s;
             res->rss_mib = kb / 1024.0;
             found = 1;
-        } else if (strncmp(line, "torch ", 6) == 0) {
+        } else if (bench_baseline_blas_line(line)[0]) {
             line[strcspn(line, "\n")] = '\0';
-            snprintf(info, icap, "%.1000s", line);
+            snprintf(info, icap, "%.1000s", bench_baseline_blas_line(line));
         } else {
             line[strcspn(line, "\n")] = '\0';
             if (line[0]) {
@@ -549,11 +551,12 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
         fprintf(out, "size: D = D_in = %d, %d pairs (%d sequences), %d "
                      "slots, dropouts 0.2/0.2/0.1/0.3; data: %s; %d warm-up "
                      "+ %d timed batches, %lld real tokens of %lld "
-                     "positions timed; best of %d alternating rounds\n",
+                     "positions timed; %d round%s (grove, baseline, ...)\n",
                 o->nhid, o->pairs, 2 * o->pairs, o->nslot,
                 real ? data_dir : "synthetic (lengths 3-35)", o->warmup,
                 o->batches, (long long)timed_tokens,
-                (long long)timed_cells, o->repeat > 0 ? o->repeat : 1);
+                (long long)timed_cells, o->rounds,
+                o->rounds == 1 ? "" : "s");
         fflush(out);
     }
     struct result g, b;
@@ -572,64 +575,70 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
             snprintf(why, sizeof why, "%.500s", gr_last_error());
         }
     }
-    /* Rounds alternate the two sides; each side keeps its best round (on
-     * a shared machine the load changes between the sides' runs). */
-    int repeat = o->repeat > 0 ? o->repeat : 1;
-    for (int round = 0; rc == 0 && round < repeat; round++) {
+    /* Rounds alternate the two sides (bench/bench_util.h): medians, and
+     * the range of the rounds' ratios as the spread. */
+    int rounds = o->rounds > 0 ? o->rounds : 1;
+    if (rounds > BENCH_MAX_ROUNDS) {
+        rounds = BENCH_MAX_ROUNDS;
+    }
+    double gw[BENCH_MAX_ROUNDS], gc[BENCH_MAX_ROUNDS];
+    double bw[BENCH_MAX_ROUNDS], bc[BENCH_MAX_ROUNDS];
+    for (int round = 0; rc == 0 && round < rounds; round++) {
         struct result gr, br;
         memset(&gr, 0, sizeof gr);
         memset(&br, 0, sizeof br);
         rc = run_grove(o, bs, n, &gr);
         if (rc == 0) {
-            g.tokens_per_s = fmax(g.tokens_per_s, gr.tokens_per_s);
-            g.cpu_tokens_per_s = fmax(g.cpu_tokens_per_s,
-                                      gr.cpu_tokens_per_s);
+            gw[round] = gr.tokens_per_s;
+            gc[round] = gr.cpu_tokens_per_s;
             g.arena_mib = fmax(g.arena_mib, gr.arena_mib);
             g.rss_mib = fmax(g.rss_mib, gr.rss_mib);
         }
+        bw[round] = bc[round] = -1.0;
         if (rc == 0 && wrote &&
             run_baseline(o, file, &br, info, sizeof info, why,
                          sizeof why) == 0) {
             have_b = 1;
-            b.tokens_per_s = fmax(b.tokens_per_s, br.tokens_per_s);
-            b.cpu_tokens_per_s = fmax(b.cpu_tokens_per_s,
-                                      br.cpu_tokens_per_s);
+            bw[round] = br.tokens_per_s;
+            bc[round] = br.cpu_tokens_per_s;
             b.rss_mib = fmax(b.rss_mib, br.rss_mib);
         }
-        if (repeat > 1) {
-            fprintf(stderr, "round %d: grove %.0f / %.0f tok/s (wall / "
-                            "CPU), PyTorch %.0f / %.0f\n",
-                    round + 1, gr.tokens_per_s, gr.cpu_tokens_per_s,
-                    br.tokens_per_s, br.cpu_tokens_per_s);
-        }
     }
+    struct bench_pair pw = bench_pair_summary(gw, bw, rc == 0 ? rounds : 0);
+    struct bench_pair pc = bench_pair_summary(gc, bc, rc == 0 ? rounds : 0);
+    have_b = have_b && pw.baseline > 0;
     if (wrote) {
         remove(file);
     }
     if (rc == 0) {
-        fprintf(out, "baseline: %s (%s)\n\n",
+        char gblas[1024];
+        bench_process_blas(gblas, sizeof gblas);
+        fprintf(out, "grove BLAS: %s\n", gblas);
+        fprintf(out, "baseline: %s; %s\n\n",
                 o->baseline ? "bench/nlp/om_ref.py" : "not run",
                 info[0] ? info : (o->baseline ? o->python : "-"));
-        fprintf(out, "| case | clock | grove | baseline | ratio | grove peak "
-                     "memory | baseline peak memory |\n");
+        fprintf(out, "| case | grove | baseline | ratio | spread | grove "
+                     "peak memory | baseline peak memory |\n");
         fprintf(out, "|---|---|---|---|---|---|---|\n");
         char gm[128];
         snprintf(gm, sizeof gm, "%.1f MiB arenas, %.1f MiB RSS", g.arena_mib,
                  g.rss_mib);
-        const char *name = o->quick ? "quick" : "logic";
         for (int c = 0; c < 2; c++) {
-            double gv = c ? g.cpu_tokens_per_s : g.tokens_per_s;
-            double bv = c ? b.cpu_tokens_per_s : b.tokens_per_s;
-            const char *clock = c ? "process CPU time" : "wall";
+            const struct bench_pair *pp = c ? &pc : &pw;
+            char cell[160];
+            bench_spread_cell(pp, cell, sizeof cell);
+            char name[64];
+            snprintf(name, sizeof name, "%s, %s", o->quick ? "quick" : "logic",
+                     c ? "process CPU time" : "wall");
             if (have_b) {
-                fprintf(out, "| %s | %s | %.0f tok/s | %.0f tok/s | %.2fx | "
+                fprintf(out, "| %s | %.0f tok/s | %.0f tok/s | %.2fx | %s | "
                              "%s | %.1f MiB RSS |\n",
-                        name, clock, gv, bv, bv > 0.0 ? gv / bv : 0.0, gm,
+                        name, pp->grove, pp->baseline, pp->ratio, cell, gm,
                         b.rss_mib);
             } else {
-                fprintf(out, "| %s | %s | %.0f tok/s | n/a | n/a | %s | n/a "
+                fprintf(out, "| %s | %.0f tok/s | n/a | n/a | %s | %s | n/a "
                              "|\n",
-                        name, clock, gv, gm);
+                        name, pp->grove, cell, gm);
             }
         }
         fprintf(out, "\n(wall: timed batches' elapsed time; process CPU "

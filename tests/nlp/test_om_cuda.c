@@ -3,7 +3,8 @@
  * right-padded batch with every dropout on (Philox masks, the same bits on
  * both devices): sentence vectors, loss, pointers and every parameter
  * gradient to 1e-4 relative; and the fused gated sum gr_om_gate alone.
- * Exits 77 (skipped) when CUDA is not compiled in or no GPU is visible. */
+ * Exits 77 (skipped, tests/test.h test_skip) when CUDA is not compiled in
+ * or no GPU is visible (a failure with GROVE_REQUIRE_GPU=1). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,11 +78,12 @@ static double rel(const float *a, const float *b, int64_t n)
 
 int main(void)
 {
-    if (!gr_cuda_compiled() || gr_cuda_device_count() < 1) {
-        printf("nlp_om_cuda: skipped (%s)\n",
-               gr_cuda_compiled() ? "no GPU visible"
-                                  : "CUDA not compiled in");
-        return TEST_SKIP;
+    if (!gr_cuda_compiled()) {
+        return test_skip("nlp_om_cuda", NULL,
+                         "CUDA is not compiled in (-DGROVE_CUDA=ON)");
+    }
+    if (gr_cuda_device_count() < 1) {
+        return test_skip("nlp_om_cuda", TEST_NEED_GPU, "no GPU visible");
     }
     int32_t ids[9 * 6];
     const int lens[6] = {9, 4, 7, 9, 2, 6};
