@@ -3,8 +3,8 @@
  * FNV-1a 64: offset basis 0xcbf29ce484222325, prime 0x100000001b3; used for
  * Craft state hashes and task-name seeds (craft.md §9). CRC-32: reflected
  * polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF, the CRC of zlib
- * and PNG; used for replay footers and checkpoints. Both are incremental
- * and pure; safe from any thread.
+ * and PNG, computed by zlib's crc32_z; used for replay footers, checkpoints
+ * and zip entries. Both are incremental and pure; safe from any thread.
  *
  *   uint64_t h = gr_fnv1a64(bytes, n);
  *   uint32_t c = gr_crc32(0, part1, n1);  c = gr_crc32(c, part2, n2);

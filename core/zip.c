@@ -1,164 +1,158 @@
-/* Zip archive reader. See core/zip.h.
+/* Zip archive reader over libzip. See core/zip.h.
  *
- * Layout (APPNOTE 4.3): local file header + data for each entry, then the
- * central directory (one record per entry), then the end-of-central-
- * directory record (EOCD, 22 bytes + a comment of up to 65,535 bytes). We
- * find the EOCD by scanning backwards, read the central directory, and go
- * to an entry's local header only when it is extracted. */
+ * libzip parses the end record and the central directory (zip_open*),
+ * reads an entry's local header, inflates it with zlib and checks its
+ * CRC-32 (zip_fopen_index, zip_fread). This file turns libzip's errors
+ * into grove's convention, naming the archive and the entry, and never
+ * trusts a declared size for an allocation: the output grows with what
+ * zip_fread actually delivers, and more than the declared size is an
+ * error. The size and the CRC-32 are checked here too, so the checks do
+ * not depend on which libzip version validates what. */
+#define _POSIX_C_SOURCE 200809L
 #include "core/zip.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <zip.h>
 
 #include "core/error.h"
-#include "core/files.h"
 #include "core/hash.h"
-#include "core/inflate.h"
 
-#define SIG_LOCAL 0x04034b50u
-#define SIG_CENTRAL 0x02014b50u
-#define SIG_EOCD 0x06054b50u
-#define SIG_ZIP64_LOCATOR 0x07064b50u
-#define EOCD_SIZE 22
-#define CENTRAL_SIZE 46
-#define LOCAL_SIZE 30
-/* DEFLATE expands at most ~1032:1 (a 258-byte match costs 2 bits), so a
- * larger declared size is a damaged header, not a reason to allocate it. */
-#define DEFLATE_MAX_RATIO 1032u
+/* The first buffer for an entry, and its growth: never more than the
+ * declared size + 1, and never much more than the data delivered. */
+#define READ_FIRST_BYTES ((size_t)1 << 16)
 
-static uint16_t rd16(const unsigned char *p)
+/* grove's code for a libzip error code. */
+static int status_of(int ze)
 {
-    return (uint16_t)(p[0] | p[1] << 8);
+    switch (ze) {
+    case ZIP_ER_MEMORY:
+        return GR_ENOMEM;
+    case ZIP_ER_OPEN:
+    case ZIP_ER_READ:
+    case ZIP_ER_SEEK:
+    case ZIP_ER_TELL:
+    case ZIP_ER_NOENT:
+        return GR_EIO;
+    case ZIP_ER_MULTIDISK:
+    case ZIP_ER_COMPNOTSUPP:
+    case ZIP_ER_ENCRNOTSUPP:
+    case ZIP_ER_NOPASSWD:
+    case ZIP_ER_OPNOTSUPP:
+        return GR_EUNSUPPORTED;
+    default:
+        return GR_EFORMAT;
+    }
 }
 
-static uint32_t rd32(const unsigned char *p)
+/* What a libzip error means for a reader of grove's files. */
+static const char *hint_of(int ze)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
+    switch (ze) {
+    case ZIP_ER_NOZIP:
+        return "not a zip archive (no end-of-central-directory record), or "
+               "truncated";
+    case ZIP_ER_INCONS:
+        return "inconsistent archive (its directory and its contents "
+               "disagree): truncated or corrupt";
+    case ZIP_ER_CRC:
+        return "CRC-32 mismatch: the data is corrupt";
+    case ZIP_ER_EOF:
+        return "truncated (premature end of file)";
+    case ZIP_ER_ZLIB:
+    case ZIP_ER_COMPRESSED_DATA:
+        return "corrupt compressed data";
+    case ZIP_ER_MULTIDISK:
+        return "split (multi-disk) archive: not supported";
+    default:
+        return NULL;
+    }
+}
+
+/* Sets the message "<prefix>: <hint> (libzip: <its text>)" (no hint: just
+ * "<prefix> (libzip: <its text>)") and returns the
+ * grove code for the libzip error `err`. */
+static int fail_zip(zip_error_t *err, const char *prefix)
+{
+    int ze = zip_error_code_zip(err);
+    const char *hint = hint_of(ze);
+    const char *text = zip_error_strerror(err);
+    if (hint != NULL) {
+        return gr_error(status_of(ze), "%s: %s (libzip: %s)", prefix, hint,
+                        text);
+    }
+    return gr_error(status_of(ze), "%s (libzip: %s)", prefix, text);
 }
 
 void gr_zip_close(struct gr_zip *z)
 {
-    free(z->owned);
+    if (z->archive != NULL) {
+        zip_discard(z->archive);
+    }
     free(z->entries);
     free(z->names);
     memset(z, 0, sizeof *z);
 }
 
-/* Position of the EOCD record, or an error. */
-static int find_eocd(const struct gr_zip *z, size_t *pos)
-{
-    if (z->size < EOCD_SIZE) {
-        return gr_error(GR_EFORMAT, "%s: %zu bytes is too short to be a zip "
-                        "archive (the end record alone is 22 bytes)",
-                        z->label, z->size);
-    }
-    size_t last = z->size - EOCD_SIZE;
-    size_t lowest = last > 65535 ? last - 65535 : 0;
-    for (size_t p = last + 1; p-- > lowest;) {
-        const unsigned char *q = z->data + p;
-        if (rd32(q) == SIG_EOCD &&
-            p + EOCD_SIZE + (size_t)rd16(q + 20) <= z->size) {
-            *pos = p;
-            return 0;
-        }
-    }
-    return gr_error(GR_EFORMAT, "%s: no end-of-central-directory record in "
-                    "the last %zu bytes: not a zip archive, or truncated",
-                    z->label, z->size - lowest);
-}
-
+/* Copies the central directory into z->entries and z->names. */
 static int read_directory(struct gr_zip *z)
 {
-    size_t eocd = 0;
-    int rc = find_eocd(z, &eocd);
-    if (rc < 0) {
-        return rc;
+    zip_t *za = z->archive;
+    zip_int64_t n = zip_get_num_entries(za, 0);
+    if (n < 0) {
+        return gr_error(GR_EFORMAT, "%s: cannot count its entries",
+                        z->label);
     }
-    const unsigned char *e = z->data + eocd;
-    uint16_t disk = rd16(e + 4), cd_disk = rd16(e + 6);
-    uint16_t n_disk = rd16(e + 8), n_total = rd16(e + 10);
-    uint32_t cd_size = rd32(e + 12), cd_offset = rd32(e + 16);
-    if (n_total == 0xFFFFu || cd_size == 0xFFFFFFFFu ||
-        cd_offset == 0xFFFFFFFFu ||
-        (eocd >= 20 && rd32(z->data + eocd - 20) == SIG_ZIP64_LOCATOR)) {
-        return gr_error(GR_EUNSUPPORTED, "%s: Zip64 archive (end record at "
-                        "byte %zu): not supported (more than 65,535 entries "
-                        "or 4 GiB); repack it as a plain zip or unpack it "
-                        "and pass the folder", z->label, eocd);
+    size_t total = 0;
+    for (zip_int64_t i = 0; i < n; i++) {
+        const char *name = zip_get_name(za, (zip_uint64_t)i, 0);
+        if (name == NULL) {
+            return fail_zip(zip_get_error(za), z->label);
+        }
+        total += strlen(name) + 1;
     }
-    if (disk != 0 || cd_disk != 0 || n_disk != n_total) {
-        return gr_error(GR_EUNSUPPORTED, "%s: split (multi-disk) archive "
-                        "(end record at byte %zu): not supported", z->label,
-                        eocd);
-    }
-    if ((uint64_t)cd_offset + cd_size > eocd) {
-        return gr_error(GR_EFORMAT, "%s: central directory (%u bytes at byte "
-                        "%u) runs past the end record at byte %zu: truncated "
-                        "or corrupt archive", z->label, cd_size, cd_offset,
-                        eocd);
-    }
-    z->entries = calloc(n_total ? n_total : 1, sizeof *z->entries);
-    z->names = malloc((size_t)cd_size + 1);
+    z->entries = calloc(n > 0 ? (size_t)n : 1, sizeof *z->entries);
+    z->names = malloc(total > 0 ? total : 1);
     if (z->entries == NULL || z->names == NULL) {
-        return gr_error(GR_ENOMEM, "%s: out of memory for %u entries",
-                        z->label, n_total);
+        return gr_error(GR_ENOMEM, "%s: out of memory for %lld entries",
+                        z->label, (long long)n);
     }
-    size_t p = cd_offset, end = (size_t)cd_offset + cd_size, name_pos = 0;
-    for (size_t i = 0; i < n_total; i++) {
-        const unsigned char *c = z->data + p;
-        if (p + CENTRAL_SIZE > end || rd32(c) != SIG_CENTRAL) {
-            return gr_error(GR_EFORMAT, "%s: central directory record %zu of "
-                            "%u at byte %zu is %s", z->label, i + 1, n_total,
-                            p, p + CENTRAL_SIZE > end
-                                   ? "cut off by the end of the directory"
-                                   : "missing (bad signature)");
+    size_t pos = 0;
+    for (zip_int64_t i = 0; i < n; i++) {
+        zip_stat_t st;
+        if (zip_stat_index(za, (zip_uint64_t)i, 0, &st) < 0) {
+            return fail_zip(zip_get_error(za), z->label);
         }
-        size_t name_len = rd16(c + 28), extra_len = rd16(c + 30),
-               comment_len = rd16(c + 32);
-        if (p + CENTRAL_SIZE + name_len + extra_len + comment_len > end) {
-            return gr_error(GR_EFORMAT, "%s: central directory record %zu at "
-                            "byte %zu: its name, extra field and comment run "
-                            "past the directory's end (byte %zu)", z->label,
-                            i + 1, p, end);
+        const zip_uint64_t need = ZIP_STAT_NAME | ZIP_STAT_SIZE |
+                                  ZIP_STAT_COMP_SIZE | ZIP_STAT_CRC |
+                                  ZIP_STAT_COMP_METHOD;
+        if ((st.valid & need) != need) {
+            return gr_error(GR_EFORMAT, "%s: entry %lld: its directory "
+                            "record lacks a name, size or CRC-32", z->label,
+                            (long long)i + 1);
         }
-        const char *name = (const char *)c + CENTRAL_SIZE;
-        if (memchr(name, '\0', name_len) != NULL || name_len == 0) {
-            return gr_error(GR_EFORMAT, "%s: central directory record %zu at "
-                            "byte %zu has an %s name", z->label, i + 1, p,
-                            name_len == 0 ? "empty" : "embedded NUL in its");
+        size_t len = strlen(st.name);
+        if (pos + len + 1 > total) {
+            return gr_error(GR_EFORMAT, "%s: entry %lld: its name changed "
+                            "while the directory was read", z->label,
+                            (long long)i + 1);
         }
-        /* Names take at most cd_size - 46 * n bytes + n NULs: they fit. */
-        memcpy(z->names + name_pos, name, name_len);
-        z->names[name_pos + name_len] = '\0';
+        memcpy(z->names + pos, st.name, len + 1);
         struct gr_zip_entry *en = &z->entries[i];
-        en->name = z->names + name_pos;
-        name_pos += name_len + 1;
-        en->flags = rd16(c + 8);
-        en->method = rd16(c + 10);
-        en->crc32 = rd32(c + 16);
-        en->compressed_size = rd32(c + 20);
-        en->size = rd32(c + 24);
-        en->header_offset = rd32(c + 42);
-        en->dir_offset = p;
-        en->is_dir = name[name_len - 1] == '/';
-        if (en->header_offset + LOCAL_SIZE > cd_offset) {
-            return gr_error(GR_EFORMAT, "%s: entry '%s' (directory record at "
-                            "byte %zu) points to a local header at byte %llu, "
-                            "past the start of the central directory (byte "
-                            "%u)", z->label, en->name, p,
-                            (unsigned long long)en->header_offset, cd_offset);
-        }
-        if (en->size == 0xFFFFFFFFu || en->compressed_size == 0xFFFFFFFFu ||
-            en->header_offset == 0xFFFFFFFFu) {
-            return gr_error(GR_EUNSUPPORTED, "%s: entry '%s' (directory "
-                            "record at byte %zu) uses Zip64 sizes: not "
-                            "supported", z->label, en->name, p);
-        }
-        p += CENTRAL_SIZE + name_len + extra_len + comment_len;
+        en->name = z->names + pos;
+        pos += len + 1;
+        en->size = st.size;
+        en->compressed_size = st.comp_size;
+        en->crc32 = st.crc;
+        en->method = st.comp_method;
+        en->encrypted = (st.valid & ZIP_STAT_ENCRYPTION_METHOD) &&
+                        st.encryption_method != ZIP_EM_NONE;
+        en->is_dir = len > 0 && en->name[len - 1] == '/';
     }
-    z->n_entries = n_total;
+    z->n_entries = (size_t)n;
     return 0;
 }
 
@@ -167,8 +161,27 @@ int gr_zip_open_memory(struct gr_zip *z, const void *data, size_t size,
 {
     memset(z, 0, sizeof *z);
     snprintf(z->label, sizeof z->label, "%s", label);
-    z->data = data;
-    z->size = size;
+    if (size == 0) {
+        /* libzip opens nothing as a new, empty archive. */
+        return gr_error(GR_EFORMAT, "%s: 0 bytes: not a zip archive",
+                        z->label);
+    }
+    zip_error_t err;
+    zip_error_init(&err);
+    zip_source_t *src = zip_source_buffer_create(data, size, 0, &err);
+    if (src == NULL) {
+        int rc = fail_zip(&err, z->label);
+        zip_error_fini(&err);
+        return rc;
+    }
+    z->archive = zip_open_from_source(src, ZIP_RDONLY, &err);
+    if (z->archive == NULL) {
+        zip_source_free(src);
+        int rc = fail_zip(&err, z->label);
+        zip_error_fini(&err);
+        return rc;
+    }
+    zip_error_fini(&err);
     int rc = read_directory(z);
     if (rc < 0) {
         gr_zip_close(z);
@@ -178,20 +191,27 @@ int gr_zip_open_memory(struct gr_zip *z, const void *data, size_t size,
 
 int gr_zip_open(struct gr_zip *z, const char *path)
 {
-    char *buf = NULL;
-    size_t size = 0;
     memset(z, 0, sizeof *z);
-    int rc = gr_read_file(path, (size_t)0xFFFFFFFFu, &buf, &size);
-    if (rc < 0) {
+    snprintf(z->label, sizeof z->label, "%s", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+        return gr_error(GR_EFORMAT, "%s: 0 bytes: not a zip archive",
+                        z->label);
+    }
+    int ze = 0;
+    z->archive = zip_open(path, ZIP_RDONLY, &ze);
+    if (z->archive == NULL) {
+        zip_error_t err;
+        zip_error_init_with_code(&err, ze);
+        int rc = fail_zip(&err, z->label);
+        zip_error_fini(&err);
         return rc;
     }
-    rc = gr_zip_open_memory(z, buf, size, path);
+    int rc = read_directory(z);
     if (rc < 0) {
-        free(buf);
-        return rc;
+        gr_zip_close(z);
     }
-    z->owned = (unsigned char *)buf;
-    return 0;
+    return rc;
 }
 
 long gr_zip_find(const struct gr_zip *z, const char *name)
@@ -204,6 +224,56 @@ long gr_zip_find(const struct gr_zip *z, const char *name)
     return -1;
 }
 
+/* Reads the open entry `zf` whole into *out (grown as data arrives; at
+ * most declared + 1 bytes are ever asked for). */
+static int read_entry(zip_file_t *zf, const char *where, uint64_t declared,
+                      unsigned char **out, size_t *got)
+{
+    size_t cap = declared < READ_FIRST_BYTES ? (size_t)declared + 1
+                                             : READ_FIRST_BYTES;
+    unsigned char *buf = malloc(cap);
+    size_t n = 0;
+    if (buf == NULL) {
+        return gr_error(GR_ENOMEM, "%s: out of memory", where);
+    }
+    for (;;) {
+        if (n == cap) {
+            /* The declared size is passed and one byte more was read. */
+            if ((uint64_t)n > declared) {
+                free(buf);
+                return gr_error(GR_EFORMAT, "%s: inflates to more than the "
+                                "%llu bytes its directory record declares",
+                                where, (unsigned long long)declared);
+            }
+            uint64_t limit = declared < SIZE_MAX ? declared + 1 : SIZE_MAX;
+            size_t next = cap <= SIZE_MAX / 2 ? cap * 2 : SIZE_MAX;
+            if ((uint64_t)next > limit) {
+                next = (size_t)limit;
+            }
+            unsigned char *p = realloc(buf, next);
+            if (p == NULL) {
+                free(buf);
+                return gr_error(GR_ENOMEM, "%s: out of memory at %zu bytes",
+                                where, n);
+            }
+            buf = p;
+            cap = next;
+        }
+        zip_int64_t r = zip_fread(zf, buf + n, cap - n);
+        if (r < 0) {
+            free(buf);
+            return fail_zip(zip_file_get_error(zf), where);
+        }
+        if (r == 0) {
+            break;
+        }
+        n += (size_t)r;
+    }
+    *out = buf;
+    *got = n;
+    return 0;
+}
+
 int gr_zip_read(const struct gr_zip *z, size_t index, unsigned char **data,
                 size_t *size)
 {
@@ -214,81 +284,47 @@ int gr_zip_read(const struct gr_zip *z, size_t index, unsigned char **data,
                         z->label, index, z->n_entries);
     }
     const struct gr_zip_entry *en = &z->entries[index];
-    size_t h = (size_t)en->header_offset;
-    const unsigned char *l = z->data + h;
-    if (rd32(l) != SIG_LOCAL) {
-        return gr_error(GR_EFORMAT, "%s: entry '%s': no local file header at "
-                        "byte %zu (bad signature)", z->label, en->name, h);
+    char where[1024];
+    snprintf(where, sizeof where, "%s: entry '%s' (%zu of %zu)", z->label,
+             en->name, index + 1, z->n_entries);
+    if (en->encrypted) {
+        return gr_error(GR_EUNSUPPORTED, "%s is encrypted: not supported",
+                        where);
     }
-    size_t name_len = rd16(l + 26), extra_len = rd16(l + 28);
-    size_t start = h + LOCAL_SIZE + name_len + extra_len;
-    if (start > z->size || en->compressed_size > z->size - start) {
-        return gr_error(GR_EFORMAT, "%s: entry '%s': its %llu bytes of data "
-                        "(local header at byte %zu) run past the end of the "
-                        "archive (%zu bytes): truncated", z->label, en->name,
-                        (unsigned long long)en->compressed_size, h, z->size);
+    if (!zip_compression_method_supported((zip_int32_t)en->method, 0)) {
+        return gr_error(GR_EUNSUPPORTED, "%s uses compression method %u: not "
+                        "supported by this libzip (0 stored and 8 deflate "
+                        "always are)", where, en->method);
     }
-    if (name_len != strlen(en->name) ||
-        memcmp(l + LOCAL_SIZE, en->name, name_len) != 0) {
-        return gr_error(GR_EFORMAT, "%s: entry '%s': the local header at "
-                        "byte %zu names a different file than the central "
-                        "directory", z->label, en->name, h);
+    zip_t *za = z->archive;
+    zip_file_t *zf = zip_fopen_index(za, index, 0);
+    if (zf == NULL) {
+        char at[1100];
+        snprintf(at, sizeof at, "%s: its local header or data cannot be "
+                 "reached (a corrupt directory record?)", where);
+        return fail_zip(zip_get_error(za), at);
     }
-    if (en->flags & 1u) {
-        return gr_error(GR_EUNSUPPORTED, "%s: entry '%s' is encrypted: not "
-                        "supported", z->label, en->name);
-    }
-    if (en->method != GR_ZIP_STORED && en->method != GR_ZIP_DEFLATE) {
-        return gr_error(GR_EUNSUPPORTED, "%s: entry '%s' uses compression "
-                        "method %u: not supported (only 0 stored and 8 "
-                        "deflate)", z->label, en->name, en->method);
-    }
-    if ((en->method == GR_ZIP_STORED && en->size != en->compressed_size) ||
-        (en->method == GR_ZIP_DEFLATE &&
-         en->size > (uint64_t)en->compressed_size * DEFLATE_MAX_RATIO + 64)) {
-        return gr_error(GR_EFORMAT, "%s: entry '%s' (directory record at "
-                        "byte %llu) declares %llu bytes from %llu %s bytes: "
-                        "impossible, the header is corrupt", z->label,
-                        en->name, (unsigned long long)en->dir_offset,
-                        (unsigned long long)en->size,
-                        (unsigned long long)en->compressed_size,
-                        en->method == GR_ZIP_STORED ? "stored" : "deflated");
-    }
-    unsigned char *out = malloc((size_t)en->size + 1);
-    if (out == NULL) {
-        return gr_error(GR_ENOMEM, "%s: out of memory for entry '%s' (%llu "
-                        "bytes)", z->label, en->name,
-                        (unsigned long long)en->size);
-    }
+    unsigned char *out = NULL;
     size_t got = 0;
-    if (en->method == GR_ZIP_STORED) {
-        memcpy(out, z->data + start, (size_t)en->size);
-        got = (size_t)en->size;
-    } else {
-        int rc = gr_inflate(z->data + start, (size_t)en->compressed_size, out,
-                            (size_t)en->size, &got, NULL);
-        if (rc < 0) {
-            free(out);
-            return gr_error_wrap(rc, "%s: entry '%s' (compressed data from "
-                                 "archive byte %zu)", z->label, en->name,
-                                 start);
-        }
-        if (got != en->size) {
-            free(out);
-            return gr_error(GR_EFORMAT, "%s: entry '%s' (compressed data from "
-                            "archive byte %zu) inflates to %zu bytes, the "
-                            "central directory says %llu", z->label,
-                            en->name, start, got,
-                            (unsigned long long)en->size);
-        }
+    int rc = read_entry(zf, where, en->size, &out, &got);
+    zip_fclose(zf);
+    if (rc < 0) {
+        return rc;
+    }
+    if ((uint64_t)got != en->size) {
+        free(out);
+        return gr_error(GR_EFORMAT, "%s: inflates to %zu bytes, its "
+                        "directory record declares %llu", where, got,
+                        (unsigned long long)en->size);
     }
     uint32_t crc = gr_crc32(0, out, got);
     if (crc != en->crc32) {
         free(out);
-        return gr_error(GR_EFORMAT, "%s: entry '%s' (data at byte %zu): "
-                        "CRC-32 mismatch: stored 0x%08x, computed 0x%08x",
-                        z->label, en->name, start, en->crc32, crc);
+        return gr_error(GR_EFORMAT, "%s: CRC-32 mismatch: stored 0x%08x, "
+                        "computed 0x%08x", where, en->crc32, crc);
     }
+    /* read_entry leaves room for the NUL: cap <= declared + 1 and got ==
+     * declared means a spare byte. */
     out[got] = '\0';
     *data = out;
     *size = got;

@@ -1,23 +1,24 @@
-/* core/zip.h — reading zip archives (PKWARE APPNOTE), libc only.
+/* core/zip.h — reading zip archives, through libzip.
  *
- * Opens an archive held in memory (read whole from a path, or the caller's
- * bytes), lists its entries from the central directory and extracts one
- * entry at a time. Entries may be stored (method 0) or deflated (method 8,
- * core/inflate.h); every extracted entry's size and CRC-32 (core/hash.h) are
- * checked against the central directory. Not supported, each with a clear
- * GR_EUNSUPPORTED message: Zip64 archives (> 65,535 entries or > 4 GiB),
- * split archives, encrypted entries, other compression methods.
+ * A thin layer over libzip (Debian's libzip-dev, itself on zlib): it opens
+ * an archive from a path or from the caller's bytes, lists its entries
+ * (name, sizes, CRC-32, method) in a plain table, and extracts one entry at
+ * a time into a malloc'd buffer, checking the size and the CRC-32 the
+ * central directory declares. What libzip reads, grove reads: stored and
+ * deflated entries (and bzip2/xz/zstd where Debian's libzip has them),
+ * Zip64. Encrypted entries and split archives are GR_EUNSUPPORTED.
  *
- * Errors: a malformed archive is GR_EFORMAT with a message that names the
- * archive, the entry (when there is one) and the byte offset in the
- * archive, e.g. "x.zip: entry 'a/b.mrg' (data at byte 1234): CRC-32
- * mismatch: stored 0x1c291ca3, computed 0x5e2a3f01". Nothing crashes on
- * a damaged archive: all offsets and sizes are checked against the file.
+ * Errors: a malformed archive is GR_EFORMAT, with a message that names the
+ * archive and, from gr_zip_read on, the entry, e.g.
+ *   "x.zip: entry 'a/b.mrg' (3 of 807): CRC-32 mismatch (CRC error)".
+ * A damaged archive never crashes the reader, and a declared size is never
+ * allocated on trust: the buffer grows with the data actually inflated.
  *
- * Memory: struct gr_zip owns the archive bytes (unless borrowed through
- * gr_zip_open_memory) and the entry table; gr_zip_read returns a malloc'd
- * buffer the caller frees. Thread safety: after open, the archive is
- * read-only, so several threads may gr_zip_read from it at once.
+ * Memory: struct gr_zip owns libzip's handle and the entry table; bytes
+ * given to gr_zip_open_memory are borrowed (the caller keeps them alive
+ * until gr_zip_close); gr_zip_read returns a malloc'd buffer the caller
+ * frees. Thread safety: one thread at a time per archive (libzip's rule);
+ * separate archives are independent.
  *
  *   struct gr_zip z;
  *   if (gr_zip_open(&z, "treebank.zip") < 0) return -1;
@@ -40,29 +41,25 @@
 
 struct gr_zip_entry {
     const char *name;         /* NUL-terminated, owned by the archive */
-    uint64_t size;            /* uncompressed bytes */
-    uint64_t compressed_size; /* bytes of stored/deflated data */
-    uint64_t header_offset;   /* local file header, from archive start */
-    uint64_t dir_offset;      /* this entry's central-directory record */
-    uint32_t crc32;
-    uint16_t method; /* GR_ZIP_STORED, GR_ZIP_DEFLATE, or other */
-    uint16_t flags;  /* general-purpose bits (bit 0: encrypted) */
-    int is_dir;      /* name ends with '/' */
+    uint64_t size;            /* uncompressed bytes, as declared */
+    uint64_t compressed_size; /* bytes of stored/compressed data */
+    uint32_t crc32;           /* of the uncompressed bytes, as declared */
+    uint16_t method;          /* GR_ZIP_STORED, GR_ZIP_DEFLATE, or other */
+    int encrypted;            /* 1 if the entry is encrypted */
+    int is_dir;               /* name ends with '/' */
 };
 
 struct gr_zip {
     char label[256]; /* the path (or the caller's label), for messages */
-    const unsigned char *data;
-    size_t size;
-    unsigned char *owned; /* data when read by gr_zip_open, else NULL */
+    void *archive;   /* libzip's zip_t */
     struct gr_zip_entry *entries;
     size_t n_entries;
     char *names; /* all entry names, NUL-separated */
 };
 
-/* Reads the archive at `path` (whole, up to 4 GiB) and its central
- * directory. GR_EIO if it cannot be read, GR_EFORMAT if it is not a
- * well-formed zip. On failure *z is left closed (gr_zip_close is safe). */
+/* Opens the archive at `path` and reads its central directory. GR_EIO if
+ * it cannot be read, GR_EFORMAT if it is not a well-formed zip. On failure
+ * *z is left closed (gr_zip_close is safe). */
 int gr_zip_open(struct gr_zip *z, const char *path);
 
 /* Like gr_zip_open on bytes the caller keeps alive until gr_zip_close
@@ -75,7 +72,7 @@ long gr_zip_find(const struct gr_zip *z, const char *name);
 
 /* Extracts entry `index` into a malloc'd buffer of entry.size + 1 bytes
  * (NUL-terminated for text; *size excludes the NUL) and checks its size and
- * CRC-32. Errors name the entry and the byte offset. */
+ * CRC-32. Errors name the archive and the entry. */
 int gr_zip_read(const struct gr_zip *z, size_t index, unsigned char **data,
                 size_t *size);
 

@@ -3,8 +3,9 @@
 # missing (apt-get update first). Idempotent and quick when all are there.
 set -euo pipefail
 packages=(cmake make gcc libc6-dev git pkg-config libsdl2-dev libpng-dev
-          libmsgpack-dev libopenblas-dev xvfb xauth clang libclang-rt-14-dev
-          libopenmpi-dev openmpi-bin python3 python3-numpy python3-msgpack)
+          libmsgpack-dev libopenblas-dev zlib1g-dev libzip-dev xvfb xauth
+          clang libclang-rt-14-dev libopenmpi-dev openmpi-bin python3
+          python3-numpy python3-msgpack)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

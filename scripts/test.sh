@@ -57,33 +57,55 @@ else
 fi
 # without MPI: OpenMPI's own allocations would read as leaks under ASan
 variant ci-sanitize -DCMAKE_BUILD_TYPE=Debug -DGROVE_CUDA=OFF -DGROVE_SANITIZE=ON -DGROVE_MPI=OFF
-# The replay reader's libFuzzer target, for a bounded time, where clang is
-# present (tests/fuzz/). A crash fails the run and its input is kept in
-# tests/fuzz/regressions/, which ctest (replays_fuzz_regressions) replays in
-# every build from then on: fix the reader, then commit the input.
+# Every reader's libFuzzer target (tests/fuzz/: replays, checkpoints, the
+# treebank and its zip path, the PTB corpus, the OCN and LM configs, the
+# syneval TSV, the ListOps, logic and SST readers), each for a few seconds from its seeds, where clang is
+# present. A crash fails the run and its input is kept in
+# tests/fuzz/regressions/NAME/, which ctest replays in every build from
+# then on: fix the reader, then commit the input.
 if command -v clang >/dev/null 2>&1; then
     t0=$SECONDS
     fz=build/ci-fuzz
+    # NAME:SECONDS; about 80 s in all. The targets that take a path write
+    # each input to a scratch file (in memory where /dev/shm exists).
+    targets="replay_reader:18 checkpoint:12 treebank:12 corpus:10 ocn_config:8 nlp_text:8 nlp_data:10"
     echo "== ci-fuzz: configure and build (clang, libFuzzer)" >&2
     CC=clang cmake -S . -B "$fz" -DGROVE_WERROR=ON -DGROVE_CUDA=OFF \
-        -DGROVE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DGROVE_MPI=OFF -DGROVE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         >build-ci-fuzz.log 2>&1 || { cat build-ci-fuzz.log; exit 1; }
-    cmake --build "$fz" --target fuzz_replay_reader -j"$jobs" \
-        >>build-ci-fuzz.log 2>&1 || { cat build-ci-fuzz.log; exit 1; }
-    rm -rf "$fz/corpus" "$fz/crashes"
-    mkdir -p "$fz/corpus" "$fz/crashes"
-    cp tests/fixtures/replays/*.replay tests/fuzz/regressions/* "$fz/corpus/"
-    if ! "$fz/tests/fuzz/fuzz_replay_reader" -max_total_time=25 \
-        -rss_limit_mb=2048 -artifact_prefix="$fz/crashes/" "$fz/corpus" \
-        >"$fz/fuzz.log" 2>&1; then
-        tail -40 "$fz/fuzz.log"
-        for c in "$fz"/crashes/*; do
-            [ -f "$c" ] && cp "$c" "tests/fuzz/regressions/$(basename "$c")" &&
-                echo "== ci-fuzz: kept tests/fuzz/regressions/$(basename "$c")" >&2
+    # shellcheck disable=SC2046
+    cmake --build "$fz" -j"$jobs" --target $(for t in $targets; do
+        echo "fuzz_${t%%:*}"; done) >>build-ci-fuzz.log 2>&1 ||
+        { cat build-ci-fuzz.log; exit 1; }
+    echo "== ci-fuzz: built in $((SECONDS - t0)) s" >&2
+    scratch=/tmp
+    [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=/dev/shm
+    for t in $targets; do
+        name=${t%%:*} secs=${t##*:}
+        work="$fz/run/$name"
+        rm -rf "$work"
+        mkdir -p "$work/corpus" "$work/crashes"
+        for d in "tests/fuzz/seeds/$name" "tests/fuzz/regressions/$name"; do
+            if [ -d "$d" ]; then cp "$d"/* "$work/corpus/"; fi
         done
-        exit 1
-    fi
-    echo "== ci-fuzz: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$fz/fuzz.log"), no crash ($((SECONDS - t0)) s)" >&2
+        if [ "$name" = replay_reader ]; then
+            cp tests/fixtures/replays/*.replay "$work/corpus/"
+        fi
+        if ! TMPDIR=$scratch "$fz/tests/fuzz/fuzz_$name" \
+            -max_total_time="$secs" -rss_limit_mb=2048 \
+            -artifact_prefix="$work/crashes/" "$work/corpus" \
+            >"$work/fuzz.log" 2>&1; then
+            tail -40 "$work/fuzz.log"
+            mkdir -p "tests/fuzz/regressions/$name"
+            for c in "$work"/crashes/*; do
+                [ -f "$c" ] && cp "$c" "tests/fuzz/regressions/$name/" &&
+                    echo "== ci-fuzz: kept tests/fuzz/regressions/$name/$(basename "$c")" >&2
+            done
+            exit 1
+        fi
+        echo "== ci-fuzz: $name: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$work/fuzz.log"), no crash" >&2
+    done
+    echo "== ci-fuzz: $((SECONDS - t0)) s in all" >&2
 else
     echo "== ci-fuzz: skipped, no clang" >&2
 fi

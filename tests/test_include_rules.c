@@ -13,10 +13,20 @@
 #include <sys/stat.h>
 
 /* External libraries a module may name, by the header that gives them away. */
-enum lib { LIB_NONE = 0, LIB_SDL, LIB_PNG, LIB_MSGPACK, LIB_CBLAS, LIB_CUDA,
-           LIB_MPI };
-static const char *const lib_names[] = {"libc", "SDL2", "libpng",
-                                        "msgpack-c", "CBLAS", "CUDA", "MPI"};
+enum lib {
+    LIB_NONE = 0,
+    LIB_SDL,
+    LIB_PNG,
+    LIB_MSGPACK,
+    LIB_CBLAS,
+    LIB_CUDA,
+    LIB_MPI,
+    LIB_ZLIB,
+    LIB_ZIP
+};
+static const char *const lib_names[] = {"libc",  "SDL2",  "libpng",
+                                        "msgpack-c", "CBLAS", "CUDA",
+                                        "MPI",   "zlib",  "libzip"};
 
 struct rule {
     const char *module;
@@ -26,7 +36,7 @@ struct rule {
 
 #define BIT(x) (1u << (x))
 static const struct rule rules[] = {
-    {"core", "core", 0},
+    {"core", "core", BIT(LIB_ZLIB) | BIT(LIB_ZIP)},
     {"kernels", "core kernels", BIT(LIB_CBLAS) | BIT(LIB_CUDA) |
                                     BIT(LIB_MSGPACK)},
     {"train", "core kernels train", BIT(LIB_MPI)},
@@ -37,7 +47,7 @@ static const struct rule rules[] = {
     {"nlp", "core kernels train nlp", 0},
     {"cli", "core kernels train envs replays render agents nlp cli bench",
      BIT(LIB_SDL) | BIT(LIB_PNG) | BIT(LIB_MSGPACK) | BIT(LIB_CBLAS) |
-         BIT(LIB_CUDA)},
+         BIT(LIB_CUDA) | BIT(LIB_ZLIB) | BIT(LIB_ZIP)},
 };
 #define N_RULES (sizeof rules / sizeof rules[0])
 
@@ -69,6 +79,13 @@ static enum lib classify_system_header(const char *h)
         strncmp(h, "curand", 6) == 0 || strncmp(h, "cub/", 4) == 0 ||
         strncmp(h, "device_launch", 13) == 0) {
         return LIB_CUDA;
+    }
+    if (strcmp(h, "zlib.h") == 0 || strcmp(h, "zconf.h") == 0) {
+        return LIB_ZLIB;
+    }
+    /* libzip's headers; grove's own core/zip.h is named with its folder. */
+    if (strcmp(h, "zip.h") == 0 || strcmp(h, "zipconf.h") == 0) {
+        return LIB_ZIP;
     }
     return LIB_NONE;
 }

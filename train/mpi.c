@@ -9,9 +9,10 @@
 
 #ifdef GROVE_HAVE_MPI
 #include <mpi.h>
+
+static int mpi_on; /* MPI_Init ran (only under a launcher) */
 #endif
 
-static int mpi_on;
 static int mpi_rank_;
 static int mpi_size_ = 1;
 

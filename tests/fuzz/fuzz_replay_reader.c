@@ -6,9 +6,9 @@
  *
  * Built with -DGROVE_FUZZ=ON under clang (tests/fuzz/CMakeLists.txt); the
  * same function runs without libFuzzer in the ctest replays_fuzz_regressions
- * (fuzz_main.c) over the inputs kept in tests/fuzz/regressions/. */
-#include <stddef.h>
-#include <stdint.h>
+ * (fuzz_main.c) over the inputs kept in tests/fuzz/regressions/
+ * replay_reader/ and, as seeds that must read cleanly, the golden replay. */
+#include "tests/fuzz/fuzz_util.h"
 
 #include "replays/replay.h"
 
@@ -23,6 +23,9 @@ static void read_all(const uint8_t *data, size_t size, unsigned flags)
     struct replay_record rec;
     int rc;
     while ((rc = replay_reader_next(r, &rec)) > 0) {
+    }
+    if (rc == 0 && flags == 0) {
+        fuzz_input_accepted = 1;
     }
     struct replay_reader_status st;
     replay_reader_status(r, &st);
@@ -44,6 +47,7 @@ static void read_all(const uint8_t *data, size_t size, unsigned flags)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_input_accepted = 0;
     read_all(data, size, 0);
     read_all(data, size, REPLAY_READ_RECOVER | REPLAY_READ_VERIFY);
     return 0;

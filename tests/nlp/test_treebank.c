@@ -345,7 +345,7 @@ static void test_sample(const char *dir, const char *ptb)
             fwrite(data, 1, keep, fp);
             fclose(fp);
             CHECK(nlp_treebank_read(&tb, cut) == GR_EFORMAT);
-            CHECK_STR_CONTAINS(gr_last_error(), "end-of-central-directory");
+            CHECK_STR_CONTAINS(gr_last_error(), "not a zip archive");
             unlink(cut);
         }
         free(data);
