@@ -720,14 +720,15 @@ int nlp_om_encode(struct nlp_om *m, const int32_t *ids, int32_t T, int32_t B,
                             (int)cfg->vocab);
         }
     }
-    uint8_t *valid = malloc(2 * n + 2 * n * sizeof(int32_t) +
-                            (size_t)B * sizeof(int32_t));
-    if (valid == NULL) {
+    /* int32 arrays first (aligned), then the byte masks */
+    int32_t *ids_rev = malloc(n * sizeof(int32_t) +
+                              (size_t)B * sizeof(int32_t) + 2 * n);
+    if (ids_rev == NULL) {
         return gr_error(GR_ENOMEM, "nlp_om_encode: out of memory");
     }
-    uint8_t *valid_rev = valid + n;
-    int32_t *ids_rev = (int32_t *)(valid + 2 * n);
     int32_t *last = ids_rev + n;
+    uint8_t *valid = (uint8_t *)(last + B);
+    uint8_t *valid_rev = valid + n;
     for (size_t i = 0; i < n; i++) {
         valid[i] = ids[i] != cfg->pad_id;
     }
@@ -788,7 +789,7 @@ int nlp_om_encode(struct nlp_om *m, const int32_t *ids, int32_t T, int32_t B,
             h = gr_concat(ctx, 2, two, 1);
         }
     }
-    free(valid);
+    free(ids_rev);
     if (rc == 0 && h == NULL) {
         rc = gr_error(gr_ctx_status(ctx) < 0 ? gr_ctx_status(ctx)
                                              : GR_EINVAL,
