@@ -313,6 +313,12 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     int64_t gc[NLP_CLS_MAX_GROUPS] = {0};
     double loss_sum = 0.0;
     int was = gr_set_grad_enabled(m->ctx, 0);
+    /* validation with the training slot count, test with the evaluation
+     * one (ordered_memory.md §9: 12 and 24 for logic) */
+    int32_t slots_eval = m->enc.cfg.slots_eval;
+    if (s == NLP_CLS_VALID) {
+        m->enc.cfg.slots_eval = m->enc.cfg.slots_train;
+    }
     /* batches of similar lengths (little padding): the examples by length */
     int64_t *idx = malloc((size_t)(sp->n > 0 ? sp->n : 1) * sizeof *idx);
     if (idx != NULL) {
@@ -359,6 +365,7 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     }
     gr_step_reset(m->ctx);
     gr_set_grad_enabled(m->ctx, was);
+    m->enc.cfg.slots_eval = slots_eval;
     free(idx);
     free(logits);
     out->n = sp->n;
@@ -998,6 +1005,10 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     }
 
     int stopped = 0;
+    /* the test evaluation of the best epoch, when it had one: best.ckpt
+     * holds those weights, so the final test needs no second pass */
+    struct nlp_cls_eval best_test;
+    int have_best_test = 0;
     for (int32_t epoch = tr.st.epoch_done + 1;
          rc == 0 && epoch <= tc->epochs; epoch++) {
         double t0 = gr_now_seconds();
@@ -1034,6 +1045,8 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         if (best) {
             tr.st.best_valid = select;
             tr.st.best_epoch = epoch;
+            have_best_test = do_test;
+            best_test = et;
         }
         float lr_now = gr_optim_lr(tr.opt);
         float lr_next = gr_lr_plateau_step(&tr.st.plateau, select);
@@ -1078,8 +1091,10 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     res->best_valid_acc = tr.st.best_valid;
     res->wall_s = tr.st.wall;
     res->stopped = stopped;
-    if (rc == 0 && !stopped && tc->epochs > 0 &&
-        d->split[NLP_CLS_TEST].n > 0) {
+    if (rc == 0 && !stopped && have_best_test) {
+        res->test = best_test;
+    } else if (rc == 0 && !stopped && tc->epochs > 0 &&
+               d->split[NLP_CLS_TEST].n > 0) {
         rc = gr_checkpoint_load(tr.ctx, tr.run.path_best, GR_CKPT_PARAMS, NULL);
         if (rc == 0) {
             rc = evaluate_split(&tr.m, d, NLP_CLS_TEST, tc->eval_batch,

@@ -141,7 +141,8 @@ void nlp_cls_model_free(struct nlp_cls_model *m);
 const struct nlp_encoder_config *nlp_cls_model_encoder(
     const struct nlp_cls_model *m);
 
-/* Accuracy and loss on split s of d (evaluation mode). */
+/* Accuracy and loss on split s of d (evaluation mode; validation with the
+ * encoder's training slot count, test with its evaluation one, §9). */
 int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                      int s, int32_t batch, struct nlp_cls_eval *out);
 
