@@ -760,7 +760,8 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
     if (nlp_cls_model_load(&r.m, ckpt, &cc, task, NULL) < 0) {
         return cli_fail(cmd);
     }
-    const char *model = nlp_cls_model_encoder(r.m)->model;
+    char model[NLP_ENCODER_NAME_CAP];
+    snprintf(model, sizeof model, "%s", nlp_cls_model_encoder(r.m)->model);
     if (!nlp_cls_has_trees(r.m)) {
         nlp_cls_model_free(r.m);
         return cli_usage_error(cmd, "%s: model %s induces no tree (om and "
