@@ -7,9 +7,12 @@
 # the output's brackets against the files' own bracketing (formal_tasks.md
 # §1.2, §2.3: the gold trees); an lstm checkpoint refused in one line with
 # exit 2; bad command lines exit 2, an existing --out without --force 1.
-#   test_cli_classify_trees.sh PATH/TO/grove
+# With the shared data, the same on the first examples of the released
+# test sets read through --data (test_d20s.tsv; test0..test12).
+#   test_cli_classify_trees.sh PATH/TO/grove [SHARED_DATA_DIR]
 set -u
 grove=$1
+data=${2:-}
 fails=0
 checks=0
 tmp=$(mktemp -d)
@@ -148,6 +151,27 @@ for model in om onlstm; do
         --test "$tmp/lg.tsv" --out "$tmp/lg-$model.txt" --force
     sed 1d "$tmp/out" | cmp -s - <(sed 1d "$tmp/first.out") || fail "logic $model: not deterministic"
 done
+
+# ---- the released test sets through --data (when the data is there) --------
+if [ -n "$data" ] && [ -f "$data/listops/test_d20s.tsv" ]; then
+    expect 0 "^listops: trees of 40 examples" nlp classify trees --checkpoint "$tmp/lo-om/best.ckpt" \
+        --data "$data/listops" --limit 40 --out "$tmp/real-lo.txt"
+    head -40 "$data/listops/test_d20s.tsv" | cut -f2 | paste - "$tmp/real-lo.txt" >"$tmp/pairs"
+    check_run "listops om, test_d20s.tsv" "$tmp/pairs"
+    check_binary "listops om, test_d20s.tsv" "$tmp/real-lo.txt"
+else
+    echo "note: no $data/listops/test_d20s.tsv, the released ListOps part is not run"
+fi
+if [ -n "$data" ] && [ -f "$data/logic_inference/test12" ]; then
+    expect 0 "^logic: trees of 300 pairs" nlp classify trees --checkpoint "$tmp/lg-onlstm/best.ckpt" \
+        --data "$data/logic_inference" --limit 300 --out "$tmp/real-lg.txt"
+    for k in 0 1 2 3 4 5 6 7 8 9 10 11 12; do cat "$data/logic_inference/test$k"; done |
+        head -300 | awk -F'\t' '{ print $2; print $3 }' >"$tmp/gold"
+    tr '\t' '\n' <"$tmp/real-lg.txt" | paste "$tmp/gold" - >"$tmp/pairs"
+    check_run "logic onlstm, test0..12" "$tmp/pairs"
+else
+    echo "note: no $data/logic_inference, the released logic part is not run"
+fi
 
 # ---- refusals --------------------------------------------------------------
 train --task listops --model lstm --epochs 0 --train "$tmp/lo.tsv" --valid "$tmp/lo.tsv" \
