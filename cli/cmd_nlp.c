@@ -102,7 +102,7 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "(grove nlp logic generate);\n"
         "           training and evaluation: available (grove nlp classify "
         "train|eval --task logic);\n"
-        "           induced trees: to come (grove nlp classify trees)\n"
+        "           induced trees and their F1: available (grove nlp classify trees)\n"
         "\n"
         "listops  ListOps, nested list operations (Nangia & Bowman 2018)\n"
         "  data:    test_d20s.tsv (10,000); the 90,000 training trees are "
