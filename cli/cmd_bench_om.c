@@ -2,6 +2,7 @@
  * reference on the same batches, in the same run (bench/nlp/bench_om.h). */
 #include <stdio.h>
 
+#include "bench/bench_util.h"
 #include "bench/nlp/bench_om.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -19,6 +20,8 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("batches", "N", "3", "timed batches per side", &o.batches),
         CLI_INT("warmup", "N", "1", "untimed batches first", &o.warmup),
         CLI_INT("pairs", "N", "128", "pairs per batch", &o.pairs),
+        CLI_INT("rounds", "N", "3",
+                "alternations grove, baseline (median, spread)", &o.rounds),
         CLI_INT("nslot", "N", "12", "memory slots", &o.nslot),
         CLI_INT("nhid", "D", "200", "slot and embedding size", &o.nhid),
         CLI_STRING("data", "DIR", NULL,
@@ -48,9 +51,11 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     if (o.batches < 1 || o.warmup < 0 || o.pairs < 1 || o.nslot < 2 ||
-        o.nhid < 1) {
+        o.nhid < 1 || o.rounds < 1 || o.rounds > BENCH_MAX_ROUNDS) {
         return cli_usage_error(cmd, "--batches and --pairs must be 1 or "
-                               "more, --warmup 0 or more, --nslot 2 or more");
+                               "more, --rounds in [1, %d], --warmup 0 or "
+                               "more, --nslot 2 or more",
+                               BENCH_MAX_ROUNDS);
     }
     if (o.quick) {
         o.nhid = o.nhid == 200 ? 16 : o.nhid;
@@ -75,8 +80,10 @@ const struct cli_command cmd_bench_om = {
     "",
     "Logic classifier at D 200, 128 pairs, 12 slots, 1 thread by default; "
     "both sides train on the same batches (random pairs of train0-6).\n"
-    "Prints a Markdown table case | grove | baseline | ratio | peak memory "
-    "(ratio = grove / PyTorch).\n\n"
+    "The sides alternate --rounds times. Prints both BLAS and a Markdown "
+    "table case | grove | baseline | ratio | spread | peak memory (ratio = "
+    "grove / PyTorch, the median of the rounds' ratios), by wall clock and by "
+    "process CPU time.\n\n"
     "Example:\n"
     "  grove bench om --quick",
     run_bench_om,

@@ -1,4 +1,4 @@
-/* grove nlp classify train | eval: sentence and sentence-pair
+/* grove nlp classify train | eval | trees: sentence and sentence-pair
  * classification (logic inference, ListOps, SST-2/5) with any encoder of
  * nlp/models/encoder.h, on the harness of nlp/tasks/classify.h and the
  * loaders of nlp/tasks/classify_tasks.h. */
@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "kernels/checkpoint.h"
+#include "nlp/data/listops.h"
 #include "nlp/data/logic.h"
 #include "nlp/models/encoder.h"
 #include "nlp/tasks/classify.h"
@@ -56,6 +57,14 @@ static int task_options(const struct cli_command *cmd, const char *task,
                         const char *test, uint64_t seed, int listops_n,
                         struct nlp_cls_task_options *o)
 {
+    const char *paths[4] = {data, train, valid, test};
+    const char *flags[4] = {"--data", "--train", "--valid", "--test"};
+    for (int i = 0; i < 4; i++) {
+        if (paths[i] != NULL && !gr_path_exists(paths[i])) {
+            return cli_usage_error(cmd, "%s %s: it does not exist", flags[i],
+                                   paths[i]);
+        }
+    }
     nlp_cls_task_options_default(o);
     o->data = data;
     o->train = train;
@@ -194,6 +203,14 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
+    }
+    /* cheap refusals before the data is read */
+    if (!resume && !common.force && gr_path_exists(common.out)) {
+        gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
+                            "reuse it, --resume to continue it, or pick "
+                            "another --out)",
+                 common.out);
+        return cli_fail(cmd);
     }
     struct nlp_cls_train_config tc;
     nlp_cls_train_config_default(&tc, task);
@@ -409,6 +426,12 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     if (gr_checkpoint_read_config(ckpt, &config) < 0) {
         return cli_fail(cmd);
     }
+    if (strncmp(config, "grove-classify ", 15) != 0) {
+        free(config);
+        return cli_usage_error(cmd, "%s is not a grove classifier checkpoint "
+                                    "(grove nlp classify train writes those)",
+                               ckpt);
+    }
     char run_split[16] = "full";
     const char *dl = strstr(config, "\ndata ");
     if (dl != NULL) {
@@ -492,4 +515,332 @@ const struct cli_command cmd_nlp_classify_eval = {
     "runs/om-logic/best.ckpt --data ../shared/data/logic_inference "
     "--per-length",
     run_eval,
+};
+
+/* ---- grove nlp classify trees -------------------------------------------- */
+
+/* What the trees command keeps across sequences. */
+struct trees_run {
+    struct nlp_cls_model *m;
+    struct nlp_parse_eval ev;
+    int64_t evaluated, skipped; /* sequences scored; of < 2 tokens */
+    int32_t cap;                /* tokens the buffers below hold */
+    int32_t *ids;
+    uint8_t *drop;
+    const char **words;
+    struct nlp_span *pred, *gold, *work;
+    char *text;
+    size_t text_cap;
+};
+
+static int trees_reserve(struct trees_run *r, int32_t n)
+{
+    if (n <= r->cap) {
+        return 0;
+    }
+    free(r->ids);
+    free(r->drop);
+    free(r->words);
+    free(r->pred);
+    free(r->gold);
+    free(r->work);
+    r->ids = malloc((size_t)n * sizeof *r->ids);
+    r->drop = malloc((size_t)n);
+    r->words = malloc((size_t)n * sizeof *r->words);
+    r->pred = malloc((size_t)n * sizeof *r->pred);
+    r->gold = malloc((size_t)n * sizeof *r->gold);
+    r->work = malloc((size_t)n * 2 * sizeof *r->work);
+    if (!r->ids || !r->drop || !r->words || !r->pred || !r->gold || !r->work) {
+        r->cap = 0;
+        return gr_error(GR_ENOMEM, "trees: out of memory");
+    }
+    r->cap = n;
+    return 0;
+}
+
+static void trees_free(struct trees_run *r)
+{
+    free(r->ids);
+    free(r->drop);
+    free(r->words);
+    free(r->pred);
+    free(r->gold);
+    free(r->work);
+    free(r->text);
+    nlp_parse_eval_free(&r->ev);
+}
+
+/* The induced tree of tok[0..n) (logic: the parentheses dropped), written
+ * to fp in brackets and scored against gold[n_gold] (over the kept
+ * tokens) when at least 2 tokens are kept. */
+static int trees_one(struct trees_run *r, const uint8_t *tok, int32_t n,
+                     int logic, const struct nlp_span *gold, int32_t n_gold,
+                     FILE *fp)
+{
+    int32_t kept = 0;
+    for (int32_t i = 0; i < n; i++) {
+        r->ids[i] = tok[i];
+        r->drop[i] = logic && (tok[i] == NLP_LOGIC_LPAREN ||
+                               tok[i] == NLP_LOGIC_RPAREN);
+        if (!r->drop[i]) {
+            r->words[kept++] = logic ? nlp_logic_token_name(tok[i])
+                                     : nlp_listops_token_name(tok[i]);
+        }
+    }
+    int32_t k = 0;
+    if (kept >= 2) {
+        k = nlp_cls_tree(r->m, r->ids, n, logic ? r->drop : NULL, r->pred);
+        if (k < 0) {
+            return k;
+        }
+    }
+    int need = nlp_tree_format(r->words, kept, r->pred, k, r->work, r->text,
+                               r->text_cap);
+    if (need >= 0 && (size_t)need >= r->text_cap) {
+        free(r->text);
+        r->text_cap = (size_t)need + 1;
+        r->text = malloc(r->text_cap);
+        if (r->text == NULL) {
+            r->text_cap = 0;
+            return gr_error(GR_ENOMEM, "trees: out of memory");
+        }
+        need = nlp_tree_format(r->words, kept, r->pred, k, r->work, r->text,
+                               r->text_cap);
+    }
+    if (need < 0) {
+        return need;
+    }
+    fputs(r->text, fp);
+    if (kept < 2) {
+        r->skipped++;
+        return 0;
+    }
+    r->evaluated++;
+    return nlp_parse_eval_add(&r->ev, kept, r->pred, k, gold, n_gold, NULL, 0);
+}
+
+static int trees_listops(struct trees_run *r, const char *path, int64_t limit,
+                         int quiet, FILE *fp, int64_t *done)
+{
+    struct nlp_listops_set s;
+    int rc = nlp_listops_read_file(&s, path);
+    if (rc < 0) {
+        return rc;
+    }
+    int64_t n = limit > 0 && limit < s.n ? limit : s.n;
+    rc = trees_reserve(r, s.max_tokens > 1 ? s.max_tokens : 1);
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        const struct nlp_listops_example *e = &s.examples[i];
+        const uint8_t *tok = s.tokens + e->tokens;
+        int32_t ng = nlp_listops_tree(tok, e->n_tokens, r->gold);
+        if (ng < 0) {
+            rc = gr_error(GR_EFORMAT, "%s:%d: no gold tree", path,
+                          (int)e->line);
+            break;
+        }
+        rc = trees_one(r, tok, e->n_tokens, 0, r->gold, ng, fp);
+        if (rc == 0 && fputc('\n', fp) == EOF) {
+            rc = gr_error(GR_EIO, "trees: write failed");
+        }
+        if (rc < 0) {
+            gr_error_wrap(rc, "%s:%d", path, (int)e->line);
+        }
+        if (!quiet && (i + 1) % 1000 == 0) {
+            fprintf(stderr, "  %lld / %lld\n", (long long)(i + 1),
+                    (long long)n);
+        }
+        *done = i + 1;
+    }
+    nlp_listops_free(&s);
+    return rc;
+}
+
+static int trees_logic(struct trees_run *r, const char *dir, const char *file,
+                       int64_t limit, int quiet, FILE *fp, int64_t *done)
+{
+    struct nlp_logic_set s;
+    nlp_logic_set_init(&s);
+    int rc = 0;
+    if (file != NULL) {
+        rc = nlp_logic_read_file(&s, file);
+    }
+    for (int k = 0; file == NULL && rc == 0 && k <= NLP_LOGIC_MAX_K; k++) {
+        char name[16], path[GR_PATH_MAX];
+        snprintf(name, sizeof name, "test%d", k);
+        rc = gr_path_join(path, sizeof path, dir, name);
+        if (rc == 0) {
+            rc = nlp_logic_read_file(&s, path);
+        }
+    }
+    int64_t n = limit > 0 && limit < s.n ? limit : s.n;
+    if (rc == 0) {
+        rc = trees_reserve(r, NLP_LOGIC_MAX_TOKENS);
+    }
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        const struct nlp_logic_pair *p = &s.pairs[i];
+        const uint8_t *side[2] = {s.tokens + p->left, s.tokens + p->right};
+        int32_t len[2] = {p->n_left, p->n_right};
+        for (int j = 0; rc == 0 && j < 2; j++) {
+            struct nlp_logic_expr e;
+            rc = nlp_logic_parse(side[j], len[j], &e, r->gold);
+            if (rc == 0) {
+                rc = trees_one(r, side[j], len[j], 1, r->gold,
+                               e.n_words - 1, fp);
+            }
+            if (rc == 0 && fputc(j == 0 ? '\t' : '\n', fp) == EOF) {
+                rc = gr_error(GR_EIO, "trees: write failed");
+            }
+        }
+        if (rc < 0) {
+            gr_error_wrap(rc, "%s:%d", s.files[p->file], (int)p->line);
+        }
+        if (!quiet && (i + 1) % 10000 == 0) {
+            fprintf(stderr, "  %lld / %lld pairs\n", (long long)(i + 1),
+                    (long long)n);
+        }
+        *done = i + 1;
+    }
+    nlp_logic_set_free(&s);
+    return rc;
+}
+
+static int run_trees(const struct cli_command *cmd, int argc, char **argv)
+{
+    const char *ckpt = NULL, *data = NULL, *test = NULL;
+    int limit = 0;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING("checkpoint", "FILE", NULL,
+                   "a checkpoint of grove nlp classify train with an om or "
+                   "onlstm encoder (required)",
+                   &ckpt),
+        CLI_STRING("data", "DIR", NULL,
+                   "the task's folder (logic: test0..test12; listops: "
+                   "test_d20s.tsv)",
+                   &data),
+        CLI_STRING("test", "FILE", NULL,
+                   "one test file in the released format (instead of DIR's)",
+                   &test),
+        CLI_INT("limit", "N", "0", "the first N examples only (0: all)",
+                &limit),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts,
+                       CLI_COMMON_DEVICE | CLI_COMMON_THREADS | CLI_COMMON_OUT |
+                           CLI_COMMON_FORCE | CLI_COMMON_QUIET,
+                       0, 0, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (ckpt == NULL) {
+        return cli_usage_error(cmd, "--checkpoint FILE is required");
+    }
+    if (common.out == NULL) {
+        return cli_usage_error(cmd, "--out FILE (the trees) is required");
+    }
+    if (limit < 0) {
+        return cli_usage_error(cmd, "--limit must be 0 (all) or more");
+    }
+    if (data == NULL && test == NULL) {
+        return cli_usage_error(cmd, "--data DIR or --test FILE is required");
+    }
+    if (!common.force && gr_path_exists(common.out)) {
+        gr_error(GR_EEXIST, "%s exists (use --force to overwrite)",
+                 common.out);
+        return cli_fail(cmd);
+    }
+    struct gr_ctx_config cc;
+    if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
+        return rc;
+    }
+    struct trees_run r;
+    memset(&r, 0, sizeof r);
+    char task[16];
+    if (nlp_cls_model_load(&r.m, ckpt, &cc, task, NULL) < 0) {
+        return cli_fail(cmd);
+    }
+    char model[NLP_ENCODER_NAME_CAP];
+    snprintf(model, sizeof model, "%s", nlp_cls_model_encoder(r.m)->model);
+    if (!nlp_cls_has_trees(r.m)) {
+        nlp_cls_model_free(r.m);
+        return cli_usage_error(cmd, "%s: model %s induces no tree (om and "
+                                    "onlstm do)",
+                               ckpt, model);
+    }
+    int logic = strcmp(task, "logic") == 0;
+    if (!logic && strcmp(task, "listops") != 0) {
+        nlp_cls_model_free(r.m);
+        return cli_usage_error(cmd, "%s: task %s has no gold trees here "
+                                    "(logic and listops do)",
+                               ckpt, task);
+    }
+    char path[GR_PATH_MAX];
+    if (!logic && test == NULL) {
+        if (gr_path_join(path, sizeof path, data, "test_d20s.tsv") < 0) {
+            nlp_cls_model_free(r.m);
+            return cli_fail(cmd);
+        }
+        test = path;
+    }
+    nlp_parse_eval_init(&r.ev);
+    struct gr_atomic_file af;
+    if (gr_atomic_open(&af, common.out, common.force) < 0) {
+        nlp_cls_model_free(r.m);
+        trees_free(&r);
+        return cli_fail(cmd);
+    }
+    int64_t done = 0;
+    rc = logic ? trees_logic(&r, data, test, limit, common.quiet, af.fp, &done)
+               : trees_listops(&r, test, limit, common.quiet, af.fp, &done);
+    if (rc == 0) {
+        rc = gr_atomic_commit(&af);
+    } else {
+        gr_atomic_abort(&af);
+    }
+    nlp_cls_model_free(r.m);
+    if (rc < 0) {
+        trees_free(&r);
+        return cli_fail(cmd);
+    }
+    struct nlp_parse_scores sc;
+    nlp_parse_eval_scores(&r.ev, &sc);
+    printf("%s: trees of %lld %s induced by %s (%s) -> %s\n", task,
+           (long long)done, logic ? "pairs (premise TAB hypothesis)"
+                                  : "examples",
+           model, ckpt, common.out);
+    printf("scored %lld sequences of >= 2 tokens against the gold trees "
+           "(%lld shorter ones skipped)\n",
+           (long long)r.evaluated, (long long)r.skipped);
+    if (r.evaluated > 0) {
+        printf("corpus F1 %.2f %% (EVALB-style: brackets pooled over all "
+               "sequences, the whole-sequence bracket included; "
+               "formal_tasks.md §3)\n",
+               sc.f1_corpus_evalb);
+        printf("sentence-level mean F1 %.2f %% (per sequence, brackets "
+               "strictly below the root; lm_and_parsing.md §3)\n",
+               sc.f1_sentence_mean);
+    }
+    trees_free(&r);
+    return CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_classify_trees = {
+    "nlp classify trees",
+    "Induced trees of a trained om or onlstm classifier, and their parsing "
+    "F1 against the gold trees (logic, ListOps).",
+    "",
+    "Encodes every test sequence alone (batch of one, evaluation mode, the "
+    "eval slot count for om) and writes its tree in brackets, one example "
+    "a line (logic: premise TAB hypothesis). Ordered Memory: "
+    "ordered_memory.md §8 (distances from the pointers' argmax, build_tree); "
+    "onlstm: its distances and the greedy top-down parser. Logic trees are "
+    "built over the input with its parentheses, which are then deleted and "
+    "unary nodes collapsed. Gold: formal_tasks.md §1.2 (logic) and §2.3 "
+    "(ListOps). Prints the corpus F1 (formal_tasks.md §3, the published "
+    "number) and the sentence-level mean F1; sequences of fewer than 2 "
+    "tokens are skipped. Example: grove nlp classify trees --checkpoint "
+    "runs/om-listops/best.ckpt --data ../shared/data/listops --out "
+    "trees.txt",
+    run_trees,
 };

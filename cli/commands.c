@@ -27,6 +27,7 @@ const struct cli_command *const cli_commands[] = {
     &cmd_nlp_data,
     &cmd_nlp_classify_train,
     &cmd_nlp_classify_eval,
+    &cmd_nlp_classify_trees,
     &cmd_nlp_listops_generate,
     &cmd_nlp_logic_generate,
     &cmd_bench_craft,

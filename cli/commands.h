@@ -27,6 +27,7 @@ extern const struct cli_command cmd_nlp_syneval;
 extern const struct cli_command cmd_nlp_data;
 extern const struct cli_command cmd_nlp_classify_train;
 extern const struct cli_command cmd_nlp_classify_eval;
+extern const struct cli_command cmd_nlp_classify_trees;
 extern const struct cli_command cmd_nlp_listops_generate;
 extern const struct cli_command cmd_nlp_logic_generate;
 extern const struct cli_command cmd_bench_craft;

@@ -172,6 +172,15 @@ struct gr_backend {
                     const float *lse, int64_t rows, int64_t v, int32_t ignore,
                     const float *gloss, const float *count, float *glogits);
 
+    /* Ordered Memory's gated sum (gr_om_gate): z [r, 4d] = (g_v, g_h,
+     * g_c, u), v, h [r, d] -> y = σ(g_v)⊙v + σ(g_h)⊙h + σ(g_c)⊙u [r, d].
+     * bwd accumulates into gz [r, 4d], gv, gh [r, d] (each may be NULL). */
+    int (*om_gate_fwd)(void *st, const float *z, const float *v,
+                       const float *h, float *y, int64_t r, int64_t d);
+    int (*om_gate_bwd)(void *st, const float *z, const float *v,
+                       const float *h, const float *gy, float *gz, float *gv,
+                       float *gh, int64_t r, int64_t d);
+
     /* act [b, 5H] receives (σ(i), σ(f), tanh(g), σ(o), tanh(c)) so that
      * the backward needs no transcendental function. */
     int (*lstm_fwd)(void *st, const float *gates, const float *c_prev,

@@ -1026,6 +1026,54 @@ static inline void lstm_bwd_row(const float *restrict a,
     }
 }
 
+/* ---- Ordered Memory's gated sum ---- */
+
+static int cpu_om_gate_fwd(void *st, const float *z, const float *v,
+                           const float *h, float *y, int64_t r, int64_t d)
+{
+    (void)st;
+    for (int64_t i = 0; i < r; i++) {
+        const float *zr = z + i * 4 * d;
+        const float *vr = v + i * d, *hr = h + i * d;
+        float *yr = y + i * d;
+        for (int64_t u = 0; u < d; u++) {
+            yr[u] = sigmoid_s(zr[u]) * vr[u] + sigmoid_s(zr[d + u]) * hr[u] +
+                    sigmoid_s(zr[2 * d + u]) * zr[3 * d + u];
+        }
+    }
+    return 0;
+}
+
+static int cpu_om_gate_bwd(void *st, const float *z, const float *v,
+                           const float *h, const float *gy, float *gz,
+                           float *gv, float *gh, int64_t r, int64_t d)
+{
+    (void)st;
+    for (int64_t i = 0; i < r; i++) {
+        const float *zr = z + i * 4 * d;
+        const float *vr = v + i * d, *hr = h + i * d, *g = gy + i * d;
+        for (int64_t u = 0; u < d; u++) {
+            float sv = sigmoid_s(zr[u]), sh = sigmoid_s(zr[d + u]);
+            float sc = sigmoid_s(zr[2 * d + u]);
+            float dy = g[u];
+            if (gz != NULL) {
+                float *dz = gz + i * 4 * d;
+                dz[u] += dy * vr[u] * sv * (1.0f - sv);
+                dz[d + u] += dy * hr[u] * sh * (1.0f - sh);
+                dz[2 * d + u] += dy * zr[3 * d + u] * sc * (1.0f - sc);
+                dz[3 * d + u] += dy * sc;
+            }
+            if (gv != NULL) {
+                gv[i * d + u] += dy * sv;
+            }
+            if (gh != NULL) {
+                gh[i * d + u] += dy * sh;
+            }
+        }
+    }
+    return 0;
+}
+
 static int cpu_lstm_bwd(void *st, const float *act, const float *c_prev,
                         const float *gh, const float *gc, float *ggates,
                         float *gc_prev, int64_t b, int64_t hd)
@@ -1333,6 +1381,8 @@ static const struct gr_backend cpu_backend = {
     .dropout = cpu_dropout,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,
+    .om_gate_fwd = cpu_om_gate_fwd,
+    .om_gate_bwd = cpu_om_gate_bwd,
     .lstm_fwd = cpu_lstm_fwd,
     .lstm_bwd = cpu_lstm_bwd,
     .onlstm_fwd = cpu_onlstm_fwd,

@@ -1267,6 +1267,62 @@ __global__ void k_lstm_fwd(const float *gates, const float *c_prev, float *h,
     }
 }
 
+/* ---- Ordered Memory's gated sum ---- */
+
+__global__ void k_om_gate_fwd(const float *z, const float *v, const float *h,
+                              float *y, int64_t r, int64_t d)
+{
+    GRID_STRIDE(k, r * d)
+    {
+        int64_t i = k / d, u = k % d;
+        const float *zr = z + i * 4 * d;
+        y[k] = d_sigmoid(zr[u]) * v[k] + d_sigmoid(zr[d + u]) * h[k] +
+               d_sigmoid(zr[2 * d + u]) * zr[3 * d + u];
+    }
+}
+
+int cu_om_gate_fwd(void *st, const float *z, const float *v, const float *h,
+                   float *y, int64_t r, int64_t d)
+{
+    (void)st;
+    LAUNCH(k_om_gate_fwd, r * d, z, v, h, y, r, d);
+}
+
+__global__ void k_om_gate_bwd(const float *z, const float *v, const float *h,
+                              const float *gy, float *gz, float *gv,
+                              float *gh, int64_t r, int64_t d)
+{
+    GRID_STRIDE(k, r * d)
+    {
+        int64_t i = k / d, u = k % d;
+        const float *zr = z + i * 4 * d;
+        float sv = d_sigmoid(zr[u]), sh = d_sigmoid(zr[d + u]);
+        float sc = d_sigmoid(zr[2 * d + u]);
+        float dy = gy[k];
+        if (gz != NULL) {
+            float *dz = gz + i * 4 * d;
+            dz[u] += dy * v[k] * sv * (1.0f - sv);
+            dz[d + u] += dy * h[k] * sh * (1.0f - sh);
+            dz[2 * d + u] += dy * zr[3 * d + u] * sc * (1.0f - sc);
+            dz[3 * d + u] += dy * sc;
+        }
+        if (gv != NULL) {
+            gv[k] += dy * sv;
+        }
+        if (gh != NULL) {
+            gh[k] += dy * sh;
+        }
+    }
+}
+
+int cu_om_gate_bwd(void *st, const float *z, const float *v, const float *h,
+                   const float *gy, float *gz, float *gv, float *gh, int64_t r,
+                   int64_t d)
+{
+    (void)st;
+    LAUNCH(k_om_gate_bwd, r * d, z, v, h, gy, gz, gv, gh, r, d);
+}
+
 int cu_lstm_fwd(void *st, const float *gates, const float *c_prev, float *h,
                 float *c, float *act, int64_t b, int64_t hd)
 {
@@ -1612,6 +1668,8 @@ gr_backend make_table()
     t.dropout = cu_dropout;
     t.xent_fwd = cu_xent_fwd;
     t.xent_bwd = cu_xent_bwd;
+    t.om_gate_fwd = cu_om_gate_fwd;
+    t.om_gate_bwd = cu_om_gate_bwd;
     t.lstm_fwd = cu_lstm_fwd;
     t.lstm_bwd = cu_lstm_bwd;
     t.onlstm_fwd = cu_onlstm_fwd;

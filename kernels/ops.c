@@ -1695,6 +1695,65 @@ struct gr_tensor *gr_conv1d_causal(struct gr_ctx *ctx, struct gr_tensor *x,
 
 /* ---- fused cells ---- */
 
+static int om_gate_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *z = nd->in[0], *v = nd->in[1], *h = nd->in[2];
+    struct gr_tensor *y = nd->out[0];
+    float *gz = gr_grad_buf(ctx, z);
+    float *gv = gr_grad_buf(ctx, v);
+    float *gh = gr_grad_buf(ctx, h);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    if ((!gz && !gv && !gh) || !y->grad) {
+        return 0;
+    }
+    CALLB(ctx->be->om_gate_bwd(ctx->st, F(z), F(v), F(h), F(y->grad), gz, gv,
+                               gh, nd->i[0], nd->i[1]));
+    return 0;
+}
+
+struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
+                             struct gr_tensor *v, struct gr_tensor *h)
+{
+    const char *op = "gr_om_gate";
+    if (!arg_ok(ctx, op, z, "z", GR_F32) || !arg_ok(ctx, op, v, "v", GR_F32) ||
+        !arg_ok(ctx, op, h, "h", GR_F32)) {
+        return NULL;
+    }
+    char s1[96], s2[96], s3[96];
+    if (z->ndim != 2 || v->ndim != 2 || h->ndim != 2 ||
+        v->shape[0] != z->shape[0] || h->shape[0] != z->shape[0] ||
+        v->shape[1] != h->shape[1] || z->shape[1] != 4 * v->shape[1]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: z %s must be [R, 4D] for v %s "
+                       "and h %s [R, D]", op, SHAPE_STR(z, s1),
+                       SHAPE_STR(v, s2), SHAPE_STR(h, s3));
+    }
+    if (!ctx->be->om_gate_fwd) {
+        return gr_fail(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
+                       "device %s", op, ctx->be->name);
+    }
+    int64_t r = v->shape[0], d = v->shape[1];
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, gr_shape2(r, d), 0);
+    if (!y) {
+        return NULL;
+    }
+    if (ctx->be->om_gate_fwd(ctx->st, F(z), F(v), F(h), F(y), r, d) < 0) {
+        gr_keep_error(ctx, GR_EDEVICE);
+        return NULL;
+    }
+    struct gr_tensor *in[3] = {z, v, h};
+    if (wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = record(ctx, op, om_gate_bwd, 3, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = r;
+        nd->i[1] = d;
+    }
+    return y;
+}
+
 static int lstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
 {
     struct gr_tensor *g = nd->in[0], *cp = nd->in[1];

@@ -251,6 +251,13 @@ struct gr_tensor *gr_conv1d_causal(struct gr_ctx *ctx, struct gr_tensor *x,
 
 /* ---- fused recurrent cells (the element-wise part of one step) ---- */
 
+/* Ordered Memory's gated sum (ordered_memory.md eq. 3.5.13 inside the
+ * LayerNorm): z [R, 4D] = (g_v, g_h, g_c, u) in that order, v, h [R, D] ->
+ * σ(g_v)⊙v + σ(g_h)⊙h + σ(g_c)⊙u [R, D]; differentiated in z, v and h.
+ * v and h may be the same tensor. */
+struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
+                             struct gr_tensor *v, struct gr_tensor *h);
+
 /* LSTM cell, PyTorch gate order: gates [B, 4H] = pre-activations of
  * (i, f, g, o) (x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), c_prev [B, H] ->
  * *c_out = σ(f)⊙c_prev + σ(i)⊙tanh(g), *h_out = σ(o)⊙tanh(c), both [B, H].

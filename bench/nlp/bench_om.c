@@ -3,11 +3,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench/nlp/bench_om.h"
 
+#include "bench/bench_util.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -37,6 +40,7 @@ void bench_om_options_default(struct bench_om_options *o)
     o->pairs = 128;
     o->nslot = 12;
     o->nhid = 200;
+    o->rounds = 3;
     o->python = "/usr/bin/python3";
     o->build = "?";
     o->commit = "?";
@@ -257,9 +261,17 @@ static int make_batches(const struct pool *p, int n, int pairs,
 struct result {
     double tokens_per_s;
     double seconds;
+    double cpu_tokens_per_s; /* per second of process CPU time */
     double arena_mib; /* grove: params + state + peak step */
     double rss_mib;
 };
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static double rss_mib(void)
 {
@@ -301,12 +313,13 @@ static int run_grove(const struct bench_om_options *o,
     if (rc == 0) {
         rc = gr_optim_new(&opt, ctx, "adam", &oc);
     }
-    double secs = 0.0;
+    double secs = 0.0, cpu = 0.0;
     int64_t tokens = 0;
     for (int k = 0; rc == 0 && k < n; k++) {
         const struct batch *b = &bs[k];
         gr_ctx_sync(ctx);
         double t0 = gr_now_seconds();
+        double c0 = cpu_seconds();
         gr_step_reset(ctx);
         gr_zero_grad(ctx);
         struct nlp_om_run run = nlp_om_run_train(1111, k, cfg.nslot);
@@ -328,6 +341,17 @@ static int run_grove(const struct bench_om_options *o,
         gr_ctx_sync(ctx);
         if (k >= o->warmup) {
             secs += gr_now_seconds() - t0;
+            cpu += cpu_seconds() - c0;
+            if (getenv("GROVE_BENCH_OM_DEBUG")) {
+                struct gr_mem_stats ms;
+                gr_ctx_memory(ctx, &ms);
+                struct rusage ru;
+                getrusage(RUSAGE_SELF, &ru);
+                fprintf(stderr, "batch %d: step peak %zu cap %zu used %zu "
+                                "minflt %ld\n",
+                        k, ms.step_peak_bytes, ms.step_capacity,
+                        ms.step_bytes, ru.ru_minflt);
+            }
             tokens += b->tokens;
         }
     }
@@ -336,6 +360,7 @@ static int run_grove(const struct bench_om_options *o,
         gr_ctx_memory(ctx, &ms);
         res->seconds = secs;
         res->tokens_per_s = secs > 0.0 ? (double)tokens / secs : 0.0;
+        res->cpu_tokens_per_s = cpu > 0.0 ? (double)tokens / cpu : 0.0;
         res->arena_mib = (double)(ms.param_bytes + ms.state_bytes +
                                   ms.step_peak_bytes) /
                          (1024.0 * 1024.0);
@@ -407,16 +432,18 @@ static int run_baseline(const struct bench_om_options *o, const char *file,
     char line[2048], last[1024] = "";
     int found = 0;
     while (fgets(line, sizeof line, p) != NULL) {
-        double tps = 0.0, s = 0.0, kb = 0.0;
-        if (sscanf(line, "tokens_per_s %lf seconds %lf peak_rss_kb %lf", &tps,
-                   &s, &kb) == 3) {
+        double tps = 0.0, s = 0.0, kb = 0.0, ctps = 0.0;
+        if (sscanf(line, "tokens_per_s %lf seconds %lf peak_rss_kb %lf "
+                         "cpu_tokens_per_s %lf",
+                   &tps, &s, &kb, &ctps) == 4) {
             res->tokens_per_s = tps;
+            res->cpu_tokens_per_s = ctps;
             res->seconds = s;
             res->rss_mib = kb / 1024.0;
             found = 1;
-        } else if (strncmp(line, "torch ", 6) == 0) {
+        } else if (bench_baseline_blas_line(line)[0]) {
             line[strcspn(line, "\n")] = '\0';
-            snprintf(info, icap, "%.1000s", line);
+            snprintf(info, icap, "%.1000s", bench_baseline_blas_line(line));
         } else {
             line[strcspn(line, "\n")] = '\0';
             if (line[0]) {
@@ -524,56 +551,102 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
         fprintf(out, "size: D = D_in = %d, %d pairs (%d sequences), %d "
                      "slots, dropouts 0.2/0.2/0.1/0.3; data: %s; %d warm-up "
                      "+ %d timed batches, %lld real tokens of %lld "
-                     "positions timed\n",
+                     "positions timed; %d round%s (grove, baseline, ...)\n",
                 o->nhid, o->pairs, 2 * o->pairs, o->nslot,
                 real ? data_dir : "synthetic (lengths 3-35)", o->warmup,
                 o->batches, (long long)timed_tokens,
-                (long long)timed_cells);
+                (long long)timed_cells, o->rounds,
+                o->rounds == 1 ? "" : "s");
         fflush(out);
     }
     struct result g, b;
     memset(&g, 0, sizeof g);
     memset(&b, 0, sizeof b);
-    if (rc == 0) {
-        rc = run_grove(o, bs, n, &g);
-    }
     char why[512] = "", info[1024] = "";
     int have_b = 0;
+    char file[GR_PATH_MAX];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(file, sizeof file, "%s/grove_bench_om_%ld.txt",
+             tmp && tmp[0] ? tmp : "/tmp", (long)getpid());
+    int wrote = 0;
     if (rc == 0 && o->baseline) {
-        char file[GR_PATH_MAX];
-        const char *tmp = getenv("TMPDIR");
-        snprintf(file, sizeof file, "%s/grove_bench_om_%ld.txt",
-                 tmp && tmp[0] ? tmp : "/tmp", (long)getpid());
-        if (write_batches(file, bs, n) == 0) {
-            have_b = run_baseline(o, file, &b, info, sizeof info, why,
-                                  sizeof why) == 0;
-            remove(file);
-        } else {
+        wrote = write_batches(file, bs, n) == 0;
+        if (!wrote) {
             snprintf(why, sizeof why, "%.500s", gr_last_error());
         }
     }
+    /* Rounds alternate the two sides (bench/bench_util.h): medians, and
+     * the range of the rounds' ratios as the spread. */
+    int rounds = o->rounds > 0 ? o->rounds : 1;
+    if (rounds > BENCH_MAX_ROUNDS) {
+        rounds = BENCH_MAX_ROUNDS;
+    }
+    double gw[BENCH_MAX_ROUNDS], gc[BENCH_MAX_ROUNDS];
+    double bw[BENCH_MAX_ROUNDS], bc[BENCH_MAX_ROUNDS];
+    for (int round = 0; rc == 0 && round < rounds; round++) {
+        struct result gr, br;
+        memset(&gr, 0, sizeof gr);
+        memset(&br, 0, sizeof br);
+        rc = run_grove(o, bs, n, &gr);
+        if (rc == 0) {
+            gw[round] = gr.tokens_per_s;
+            gc[round] = gr.cpu_tokens_per_s;
+            g.arena_mib = fmax(g.arena_mib, gr.arena_mib);
+            g.rss_mib = fmax(g.rss_mib, gr.rss_mib);
+        }
+        bw[round] = bc[round] = -1.0;
+        if (rc == 0 && wrote &&
+            run_baseline(o, file, &br, info, sizeof info, why,
+                         sizeof why) == 0) {
+            have_b = 1;
+            bw[round] = br.tokens_per_s;
+            bc[round] = br.cpu_tokens_per_s;
+            b.rss_mib = fmax(b.rss_mib, br.rss_mib);
+        }
+    }
+    struct bench_pair pw = bench_pair_summary(gw, bw, rc == 0 ? rounds : 0);
+    struct bench_pair pc = bench_pair_summary(gc, bc, rc == 0 ? rounds : 0);
+    have_b = have_b && pw.baseline > 0;
+    if (wrote) {
+        remove(file);
+    }
     if (rc == 0) {
-        fprintf(out, "baseline: %s (%s)\n\n",
+        char gblas[1024];
+        bench_process_blas(gblas, sizeof gblas);
+        fprintf(out, "grove BLAS: %s\n", gblas);
+        fprintf(out, "baseline: %s; %s\n\n",
                 o->baseline ? "bench/nlp/om_ref.py" : "not run",
                 info[0] ? info : (o->baseline ? o->python : "-"));
-        fprintf(out, "| case | grove | baseline | ratio | grove peak "
-                     "memory | baseline peak memory |\n");
-        fprintf(out, "|---|---|---|---|---|---|\n");
+        fprintf(out, "| case | grove | baseline | ratio | spread | grove "
+                     "peak memory | baseline peak memory |\n");
+        fprintf(out, "|---|---|---|---|---|---|---|\n");
         char gm[128];
         snprintf(gm, sizeof gm, "%.1f MiB arenas, %.1f MiB RSS", g.arena_mib,
                  g.rss_mib);
-        if (have_b) {
-            fprintf(out, "| %s | %.0f tok/s | %.0f tok/s | %.2fx | %s | "
-                         "%.1f MiB RSS |\n",
-                    o->quick ? "quick" : "logic", g.tokens_per_s,
-                    b.tokens_per_s, g.tokens_per_s / b.tokens_per_s, gm,
-                    b.rss_mib);
-        } else {
-            fprintf(out, "| %s | %.0f tok/s | n/a | n/a | %s | n/a |\n",
-                    o->quick ? "quick" : "logic", g.tokens_per_s, gm);
-            if (o->baseline) {
-                fprintf(out, "\nbaseline n/a: %s\n", why);
+        for (int c = 0; c < 2; c++) {
+            const struct bench_pair *pp = c ? &pc : &pw;
+            char cell[160];
+            bench_spread_cell(pp, cell, sizeof cell);
+            char name[64];
+            snprintf(name, sizeof name, "%s, %s", o->quick ? "quick" : "logic",
+                     c ? "process CPU time" : "wall");
+            if (have_b) {
+                fprintf(out, "| %s | %.0f tok/s | %.0f tok/s | %.2fx | %s | "
+                             "%s | %.1f MiB RSS |\n",
+                        name, pp->grove, pp->baseline, pp->ratio, cell, gm,
+                        b.rss_mib);
+            } else {
+                fprintf(out, "| %s | %.0f tok/s | n/a | n/a | %s | %s | n/a "
+                             "|\n",
+                        name, pp->grove, cell, gm);
             }
+        }
+        fprintf(out, "\n(wall: timed batches' elapsed time; process CPU "
+                     "time: the same batches' user + system CPU seconds, "
+                     "the fairer clock on a shared machine with one thread "
+                     "a side)\n");
+        if (!have_b && o->baseline) {
+            fprintf(out, "\nbaseline n/a: %s\n", why);
         }
     }
     for (int k = 0; bs != NULL && k < n; k++) {

@@ -10,7 +10,10 @@
  * sequences (lengths 3-35, stated in the header); both sides read the same
  * batches (grove writes them to a temporary file for the reference).
  * tokens/s counts real tokens (not padding) of the timed batches over
- * their total time; the first `warmup` batches are untimed. Peak memory:
+ * their total time, by the wall clock and by process CPU time; the first
+ * `warmup` batches are untimed. The sides alternate `rounds` times
+ * (grove, baseline, grove, ...): cells are medians, the ratio the median
+ * of the rounds' ratios, the spread their range. Peak memory:
  * grove's arenas (parameters, optimizer state, the largest step) and the
  * process's peak RSS; the reference's peak RSS.
  *
@@ -38,6 +41,8 @@ struct bench_om_options {
     int pairs;            /* pairs per batch (default 128; quick 4) */
     int nslot;            /* slots (default 12) */
     int nhid;             /* D = D_in (default 200; quick 16) */
+    int rounds;           /* alternations grove, baseline (default 3;
+                             medians and spread, bench/bench_util.h) */
     const char *data;     /* logic_inference folder or NULL (synthetic) */
     const char *python;   /* interpreter (default /usr/bin/python3) */
     const char *script;   /* om_ref.py (default: the source tree's) */

@@ -18,14 +18,14 @@ FILE (written by grove bench om, so both sides train on the same batches):
 first line the number of batches; per batch a line "T B P", then T lines of
 B token ids (time-major, B = 2P sequences: P premises then P hypotheses,
 padding id 11), then a line of P labels in 0..6. The first --warmup batches
-are untimed. Prints:
-  torch <version> blas <BLAS_INFO> threads <n> device <d>
+are untimed. Prints the baseline_blas line of bench/baseline_info.py and
   tokens_per_s <real tokens / timed seconds> seconds <timed seconds> \
-      peak_rss_kb <ru_maxrss>
+      peak_rss_kb <ru_maxrss> cpu_tokens_per_s <per CPU second> \
+      cpu_seconds <process CPU time of the timed batches>
 """
 import argparse
 import math
-import re
+import os
 import resource
 import sys
 import time
@@ -33,6 +33,10 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import baseline_info  # noqa: E402  (bench/baseline_info.py)
 
 
 class Distribution(nn.Module):
@@ -172,12 +176,13 @@ def speed(a):
                            weight_decay=1.2e-6)
     batches = read_batches(a.batches)
     model.train()
-    secs, tokens = 0.0, 0
+    secs, cpu, tokens = 0.0, 0.0, 0
     for k, (ids, lab) in enumerate(batches):
         ids, lab = ids.to(dev), lab.to(dev)
         if dev.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
+        c0 = time.process_time()
         opt.zero_grad()
         loss = F.cross_entropy(model(ids), lab)
         loss.backward()
@@ -187,26 +192,14 @@ def speed(a):
             torch.cuda.synchronize()
         if k >= a.warmup:
             secs += time.perf_counter() - t0
+            cpu += time.process_time() - c0
             tokens += int((ids != 11).sum())
-    cfg = torch.__config__.show()
-    m = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
-    blas = m.group(1) if m else "unknown"
-    libs = set()
-    try:  # the BLAS library actually loaded (Debian: libblas.so.3 alternative)
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if "blas" in path.lower() or "mkl" in path.lower():
-                    libs.add(path)
-    except OSError:
-        pass
-    if libs:
-        blas += "(" + "+".join(sorted(libs)) + ")"
-    print("torch %s blas %s threads %d device %s" %
-          (torch.__version__, blas, torch.get_num_threads(), a.device))
-    print("tokens_per_s %.3f seconds %.6f peak_rss_kb %d" %
+    baseline_info.print_line(torch)
+    print("tokens_per_s %.3f seconds %.6f peak_rss_kb %d cpu_tokens_per_s "
+          "%.3f cpu_seconds %.6f" %
           (tokens / secs if secs > 0 else 0.0, secs,
-           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+           tokens / cpu if cpu > 0 else 0.0, cpu))
 
 
 def main():

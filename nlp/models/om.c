@@ -385,7 +385,6 @@ static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
 {
     struct gr_ctx *ctx = m->ctx;
     const struct nlp_om_dir *d = &m->dir[dir];
-    const int64_t D = m->cfg.nhid;
     float r = m->cfg.dropout;
     struct gr_tensor *vh[2] = {v, h};
     struct gr_tensor *in = gr_concat(ctx, 2, vh, 1); /* [R, 2D] */
@@ -393,21 +392,8 @@ static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
     struct gr_tensor *a = gr_relu(ctx, gr_linear_forward(ctx, &d->c1, in));
     a = drop(ctx, a, r, run, t, slot, NLP_OM_RNG_CELL_HID, dir);
     struct gr_tensor *z = gr_linear_forward(ctx, &d->c2, a); /* [R, 4D] */
-    struct gr_tensor *parts[4] = {NULL, NULL, NULL, NULL};
-    const int64_t sizes[2] = {3 * D, D};
-    if (z == NULL || gr_split(ctx, z, 1, 2, sizes, parts) < 0) {
-        return NULL;
-    }
-    struct gr_tensor *gates = gr_sigmoid(ctx, parts[0]);
-    struct gr_tensor *u = parts[1];
-    const int64_t gs[3] = {D, D, D};
-    struct gr_tensor *g[3] = {NULL, NULL, NULL};
-    if (gates == NULL || gr_split(ctx, gates, 1, 3, gs, g) < 0) {
-        return NULL;
-    }
-    struct gr_tensor *s = gr_add(
-        ctx, gr_add(ctx, gr_mul(ctx, g[0], v), gr_mul(ctx, g[1], h)),
-        gr_mul(ctx, g[2], u));
+    /* σ(g_v)⊙v + σ(g_h)⊙h + σ(g_c)⊙u as one fused op (kernels/ops.h) */
+    struct gr_tensor *s = gr_om_gate(ctx, z, v, h);
     return gr_layer_norm(ctx, s, d->ln_x_g, d->ln_x_b, OM_LN_EPS);
 }
 
@@ -514,12 +500,11 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     for (int64_t t = 0; t < T && rc == 0; t++) {
         struct gr_tensor *xt = gr_select(ctx, xt_all, t); /* [B, D] */
         struct gr_tensor *y = NULL;
-        int all_valid = 1, any_valid = 0;
+        int all_valid = 1;
         for (int64_t b = 0; b < B; b++) {
             int v = valid == NULL || valid[t * B + b];
             s.vm[b] = v ? 1.0f : 0.0f;
             all_valid &= v;
-            any_valid |= v;
         }
         if (t == 0) {
             /* FRESH (§4): p = 0, cp = 0, rcp = 1: M_0 = Mh_{-1} = 0 and
@@ -690,7 +675,6 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             M = gr_mul(ctx, M, vm3);
             Mh = gr_mul(ctx, Mh, vm3);
         }
-        (void)any_valid;
         ys[t] = y;
         ps[t] = p;
         if (gr_ctx_status(ctx) < 0 || y == NULL || p == NULL || M == NULL ||
@@ -736,14 +720,15 @@ int nlp_om_encode(struct nlp_om *m, const int32_t *ids, int32_t T, int32_t B,
                             (int)cfg->vocab);
         }
     }
-    uint8_t *valid = malloc(2 * n + 2 * n * sizeof(int32_t) +
-                            (size_t)B * sizeof(int32_t));
-    if (valid == NULL) {
+    /* int32 arrays first (aligned), then the byte masks */
+    int32_t *ids_rev = malloc(n * sizeof(int32_t) +
+                              (size_t)B * sizeof(int32_t) + 2 * n);
+    if (ids_rev == NULL) {
         return gr_error(GR_ENOMEM, "nlp_om_encode: out of memory");
     }
-    uint8_t *valid_rev = valid + n;
-    int32_t *ids_rev = (int32_t *)(valid + 2 * n);
     int32_t *last = ids_rev + n;
+    uint8_t *valid = (uint8_t *)(last + B);
+    uint8_t *valid_rev = valid + n;
     for (size_t i = 0; i < n; i++) {
         valid[i] = ids[i] != cfg->pad_id;
     }
@@ -804,7 +789,7 @@ int nlp_om_encode(struct nlp_om *m, const int32_t *ids, int32_t T, int32_t B,
             h = gr_concat(ctx, 2, two, 1);
         }
     }
-    free(valid);
+    free(ids_rev);
     if (rc == 0 && h == NULL) {
         rc = gr_error(gr_ctx_status(ctx) < 0 ? gr_ctx_status(ctx)
                                              : GR_EINVAL,

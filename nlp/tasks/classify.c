@@ -17,6 +17,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/models/om.h"
 #include "train/train.h"
 
 #define CLS_MAGIC "grove-classify 1"
@@ -313,6 +314,12 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     int64_t gc[NLP_CLS_MAX_GROUPS] = {0};
     double loss_sum = 0.0;
     int was = gr_set_grad_enabled(m->ctx, 0);
+    /* validation with the training slot count, test with the evaluation
+     * one (ordered_memory.md §9: 12 and 24 for logic) */
+    int32_t slots_eval = m->enc.cfg.slots_eval;
+    if (s == NLP_CLS_VALID) {
+        m->enc.cfg.slots_eval = m->enc.cfg.slots_train;
+    }
     /* batches of similar lengths (little padding): the examples by length */
     int64_t *idx = malloc((size_t)(sp->n > 0 ? sp->n : 1) * sizeof *idx);
     if (idx != NULL) {
@@ -359,6 +366,7 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     }
     gr_step_reset(m->ctx);
     gr_set_grad_enabled(m->ctx, was);
+    m->enc.cfg.slots_eval = slots_eval;
     free(idx);
     free(logits);
     out->n = sp->n;
@@ -998,6 +1006,10 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     }
 
     int stopped = 0;
+    /* the test evaluation of the best epoch, when it had one: best.ckpt
+     * holds those weights, so the final test needs no second pass */
+    struct nlp_cls_eval best_test;
+    int have_best_test = 0;
     for (int32_t epoch = tr.st.epoch_done + 1;
          rc == 0 && epoch <= tc->epochs; epoch++) {
         double t0 = gr_now_seconds();
@@ -1034,6 +1046,8 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         if (best) {
             tr.st.best_valid = select;
             tr.st.best_epoch = epoch;
+            have_best_test = do_test;
+            best_test = et;
         }
         float lr_now = gr_optim_lr(tr.opt);
         float lr_next = gr_lr_plateau_step(&tr.st.plateau, select);
@@ -1078,8 +1092,10 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     res->best_valid_acc = tr.st.best_valid;
     res->wall_s = tr.st.wall;
     res->stopped = stopped;
-    if (rc == 0 && !stopped && tc->epochs > 0 &&
-        d->split[NLP_CLS_TEST].n > 0) {
+    if (rc == 0 && !stopped && have_best_test) {
+        res->test = best_test;
+    } else if (rc == 0 && !stopped && tc->epochs > 0 &&
+               d->split[NLP_CLS_TEST].n > 0) {
         rc = gr_checkpoint_load(tr.ctx, tr.run.path_best, GR_CKPT_PARAMS, NULL);
         if (rc == 0) {
             rc = evaluate_split(&tr.m, d, NLP_CLS_TEST, tc->eval_batch,
@@ -1087,5 +1103,129 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         }
     }
     trainer_free(&tr);
+    return rc;
+}
+
+/* ---- induced trees -------------------------------------------------------------- */
+
+int nlp_cls_has_trees(const struct nlp_cls_model *m)
+{
+    return m->enc.kind == &nlp_encoder_om || m->enc.kind->distances != NULL;
+}
+
+/* The k = n - 1 brackets sp[2k] (pairs lo, hi over n leaves) with the
+ * dropped leaves deleted and unary nodes collapsed, into out. */
+static int32_t tree_finish(int32_t *sp, int32_t n, const uint8_t *drop,
+                           struct nlp_span *out)
+{
+    uint8_t *none = NULL;
+    int32_t *kept = malloc((size_t)(n > 1 ? n - 1 : 1) * 2 * sizeof *kept);
+    if (drop == NULL) {
+        none = calloc((size_t)(n > 0 ? n : 1), 1);
+        drop = none;
+    }
+    int32_t k = -1;
+    if (kept != NULL && drop != NULL) {
+        k = nlp_om_tree_remove_leaves(sp, n, drop, kept);
+    }
+    for (int32_t i = 0; i < k; i++) {
+        out[i].start = kept[2 * i];
+        out[i].end = kept[2 * i + 1];
+    }
+    free(kept);
+    free(none);
+    return k < 0 ? gr_error(GR_ENOMEM, "tree: out of memory") : k;
+}
+
+int32_t nlp_cls_tree_om(const int32_t *dist, int32_t n, const uint8_t *drop,
+                        struct nlp_span *out)
+{
+    if (n < 2) {
+        return 0;
+    }
+    int32_t *sp = malloc((size_t)(n - 1) * 2 * sizeof *sp);
+    int32_t k = sp != NULL ? nlp_om_build_tree(dist, n, sp) : -1;
+    int32_t rc = k == n - 1 ? tree_finish(sp, n, drop, out)
+                            : gr_error(GR_ENOMEM, "tree: out of memory");
+    free(sp);
+    return rc;
+}
+
+int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
+                               struct nlp_span *out)
+{
+    if (n < 2) {
+        return 0;
+    }
+    int32_t *sp = malloc((size_t)(n - 1) * 2 * sizeof *sp);
+    struct nlp_span *s = malloc((size_t)(n - 1) * sizeof *s);
+    int32_t rc;
+    if (sp == NULL || s == NULL) {
+        rc = gr_error(GR_ENOMEM, "tree: out of memory");
+    } else {
+        int32_t k = nlp_parse_distances(d, n, s);
+        for (int32_t i = 0; i < k; i++) {
+            sp[2 * i] = s[i].start;
+            sp[2 * i + 1] = s[i].end;
+        }
+        rc = tree_finish(sp, n, drop, out);
+    }
+    free(sp);
+    free(s);
+    return rc;
+}
+
+/* OM: the pointer distances of ids[0..len) encoded alone (§8). */
+static int om_distances(struct nlp_cls_model *m, const int32_t *ids,
+                        int32_t len, int32_t *dist)
+{
+    int was = gr_set_grad_enabled(m->ctx, 0);
+    gr_step_reset(m->ctx);
+    struct nlp_encoder_batch b;
+    b.ids = gr_tensor_from_host(m->ctx, GR_I32, gr_shape2(len, 1), ids);
+    b.lengths = &len;
+    b.T = len;
+    b.B = 1;
+    struct gr_tensor *h = b.ids ? nlp_encoder_encode(&m->enc, &b, 0,
+                                                     gr_rng_make(0, 0))
+                                : NULL;
+    const float *probs = NULL;
+    int32_t T = 0, B = 0, N = 0;
+    int rc = h == NULL ? gr_error(GR_EINVAL, "%s", gr_ctx_error(m->ctx))
+                       : nlp_om_encoder_probs(&m->enc, &probs, &T, &B, &N);
+    if (rc == 0 && (T != len || B != 1)) {
+        rc = gr_error(GR_EINVAL, "om: pointers of [%d, %d] for one sequence "
+                                 "of %d", (int)T, (int)B, (int)len);
+    }
+    if (rc == 0) {
+        nlp_om_distances(probs, len, N, dist);
+    }
+    gr_step_reset(m->ctx);
+    gr_set_grad_enabled(m->ctx, was);
+    return rc;
+}
+
+int32_t nlp_cls_tree(struct nlp_cls_model *m, const int32_t *ids,
+                     int32_t len, const uint8_t *drop, struct nlp_span *out)
+{
+    if (!nlp_cls_has_trees(m)) {
+        return gr_error(GR_EUNSUPPORTED, "model %s induces no tree",
+                        m->enc.kind->name);
+    }
+    if (len < 1) {
+        return gr_error(GR_EINVAL, "tree: empty sequence");
+    }
+    int om = m->enc.kind == &nlp_encoder_om;
+    void *d = malloc((size_t)len * (om ? sizeof(int32_t) : sizeof(float)));
+    if (d == NULL) {
+        return gr_error(GR_ENOMEM, "tree: out of memory");
+    }
+    int32_t rc = om ? om_distances(m, ids, len, d)
+                    : nlp_cls_distances(m, ids, len, d);
+    if (rc == 0) {
+        rc = om ? nlp_cls_tree_om(d, len, drop, out)
+                : nlp_cls_tree_distances(d, len, drop, out);
+    }
+    free(d);
     return rc;
 }

@@ -30,6 +30,7 @@
 
 #include "kernels/tensor.h"
 #include "nlp/models/encoder.h"
+#include "nlp/tasks/parse.h"
 
 #define NLP_CLS_MAX_CLASSES 16
 #define NLP_CLS_MAX_GROUPS 16
@@ -141,7 +142,8 @@ void nlp_cls_model_free(struct nlp_cls_model *m);
 const struct nlp_encoder_config *nlp_cls_model_encoder(
     const struct nlp_cls_model *m);
 
-/* Accuracy and loss on split s of d (evaluation mode). */
+/* Accuracy and loss on split s of d (evaluation mode; validation with the
+ * encoder's training slot count, test with its evaluation one, §9). */
 int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                      int s, int32_t batch, struct nlp_cls_eval *out);
 
@@ -150,5 +152,35 @@ int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
  * tree. */
 int nlp_cls_distances(struct nlp_cls_model *m, const int32_t *ids,
                       int32_t len, float *d);
+
+/* ---- induced trees (ordered_memory.md §8; grove nlp classify trees) ---- */
+
+/* 1 if the model's encoder induces trees (om, and those with distances
+ * in the encoder table: onlstm); 0 for lstm. */
+int nlp_cls_has_trees(const struct nlp_cls_model *m);
+
+/* The tree the model induces over ids[0..len) encoded alone (batch of
+ * one, evaluation mode; OM with the eval slot count, cfg.slots_eval):
+ * Ordered Memory by ordered_memory.md §8 (distances from the forward
+ * pointers' argmax, nlp_om_distances, then build_tree), any other encoder
+ * from its distances (nlp_cls_distances) by the greedy top-down parser
+ * nlp_parse_distances. The leaves where drop[i] != 0 (drop may be NULL)
+ * are then deleted and unary nodes collapsed (logic: the parentheses),
+ * as nlp_cls_tree_om / nlp_cls_tree_distances do. out[len] receives the
+ * brackets over the kept leaves (numbered 0..kept-1, root included); the
+ * return is their count (kept - 1 for kept >= 1) or a negative GR_E*:
+ * GR_EUNSUPPORTED when the model induces no tree. */
+int32_t nlp_cls_tree(struct nlp_cls_model *m, const int32_t *ids,
+                     int32_t len, const uint8_t *drop, struct nlp_span *out);
+
+/* The pure steps under nlp_cls_tree, for tests: an OM tree from integer
+ * distances dist[0..n) (d_0 = N_eval, d_t = pointer argmax;
+ * nlp_om_build_tree), and a tree from real distances d[0..n) (larger =
+ * higher; nlp_parse_distances); then the drop-and-collapse above. out[n]
+ * as above; GR_ENOMEM on allocation failure. */
+int32_t nlp_cls_tree_om(const int32_t *dist, int32_t n, const uint8_t *drop,
+                        struct nlp_span *out);
+int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
+                               struct nlp_span *out);
 
 #endif

@@ -451,6 +451,79 @@ static void test_learns(void)
     gr_ctx_free(ctx);
 }
 
+/* The fused gated sum against its composition of primitive ops: values
+ * and the gradients of z, v and h (also with v and h the same tensor). */
+static void test_gate_op(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    const int R = 5, D = 7;
+    float z[5 * 28], v[5 * 7], h[5 * 7], w[5 * 7];
+    struct gr_philox_stream s = gr_philox_stream_init(21, 0);
+    for (int i = 0; i < R * 4 * D; i++) {
+        z[i] = 4.0f * ((float)(gr_philox_next_u32(&s) >> 8) / 16777216.0f) -
+               2.0f;
+    }
+    for (int i = 0; i < R * D; i++) {
+        v[i] = (float)(gr_philox_next_u32(&s) % 1000u) / 250.0f - 2.0f;
+        h[i] = (float)(gr_philox_next_u32(&s) % 1000u) / 300.0f - 1.5f;
+        w[i] = (float)(gr_philox_next_u32(&s) % 1000u) / 500.0f - 1.0f;
+    }
+    for (int same = 0; same < 2; same++) {
+        float out[2][5 * 7], gz[2][5 * 28], gv[2][5 * 7], gh[2][5 * 7];
+        for (int fused = 0; fused < 2; fused++) {
+            gr_step_reset(ctx);
+            struct gr_tensor *zt = gr_tensor_from_host(
+                ctx, GR_F32, gr_shape2(R, 4 * D), z);
+            struct gr_tensor *vt = gr_tensor_from_host(
+                ctx, GR_F32, gr_shape2(R, D), v);
+            struct gr_tensor *ht = same ? vt
+                                        : gr_tensor_from_host(
+                                              ctx, GR_F32, gr_shape2(R, D), h);
+            gr_tensor_set_requires_grad(zt, 1);
+            gr_tensor_set_requires_grad(vt, 1);
+            gr_tensor_set_requires_grad(ht, 1);
+            struct gr_tensor *y;
+            if (fused) {
+                y = gr_om_gate(ctx, zt, vt, ht);
+            } else {
+                struct gr_tensor *p[4];
+                const int64_t sz[4] = {D, D, D, D};
+                CHECK(gr_split(ctx, zt, 1, 4, sz, p) == 0);
+                y = gr_add(ctx,
+                           gr_add(ctx, gr_mul(ctx, gr_sigmoid(ctx, p[0]), vt),
+                                  gr_mul(ctx, gr_sigmoid(ctx, p[1]), ht)),
+                           gr_mul(ctx, gr_sigmoid(ctx, p[2]), p[3]));
+            }
+            struct gr_tensor *wt = gr_tensor_from_host(
+                ctx, GR_F32, gr_shape2(R, D), w);
+            struct gr_tensor *loss = gr_sum(ctx, gr_mul(ctx, y, wt));
+            CHECK_MSG(loss != NULL, "%s", gr_ctx_error(ctx));
+            CHECK(gr_backward(ctx, loss) == 0);
+            host(y, out[fused]);
+            host(zt->grad, gz[fused]);
+            host(vt->grad, gv[fused]);
+            host(ht->grad, gh[fused]);
+        }
+        double worst = 0.0;
+        for (int i = 0; i < R * D; i++) {
+            worst = fmax(worst, fabs(out[0][i] - out[1][i]));
+            worst = fmax(worst, fabs(gv[0][i] - gv[1][i]));
+            worst = fmax(worst, fabs(gh[0][i] - gh[1][i]));
+        }
+        for (int i = 0; i < R * 4 * D; i++) {
+            worst = fmax(worst, fabs(gz[0][i] - gz[1][i]));
+        }
+        CHECK_MSG(worst < 1e-5, "gr_om_gate vs composition (same %d): %g",
+                  same, worst);
+    }
+    gr_step_reset(ctx);
+    struct gr_tensor *a = gr_zeros(ctx, gr_shape2(3, 8));
+    struct gr_tensor *b = gr_zeros(ctx, gr_shape2(3, 3));
+    CHECK(gr_om_gate(ctx, a, b, b) == NULL);
+    CHECK_STR_CONTAINS(gr_ctx_error(ctx), "must be [R, 4D]");
+    gr_ctx_free(ctx);
+}
+
 /* OM through the encoder table (nlp/models/encoder.h): the row exists,
  * takes the spec's defaults per task, names its parameters under "enc.",
  * encodes a padded batch like nlp_om_encode and keeps its pointers. */
@@ -524,5 +597,6 @@ int main(void)
     test_dropout_bits();
     test_learns();
     test_encoder_table();
+    test_gate_op();
     return test_report("nlp_om");
 }

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# grove nlp classify train | eval as a user meets them: refusals of a wrong
+# command line (one line, exit 2, no run folder left), a small ListOps run
+# on generated data (run folder, metrics columns, the data summary, eval of
+# best.ckpt equal to training's test accuracy and independent of the eval
+# batch), --epochs 0, --resume continuing bit for bit, another kind of
+# checkpoint refused; with ../shared/data, logic's per-length columns.
+#   test_cli_classify.sh GROVE CKPT_DIGEST SHARED_DATA_DIR
+set -u
+grove=$1
+digest=$2
+data=$3
+. "$(dirname "$0")/../skip.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+checks=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect RC PATTERN ARGS...: exit RC; PATTERN in stdout (0) or in the one
+# stderr line (else)
+expect() {
+    local want_rc=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -ne "$want_rc" ]; then
+        fail "grove $*: exit $rc, want $want_rc"; cat "$tmp/err"; return
+    fi
+    if [ "$want_rc" -eq 0 ]; then
+        grep -Eq -- "$pattern" "$tmp/out" || { fail "grove $*: no /$pattern/ in stdout"; cat "$tmp/out"; }
+    else
+        [ "$(wc -l <"$tmp/err")" -eq 1 ] || { fail "grove $*: stderr is not one line"; cat "$tmp/err"; }
+        grep -Eq -- "$pattern" "$tmp/err" || fail "grove $*: no /$pattern/ in: $(cat "$tmp/err")"
+    fi
+}
+
+ct=(nlp classify train)
+expect 2 "--task is required" "${ct[@]}" --out "$tmp/x"
+expect 2 "--task 'nli' is not logic, listops, sst2 or sst5" "${ct[@]}" --task nli --out "$tmp/x"
+expect 2 "unknown model 'gru' \(known: lstm\|onlstm\|om" "${ct[@]}" --task listops --model gru --out "$tmp/x"
+expect 2 "--out DIR .*is required" "${ct[@]}" --task listops
+expect 2 "--task logic needs --data DIR" "${ct[@]}" --task logic --out "$tmp/x"
+expect 2 "--split is for --task logic only" "${ct[@]}" --task listops --split A --out "$tmp/x"
+expect 2 "--split 'D' is not full, A, B or C" "${ct[@]}" --task logic --split D --data "$tmp" --out "$tmp/x"
+expect 2 "--dropouti 1.5 must be in \[0, 1\)" "${ct[@]}" --task listops --dropouti 1.5 --out "$tmp/x"
+expect 2 "--data .*nowhere.* does not exist" "${ct[@]}" --task logic --data "$tmp/nowhere" --out "$tmp/x"
+expect 2 "--resume and --force exclude each other" "${ct[@]}" --task listops --resume --force --out "$tmp/x"
+expect 2 "--checkpoint FILE is required" nlp classify eval
+[ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
+
+# a small ListOps task: generated train (1,000 of it held out for
+# validation), a test file
+"$grove" nlp listops generate --n 1400 --max-depth 3 --seed 1 --out "$tmp/train.tsv" --quiet >/dev/null ||
+    fail "listops generate"
+"$grove" nlp listops generate --n 150 --max-depth 3 --seed 2 --out "$tmp/test.tsv" --quiet >/dev/null ||
+    fail "listops generate (test)"
+small=(--task listops --model lstm --train "$tmp/train.tsv" --test "$tmp/test.tsv"
+       --emsize 16 --nhid 24 --batch 16 --lr 3e-3 --seed 4 --threads 1 --device cpu)
+"$grove" "${ct[@]}" "${small[@]}" --epochs 3 --out "$tmp/run" >"$tmp/run.out" 2>"$tmp/run.err" ||
+    { fail "classify train"; cat "$tmp/run.err"; }
+grep -q "training examples\|train" "$tmp/run.err" || fail "no data summary on stderr"
+for f in command config metrics.csv curves.png best.ckpt last.ckpt; do
+    [ -s "$tmp/run/$f" ] || fail "run folder lacks $f"
+done
+[ "$(head -1 "$tmp/run/metrics.csv")" = "epoch,global_step,train_loss,train_acc,valid_acc,test_acc,lr,wall_s" ] ||
+    fail "metrics.csv header: $(head -1 "$tmp/run/metrics.csv")"
+[ "$(wc -l <"$tmp/run/metrics.csv")" -eq 4 ] || fail "metrics.csv has not 3 rows"
+acc=$(sed -n 's/^test accuracy (best.ckpt) \([0-9.]*\) on 150 examples$/\1/p' "$tmp/run.out")
+[ -n "$acc" ] || { fail "no test accuracy line"; cat "$tmp/run.out"; }
+for b in 1 7 256; do
+    expect 0 "^listops test: accuracy $acc on 150 examples" nlp classify eval \
+        --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --test "$tmp/test.tsv" --batch $b
+done
+expect 0 "wrote $tmp/eval.csv" nlp classify eval --checkpoint "$tmp/run/best.ckpt" \
+    --train "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/eval.csv"
+grep -q "^all,150,0\." "$tmp/eval.csv" || fail "eval.csv: $(cat "$tmp/eval.csv")"
+expect 1 "exists \(use --force" nlp classify eval --checkpoint "$tmp/run/best.ckpt" \
+    --train "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/eval.csv"
+# the folder exists: refused without --force
+expect 1 "already exists" "${ct[@]}" "${small[@]}" --epochs 1 --quiet --out "$tmp/run"
+
+# --resume: 1 epoch, then to 3, equals the 3 epochs straight
+"$grove" "${ct[@]}" "${small[@]}" --epochs 1 --quiet --out "$tmp/cut" >/dev/null || fail "1 epoch"
+"$grove" "${ct[@]}" "${small[@]}" --epochs 3 --quiet --out "$tmp/cut" --resume >/dev/null ||
+    fail "--resume to 3 epochs"
+for c in best last; do
+    diff <("$digest" "$tmp/run/$c.ckpt" --ignore state-wall) <("$digest" "$tmp/cut/$c.ckpt" --ignore state-wall) >/dev/null ||
+        fail "resumed $c.ckpt differs from the straight run's"
+done
+diff <(cut -d, -f1-7 "$tmp/run/metrics.csv") <(cut -d, -f1-7 "$tmp/cut/metrics.csv") >/dev/null ||
+    fail "resumed metrics.csv differs"
+expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.00300000003' in the run, 'lr 0.00100000005' now\)" \
+    "${ct[@]}" "${small[@]}" --lr 1e-3 --epochs 4 --quiet --out "$tmp/cut" --resume
+
+# --epochs 0: the initial model
+expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
+
+# another kind of checkpoint: one line, exit 2
+"$grove" train bc --tasks AC --options 2 --demos-per-task 10 --updates 0 --hidden 8 --width 8 \
+    --return-every 0 --quiet --out "$tmp/bc" >/dev/null 2>&1 || fail "train bc --updates 0"
+expect 2 "not a grove classifier checkpoint" nlp classify eval --checkpoint "$tmp/bc/last.ckpt" \
+    --test "$tmp/test.tsv"
+
+if [ ! -d "$data/logic_inference" ]; then
+    echo "cli_classify: $checks checks, $fails failed"
+    test_skip DATA "$fails" "the logic run (no $data/logic_inference)"
+fi
+# logic: the per-length test columns (one short epoch, small model)
+"$grove" "${ct[@]}" --task logic --model lstm --data "$data/logic_inference" --emsize 8 --nhid 8 \
+    --epochs 1 --max-batches 2 --test-every 1 --eval-batch 1024 --threads 1 --quiet \
+    --out "$tmp/logic" >/dev/null 2>"$tmp/logic.err" || { fail "logic run"; cat "$tmp/logic.err"; }
+head -1 "$tmp/logic/metrics.csv" | grep -q ",test_acc_1,.*,test_acc_12$" ||
+    fail "logic metrics.csv header: $(head -1 "$tmp/logic/metrics.csv")"
+echo "cli_classify: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]
