@@ -92,7 +92,7 @@ done
 diff <(cut -d, -f1-7 "$tmp/run/metrics.csv") <(cut -d, -f1-7 "$tmp/cut/metrics.csv") >/dev/null ||
     fail "resumed metrics.csv differs"
 expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.00300000003' in the run, 'lr 0.00100000005' now\)" \
-    "${ct[@]}" "${small[@]}" --lr 1e-3 --epochs 4 --quiet --out "$tmp/cut" --resume
+    "${ct[@]}" "${small[@]/#3e-3/1e-3}" --epochs 4 --quiet --out "$tmp/cut" --resume
 
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
