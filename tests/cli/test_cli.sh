@@ -50,6 +50,7 @@ while IFS= read -r cmd; do
     "$grove" help $cmd >"$tmp/h" 2>&1 || fail "grove help $cmd failed"
     cmp -s "$tmp/c" "$tmp/h" || fail "grove help $cmd differs from --help"
     grep -q "^  --quiet  " "$tmp/c" || fail "grove $cmd --help: no --quiet"
+    cp "$tmp/c" "$tmp/help_${cmd// /_}"
     # an option row: "  --name ARG" then two spaces or more, or nothing
     bad=$(grep -E '^  --?[a-z]' "$tmp/c" | grep -Ev '^  (-h, )?--[a-z0-9-]+( [^ ]+)?(  +[^ ].*)?$')
     [ -z "$bad" ] || fail "grove $cmd --help: columns run together: $bad"
@@ -82,16 +83,14 @@ done <<<"$commands"
 # The --out of these commands is required, and --help says so.
 for cmd in "craft demos" "train bc" "replay export" "plot" "train ppo" "nlp lm train"; do
     checks=$((checks + 1))
-    # shellcheck disable=SC2086
-    "$grove" $cmd --help | grep -q '^  --out PATH .*(required)$' || fail "grove $cmd --help: --out not marked (required)"
+    grep -q '^  --out PATH .*(required)$' "$tmp/help_${cmd// /_}" || fail "grove $cmd --help: --out not marked (required)"
 done
 for row in "nlp lm train:--data DIR" "nlp lm eval:--data DIR" "nlp corpus:--data DIR" "nlp parse:--trees PATH" \
            "nlp syneval:--data FILE" "nlp data:--data PATH" "eval options:--checkpoint FILE" "watch:--checkpoint FILE" \
            "plot:--x COL"; do
     checks=$((checks + 1))
     cmd=${row%%:*}; flag=${row#*:}
-    # shellcheck disable=SC2086
-    "$grove" $cmd --help | awk -v f="  $flag " 'on && /^  -/ {exit} index($0, f) == 1 {on = 1} on {print}' |
+    awk -v f="  $flag " 'on && /^  -/ {exit} index($0, f) == 1 {on = 1} on {print}' "$tmp/help_${cmd// /_}" |
         grep -q "(required)" || fail "grove $cmd --help: $flag not marked (required)"
 done
 # a required flag given: the next one missing is named (no defaults guessed)
