@@ -4,7 +4,9 @@
 # thread each, the two alternating (1, 2, 1, 2, ...) so that load on a
 # shared machine tilts neither; prints a Markdown table of updates per
 # second, median and spread over the rounds.
-#   bench/scaling/mpi_speed.sh GROVE [ROUNDS]
+#   [UPDATES=N] bench/scaling/mpi_speed.sh GROVE [ROUNDS]
+# (the rate counts the validation at update 0 and at the end, which every
+# process repeats: more UPDATES show the training part)
 set -euo pipefail
 grove=$1
 rounds=${2:-3}
@@ -13,8 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 "$grove" version | grep -q "^mpi: *yes" || { echo "this grove has no MPI" >&2; exit 1; }
-bc=(train bc --tasks AC,CD --options 3 --demos-per-task 2000 --updates 60
-    --batch 512 --eval-every 60 --return-every 0 --seed 1 --threads 1 --device cpu --quiet)
+bc=(train bc --tasks AC,CD --options 3 --demos-per-task 2000 --updates "${UPDATES:-60}"
+    --batch 512 --eval-every "${UPDATES:-60}" --return-every 0 --seed 1 --threads 1 --device cpu --quiet)
 rate() { sed -n 's/.*(\([0-9.]*\) updates\/s).*/\1/p' "$1"; }
 echo "grove: $("$grove" version | head -1); $(nproc) cores; $(mpirun --version | head -1)"
 echo
@@ -37,5 +39,5 @@ spr() { tr ' ' '\n' | grep . | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "
 m1=$(echo "${r[1]}" | med)
 for n in 1 2; do
     m=$(echo "${r[$n]}" | med)
-    echo "| train bc, K 3, d = w = 128, batch 512 | $n | $m | $(echo "${r[$n]}" | spr) | $(awk -v a="$m" -v b="$m1" 'BEGIN{printf "%.2fx", a/b}') |"
+    echo "| train bc, K 3, d = w = 128, batch 512, ${UPDATES:-60} updates | $n | $m | $(echo "${r[$n]}" | spr) | $(awk -v a="$m" -v b="$m1" 'BEGIN{printf "%.2fx", a/b}') |"
 done
