@@ -53,7 +53,20 @@ BC_FLAGS = ["--tasks", "AC,CD", "--options", "3", "--demos-per-task", "20",
 
 
 def bc_run(tmp, name, *extra):
-    """grove train bc into tmp/name; returns (folder, stdout)."""
+    """grove train bc into tmp/name; returns (folder, stdout). A flag in
+    `extra` replaces BC_FLAGS' value (grove refuses a flag given twice)."""
     out = tmp.join(name)
-    text = run_grove("train", "bc", *BC_FLAGS, *extra, "--out", out)
+    given = {f for f in extra if f.startswith("--")}
+    flags = []
+    i = 0
+    while i < len(BC_FLAGS):
+        if BC_FLAGS[i] in given:
+            i += 2
+            continue
+        flags.append(BC_FLAGS[i])
+        if i + 1 < len(BC_FLAGS) and not BC_FLAGS[i + 1].startswith("--"):
+            flags.append(BC_FLAGS[i + 1])
+            i += 1
+        i += 1
+    text = run_grove("train", "bc", *flags, *extra, "--out", out)
     return out, text
