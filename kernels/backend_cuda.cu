@@ -32,7 +32,12 @@ struct cuda_state {
     double *d_scratch;  /* one double for sumsq */
     float *d_dense;     /* the sparse backward's densified rows */
     size_t d_dense_cap; /* floats */
+    int gemm_mode;      /* GEMM_AUTO, GEMM_CUBLAS or GEMM_SKINNY */
 };
+
+/* Which products go to grove's skinny kernels instead of cuBLAS
+ * (GROVE_CUDA_GEMM=auto|cublas|skinny; see cu_gemm). */
+enum { GEMM_AUTO, GEMM_CUBLAS, GEMM_SKINNY };
 
 const int kBlock = 256;
 
@@ -247,11 +252,158 @@ int cu_scale(void *st, float *x, int64_t n, float s)
 
 /* ---- matrix products (row-major via C^T = B^T A^T) ---- */
 
+/* Skinny products: C [m, n] = alpha · op(A) [m, k] · op(B) [k, n] + beta · C
+ * with few rows (m <= kSkinnyMaxRows), the per-step h U^T and dG U of a
+ * recurrent layer at the agents' sizes (m = batch 16, n and k 128..512).
+ * cuBLAS's kernels for that shape leave most of the chip idle; these keep
+ * all 16 rows of a row group in registers, read each element of B once,
+ * and reduce in a fixed order (deterministic, like every grove kernel).
+ *   k_gemm_skinny_dot  (B transposed, rows of B contiguous along k): one
+ *                      warp per output column, lanes stride over k, then
+ *                      a butterfly sum per row.
+ *   k_gemm_skinny_axpy (B as stored, rows of B contiguous along n): one
+ *                      lane per column, the block's 8 warps split k, then
+ *                      a sum over the warps in shared memory. */
+const int kSkinnyRows = 16;    /* rows of C per row group (registers) */
+const int kSkinnyMaxRows = 32; /* auto: m above this goes to cuBLAS */
+const int kSkinnyWarps = 8;
+
+__device__ __forceinline__ float a_at(const float *a, int lda, int ta, int i,
+                                      int k)
+{
+    return ta ? a[(int64_t)k * lda + i] : a[(int64_t)i * lda + k];
+}
+
+__global__ void k_gemm_skinny_dot(int ta, int m, int n, int k, float alpha,
+                                  const float *a, int lda, int64_t sa,
+                                  const float *b, int ldb, int64_t sb,
+                                  float beta, float *c, int ldc, int64_t sc)
+{
+    const int lane = threadIdx.x & 31;
+    const int j = blockIdx.x * kSkinnyWarps + (threadIdx.x >> 5);
+    const int m0 = blockIdx.y * kSkinnyRows;
+    a += blockIdx.z * sa;
+    b += blockIdx.z * sb;
+    c += blockIdx.z * sc;
+    if (j >= n) {
+        return; /* whole warps only: j is the same across a warp */
+    }
+    const int rows = min(kSkinnyRows, m - m0);
+    const float *bj = b + (int64_t)j * ldb;
+    float acc[kSkinnyRows];
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        acc[r] = 0.0f;
+    }
+    for (int kk = lane; kk < k; kk += 32) {
+        const float bv = bj[kk];
+#pragma unroll
+        for (int r = 0; r < kSkinnyRows; r++) {
+            if (r < rows) {
+                acc[r] += a_at(a, lda, ta, m0 + r, kk) * bv;
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+        }
+    }
+    /* every lane now holds every row's sum: lane r writes row r */
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        if (lane == r && r < rows) {
+            float *cij = c + (int64_t)(m0 + r) * ldc + j;
+            *cij = alpha * acc[r] + (beta == 0.0f ? 0.0f : beta * *cij);
+        }
+    }
+}
+
+__global__ void k_gemm_skinny_axpy(int ta, int m, int n, int k, float alpha,
+                                   const float *a, int lda, int64_t sa,
+                                   const float *b, int ldb, int64_t sb,
+                                   float beta, float *c, int ldc, int64_t sc)
+{
+    __shared__ float part[kSkinnyWarps][kSkinnyRows][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int j = blockIdx.x * 32 + lane;
+    const int m0 = blockIdx.y * kSkinnyRows;
+    a += blockIdx.z * sa;
+    b += blockIdx.z * sb;
+    c += blockIdx.z * sc;
+    const int rows = min(kSkinnyRows, m - m0);
+    const int per = (k + kSkinnyWarps - 1) / kSkinnyWarps;
+    const int k0 = warp * per, k1 = min(k, k0 + per);
+    float acc[kSkinnyRows];
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        acc[r] = 0.0f;
+    }
+    if (j < n) {
+        for (int kk = k0; kk < k1; kk++) {
+            const float bv = b[(int64_t)kk * ldb + j];
+#pragma unroll
+            for (int r = 0; r < kSkinnyRows; r++) {
+                if (r < rows) {
+                    acc[r] += a_at(a, lda, ta, m0 + r, kk) * bv;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        part[warp][r][lane] = acc[r];
+    }
+    __syncthreads();
+    /* 256 threads, 16 x 32 outputs: two per thread, warps summed in order */
+    for (int o = threadIdx.x; o < kSkinnyRows * 32; o += blockDim.x) {
+        const int r = o / 32, col = o % 32, jj = blockIdx.x * 32 + col;
+        if (r < rows && jj < n) {
+            float s = 0.0f;
+            for (int w = 0; w < kSkinnyWarps; w++) {
+                s += part[w][r][col];
+            }
+            float *cij = c + (int64_t)(m0 + r) * ldc + jj;
+            *cij = alpha * s + (beta == 0.0f ? 0.0f : beta * *cij);
+        }
+    }
+}
+
+bool skinny_wanted(const cuda_state *s, int m, int n, int k, int batch)
+{
+    if (s->gemm_mode == GEMM_CUBLAS || m < 1 || n < 1 || k < 1 ||
+        batch > 65535) {
+        return false;
+    }
+    if (s->gemm_mode == GEMM_SKINNY) {
+        return m <= 4 * kSkinnyRows;
+    }
+    /* auto: few rows, and a B small enough that reading it once per row
+     * group is cheap (the agents' recurrent sizes; the PTB LM's
+     * 20 x 4600 x 1150 stays with cuBLAS, which matched cuDNN there) */
+    return m <= kSkinnyMaxRows && (int64_t)n * k <= ((int64_t)1 << 20);
+}
+
 int cu_gemm(void *st, int ta, int tb, int m, int n, int k, float alpha,
             const float *a, int lda, int64_t sa, const float *b, int ldb,
             int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch)
 {
     cuda_state *s = (cuda_state *)st;
+    if (skinny_wanted(s, m, n, k, batch)) {
+        const int groups = (m + kSkinnyRows - 1) / kSkinnyRows;
+        if (tb) {
+            dim3 grid((n + kSkinnyWarps - 1) / kSkinnyWarps, groups, batch);
+            k_gemm_skinny_dot<<<grid, kSkinnyWarps * 32>>>(
+                ta, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc);
+            return check_launch("k_gemm_skinny_dot");
+        }
+        dim3 grid((n + 31) / 32, groups, batch);
+        k_gemm_skinny_axpy<<<grid, kSkinnyWarps * 32>>>(
+            ta, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc);
+        return check_launch("k_gemm_skinny_axpy");
+    }
     cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t r;
@@ -1699,6 +1851,18 @@ extern "C" int gr_cuda_state_new(void **out, int device)
         return gr_error(GR_ENOMEM, "out of memory");
     }
     s->device = device;
+    const char *mode = getenv("GROVE_CUDA_GEMM");
+    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
+        s->gemm_mode = GEMM_AUTO;
+    } else if (strcmp(mode, "cublas") == 0) {
+        s->gemm_mode = GEMM_CUBLAS;
+    } else if (strcmp(mode, "skinny") == 0) {
+        s->gemm_mode = GEMM_SKINNY;
+    } else {
+        free(s);
+        return gr_error(GR_EINVAL, "GROVE_CUDA_GEMM=%s: expected auto, "
+                        "cublas or skinny", mode);
+    }
     int rc = check_rt(cudaSetDevice(device), "selecting the GPU");
     if (rc == 0) {
         cublasStatus_t b = cublasCreate(&s->blas);
