@@ -671,6 +671,7 @@ struct ppo_trainer {
     float *mb_val, *mb_hc, *mb_first, *mb_logp, *mb_adv, *mb_ret;
     /* progress */
     int64_t iteration, global_step, total_episodes;
+    volatile sig_atomic_t *part; /* ppo_set_profile */
     /* provenance */
     char sources[PPO_MAX_SOURCES][512];
     int n_sources;
@@ -996,6 +997,19 @@ static int step_world(struct ppo_trainer *t, struct craft_batch *b, float *obs,
     return craft_batch_step_range(b, e, e + 1, actions, &out, log);
 }
 
+void ppo_set_profile(struct ppo_trainer *t, volatile sig_atomic_t *part)
+{
+    t->part = part;
+}
+
+/* Marks the part the trainer enters (ppo_set_profile). */
+static void part(struct ppo_trainer *t, enum ppo_part p)
+{
+    if (t->part != NULL) {
+        *t->part = (sig_atomic_t)p;
+    }
+}
+
 static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
 {
     const int E = t->E, S = t->S, O = t->O, d = t->d;
@@ -1016,6 +1030,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     }
     int n_active = E;
     int rc = 0;
+    part(t, PPO_PART_ROLLOUT);
     while (n_active > 0 && rc == 0) {
         for (int e = 0; e < E && rc == 0; e++) {
             if (t->count[e] > S) {
@@ -1029,13 +1044,16 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
             }
             int act = -1;
             if (!a->ask[e]) {
+                part(t, PPO_PART_OPTIONS);
                 act = option_continue(t, a, b, e, t->row_idx, t->row_val, nz,
                                       0);
+                part(t, PPO_PART_ROLLOUT);
                 if (act < 0) {
                     a->ask[e] = 1;
                 }
             }
             if (act < 0) {
+                part(t, PPO_PART_CTRL);
                 const float *h =
                     a->first[e] ? t->hc.h_init : a->hc + (size_t)e * d;
                 float v;
@@ -1046,6 +1064,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                     t->last_value[e] = v;
                     t->count[e] = S + 1;
                     n_active--;
+                    part(t, PPO_PART_ROLLOUT);
                     continue;
                 }
                 int64_t j = (int64_t)e * S + t->count[e]++;
@@ -1071,12 +1090,15 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 a->cur[e] = (int32_t)j;
                 a->disc[e] = 1.0f;
                 a->ep_dec[e]++;
+                part(t, PPO_PART_OPTIONS);
                 act = option_start(t, a, b, e, k, t->row_idx, t->row_val, nz,
                                    0);
             }
             int final_ready;
+            part(t, PPO_PART_ENV);
             rc = step_world(t, b, t->obs, t->actions, e, act, reward, term,
                             trunc, &final_ready, &log);
+            part(t, PPO_PART_ROLLOUT);
             if (rc < 0) {
                 break;
             }
@@ -1089,6 +1111,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 t->d_term[j] = term[e];
                 t->d_trunc[j] = trunc[e];
                 if (trunc[e] && final_ready) {
+                    part(t, PPO_PART_CTRL);
                     int fnz = sparse_row(t->final_obs, O, t->row_idx,
                                          t->row_val);
                     if (fnz < 0) {
@@ -1099,6 +1122,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                     ctrl_forward(t, t->row_idx, t->row_val, fnz,
                                  a->hc + (size_t)e * d, &v);
                     t->d_boot[j] = v;
+                    part(t, PPO_PART_ROLLOUT);
                 }
                 dec_sum += a->ep_dec[e];
                 a->ep_dec[e] = 0;
@@ -1283,8 +1307,10 @@ int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
     int rc = rollout(t, st);
     double t1 = now_s();
     if (rc == 0) {
+        part(t, PPO_PART_UPDATE);
         rc = update(t, st);
     }
+    part(t, PPO_PART_OTHER);
     if (rc < 0) {
         return rc;
     }

@@ -67,6 +67,7 @@
 #ifndef GROVE_AGENTS_PPO_H
 #define GROVE_AGENTS_PPO_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -247,6 +248,26 @@ struct ppo_stats {
     int epochs;             /* epochs run (fewer when target_kl stops) */
     double rollout_s, update_s; /* wall time of the two halves */
 };
+
+/* Where the trainer is, for a sampling profiler (`grove bench ppo`): after
+ * ppo_set_profile(t, part), each iteration stores into *part the part it
+ * enters and PPO_PART_OTHER when it returns; a SIGPROF handler that reads
+ * *part counts where the time goes at the cost of a store per part (a
+ * clock read per part per frame would cost a third of the rollout). NULL
+ * (the default): off. Results are unchanged either way. */
+enum ppo_part {
+    PPO_PART_OTHER = 0,  /* outside ppo_iteration */
+    PPO_PART_ROLLOUT,    /* the rollout's own bookkeeping (sparse rows,
+                            rewards, storage copies of rows) */
+    PPO_PART_ENV,        /* the worlds' steps, truncation copies included */
+    PPO_PART_OPTIONS,    /* the options' forward and sampling (oracle: the
+                            expert's search) */
+    PPO_PART_CTRL,       /* the controller's forward, sampling, storage,
+                            truncation bootstraps */
+    PPO_PART_UPDATE,     /* GAE, the epochs of minibatches, the host copy */
+    PPO_PART_N
+};
+void ppo_set_profile(struct ppo_trainer *t, volatile sig_atomic_t *part);
 
 /* One rollout (num_envs · num_steps decisions) and one PPO update.
  * GR_EINVAL with "non-finite loss at iteration N (epoch E, minibatch B)"
