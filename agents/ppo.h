@@ -49,7 +49,9 @@
  *
  * Memory: ppo_trainer_new allocates everything (worlds, rollout storage,
  * host weights, scratch) once; an iteration allocates only step tensors in
- * the context's arena. Threads: one thread per trainer. Errors: 0 or a
+ * the context's arena, but for the rollout's sparse observation pool and
+ * the minibatch rows, which grow (doubling) while the observations need
+ * more: a few times in the first iteration, then never. Threads: one thread per trainer. Errors: 0 or a
  * negative GR_E* code with a message (core/error.h).
  *
  *   struct ppo_config c; ppo_config_default(&c);
@@ -79,8 +81,11 @@
  * this base seed (craft_episode_seed(PPO_EVAL_SEED, j, 0)). */
 #define PPO_EVAL_SEED 0x70706F6576616C01ull
 /* Most non-zero features of one observation the rollout stores (Craft's
- * default world has at most ~120). */
+ * default world has at most ~120). The rollout keeps its observations in
+ * one sparse pool that starts at PPO_NZ_START entries a decision and
+ * doubles while they need more (ppo_storage_bytes). */
 #define PPO_NZ_MAX 256
+#define PPO_NZ_START 32
 #define PPO_MAX_SOURCES 8
 
 enum ppo_policy {
@@ -223,6 +228,11 @@ const struct ppo_config *ppo_trainer_config(const struct ppo_trainer *t);
  * flat and oracle). */
 void ppo_untrained_subtasks(const struct ppo_trainer *t, char *out,
                             size_t cap);
+
+/* Bytes of the rollout storage and the minibatch buffers now (they grow
+ * to fit the observations seen: about 8 bytes a non-zero feature, the
+ * controller state and ~60 bytes a decision). */
+size_t ppo_storage_bytes(const struct ppo_trainer *t);
 
 /* Frames stepped so far (cleanrl's global_step), iterations done. */
 int64_t ppo_global_step(const struct ppo_trainer *t);
