@@ -7,6 +7,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,7 @@ struct parts {
 
 struct torch_round {
     double fps, ips; /* frames/s, iterations/s; <= 0: did not run */
+    double cfps;     /* frames per CPU-second of the process */
     struct parts p;
 };
 
@@ -158,6 +160,8 @@ static void run_torch(const struct bench_ppo_options *o, const char *ckpt,
         char key[64];
         if (sscanf(line, "frames_per_s %lf", &v) == 1) {
             fps = v;
+        } else if (sscanf(line, "frames_per_cpu_s %lf", &v) == 1) {
+            r->cfps = v;
         } else if (sscanf(line, "iterations_per_s %lf", &v) == 1) {
             r->ips = v;
         } else if (sscanf(line, "frames_per_iteration %lf", &v) == 1) {
@@ -225,14 +229,24 @@ static void profiler_arm(int on)
     setitimer(ITIMER_PROF, &it, NULL);
 }
 
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* `n` iterations of t (profiled); frames/s and iterations/s of their wall
- * time; frames and decisions summed into *p. */
+ * time, frames per CPU-second of the process; frames and decisions summed
+ * into *p. */
 static int grove_round(struct ppo_trainer *t, struct gr_ctx *ctx, int n,
-                       double *fps, double *ips, struct parts *p)
+                       double *fps, double *ips, double *cfps,
+                       struct parts *p)
 {
     double frames = 0.0;
     int rc = 0;
     profiler_arm(1);
+    double c0 = cpu_seconds();
     double t0 = gr_now_seconds();
     for (int i = 0; i < n && rc == 0; i++) {
         struct ppo_stats st;
@@ -243,9 +257,11 @@ static int grove_round(struct ppo_trainer *t, struct gr_ctx *ctx, int n,
     }
     gr_ctx_sync(ctx);
     double s = gr_now_seconds() - t0;
+    double c = cpu_seconds() - c0;
     profiler_arm(0);
     *fps = frames / s;
     *ips = n / s;
+    *cfps = c > 0 ? frames / c : 0.0;
     return rc;
 }
 
@@ -314,6 +330,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     int w = mc ? mc->width : 0;
     double g_fps[BENCH_MAX_ROUNDS], g_ips[BENCH_MAX_ROUNDS];
     double b_fps[BENCH_MAX_ROUNDS], b_ips[BENCH_MAX_ROUNDS];
+    double g_cfps[BENCH_MAX_ROUNDS], b_cfps[BENCH_MAX_ROUNDS];
     struct parts tp_sum = {0};
     int tp_n = 0;
     char why[512] = "", version[64] = "?", tblas[1024] = "";
@@ -326,7 +343,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
                 "%d decisions), grove%s in turn...\n", runs, iters, envs,
                 steps, have_torch ? " and PyTorch" : "");
     }
-    double dummy_f, dummy_i;
+    double dummy_f, dummy_i, dummy_c;
     struct parts gp = {0};
     struct sigaction sa, old_sa;
     memset(&sa, 0, sizeof sa);
@@ -340,15 +357,16 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     prof_part = PPO_PART_OTHER;
     if (rc == 0) { /* warm-up */
         struct parts warm = {0};
-        rc = grove_round(t, ctx, 1, &dummy_f, &dummy_i, &warm);
+        rc = grove_round(t, ctx, 1, &dummy_f, &dummy_i, &dummy_c, &warm);
         for (int k = 0; k < PPO_PART_N; k++) {
             prof_samples[k] = 0;
         }
         ppo_set_profile(t, &prof_part);
     }
     for (int r = 0; r < runs && rc == 0; r++) {
-        rc = grove_round(t, ctx, iters, &g_fps[r], &g_ips[r], &gp);
-        b_fps[r] = b_ips[r] = -1.0;
+        rc = grove_round(t, ctx, iters, &g_fps[r], &g_ips[r], &g_cfps[r],
+                         &gp);
+        b_fps[r] = b_ips[r] = b_cfps[r] = -1.0;
         if (rc == 0 && have_torch) {
             struct torch_round tr;
             run_torch(o, opts, envs, steps, iters, &tr, version,
@@ -357,6 +375,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
             if (have_torch) {
                 b_fps[r] = tr.fps;
                 b_ips[r] = tr.ips;
+                b_cfps[r] = tr.cfps > 0 ? tr.cfps : -1.0;
                 tp_sum.env += tr.p.env;
                 tp_sum.options += tr.p.options;
                 tp_sum.ctrl += tr.p.ctrl;
@@ -370,6 +389,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     }
     profiler_arm(0);
     sigaction(SIGPROF, &old_sa, NULL);
+    double storage = t != NULL ? (double)ppo_storage_bytes(t) : 0.0;
     ppo_trainer_free(t);
     gr_ctx_free(ctx);
     if (ckpt[0]) {
@@ -380,7 +400,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     }
     if (!have_torch) {
         for (int r = 0; r < runs; r++) {
-            b_fps[r] = b_ips[r] = -1.0;
+            b_fps[r] = b_ips[r] = b_cfps[r] = -1.0;
         }
         tp_n = 0;
     }
@@ -390,6 +410,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     }
     struct bench_pair pf = bench_pair_summary(g_fps, b_fps, runs);
     struct bench_pair pi = bench_pair_summary(g_ips, b_ips, runs);
+    struct bench_pair pc = bench_pair_summary(g_cfps, b_cfps, runs);
     /* grove's parts: the samples' shares of its median iteration time */
     long n_samples = 0;
     for (int k = PPO_PART_ROLLOUT; k < PPO_PART_N; k++) {
@@ -416,20 +437,26 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
             "worlds x %d decisions per rollout, 4 minibatches, 4 epochs; "
             "median of %d round%s of %d iteration%s after a warm-up "
             "iteration%s; grove's and PyTorch's rounds alternate\n"
+            "grove's rollout storage: %.0f bytes a decision "
+            "(ppo_storage_bytes)\n"
             "grove BLAS: %s\n",
             cpu, sysconf(_SC_NPROCESSORS_ONLN), o->threads,
             o->cuda ? "cuda" : "cpu", o->build ? o->build : "?", TASK, K,
             o->options ? o->options : "fresh, seed 1", d, w, envs, steps,
             runs, runs == 1 ? "" : "s", iters, iters == 1 ? "" : "s",
-            o->quick ? " (--quick)" : "", gblas);
+            o->quick ? " (--quick)" : "",
+            storage / ((double)envs * steps), gblas);
     if (o->python != NULL) {
         fprintf(out, "baseline BLAS: %s\n",
                 tblas[0] ? tblas : "not reported (the baseline did not run)");
     }
     fprintf(out, "\n| case | grove | baseline | ratio | spread |\n"
                  "|---|---|---|---|---|\n");
-    const struct bench_pair *pairs[2] = {&pf, &pi};
-    for (int k = 0; k < 2; k++) {
+    const struct bench_pair *pairs[3] = {&pf, &pc, &pi};
+    static const char *const what[3] = {
+        "training frames/s", "training frames per CPU-second (all threads)",
+        "iterations/s"};
+    for (int k = 0; k < 3; k++) {
         char base[64] = "n/a", ratio[64] = "n/a", spread[160];
         bench_spread_cell(pairs[k], spread, sizeof spread);
         if (pairs[k]->baseline > 0) {
@@ -440,7 +467,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
                 "| PPO %s, %s, %d worlds (baseline: PyTorch%s%s, cleanrl-style, "
                 "the same env through grove's Python bindings) | %.4g | %s | "
                 "%s | %s |\n",
-                k == 0 ? "training frames/s" : "iterations/s",
+                what[k],
                 o->cuda ? "CUDA update" : "CPU", envs,
                 strcmp(version, "?") ? " " : "",
                 strcmp(version, "?") ? version : "",

@@ -22,10 +22,14 @@
  * whole benchmark, so later rounds continue training; PyTorch: a child
  * process per round). The rounds of the two sides alternate (grove,
  * PyTorch, grove, ...), and the spread column gives the range of the
- * rounds' ratios (bench/bench_util.h). A second table says where each
- * side's time goes per iteration: the environment, the options' forward,
- * the controller (forward, sampling, storage), the rest of the rollout
- * and the update (grove: one more profiled round, ppo_set_profile).
+ * rounds' ratios (bench/bench_util.h). Rows: frames per second of wall
+ * time, frames per CPU-second of the process (what one core gives when the
+ * machine is shared), iterations per second. A second table says where
+ * each side's time goes per iteration: the environment, the options'
+ * forward, the controller (forward, sampling, storage), the rest of the
+ * rollout and the update; grove's from SIGPROF samples of its timed rounds
+ * (ppo_set_profile: the trainer stores the part it is in), the baseline's
+ * from timers.
  *
  * The baseline runs as a child process (python with torch and numpy);
  * when it is missing its cells read "n/a" with the reason. Header: CPU,

@@ -28,6 +28,7 @@ Runs one warm-up iteration, then --iterations timed ones, and prints
 "torch_version V", "baseline_blas ..." (bench/baseline_info.py), and
 
     frames_per_s X            frames of the timed iterations / their time
+    frames_per_cpu_s X        the same per CPU-second of this process
     iterations_per_s X
     frames_per_iteration X    decisions_per_iteration X
     part_s NAME X             seconds per timed iteration of NAME: env,
@@ -439,13 +440,16 @@ def main():
     for k in tr.parts:
         tr.parts[k] = 0.0
     frames = 0
+    c0 = time.process_time()
     t0 = time.perf_counter()
     for _ in range(a.iterations):
         frames += tr.iteration()
     s = time.perf_counter() - t0
+    c = time.process_time() - c0
     P = tr.parts
     P["other"] -= P["env"] + P["options"] + P["ctrl"]
     print(f"frames_per_s {frames / s:.6g}")
+    print(f"frames_per_cpu_s {frames / c:.6g}")
     print(f"iterations_per_s {a.iterations / s:.6g}")
     print(f"frames_per_iteration {frames / a.iterations:.6g}")
     print(f"decisions_per_iteration {a.num_envs * a.num_steps}")
