@@ -144,14 +144,14 @@ class Trainer:
     def __init__(self, a):
         ck = grove.read_checkpoint(a.options)
         lines = ck.config_lines()
-        n_each = 1
-        for line in ck.config.splitlines():  # "world n_each 4"
-            parts = line.split()
+        world = {"n_each": 1}  # the options' world ("world KEY VALUE")
+        for line in ck.config.splitlines():
+            parts = line.split(None, 2)
             if len(parts) == 3 and parts[0] == "world" and \
-                    parts[1] == "n_each":
-                n_each = int(parts[2])
+                    parts[1] != "reward":
+                world[parts[1]] = parts[2]
         self.env = grove.Craft(a.num_envs, [a.task], seed=a.seed,
-                               n_each=n_each, reward="sparse")
+                               reward="sparse", **world)
         self.lib = glib.load()
         self.lib.craft_batch_step_range.restype = ctypes.c_int
         self.lib.craft_batch_step_range.argtypes = [
