@@ -34,6 +34,7 @@ Runs one warm-up iteration, then --iterations timed ones, and prints
     part_s NAME X             seconds per timed iteration of NAME: env,
                               options, ctrl, other (rest of the rollout),
                               update
+    last minibatch: ...       its losses, entropy, approx_kl, clipfrac
 
 Hyperparameters: ocn.md §7 with cleanrl's names (lr 3e-4, gamma 0.99,
 lambda 0.95, 4 minibatches, 4 epochs, clip 0.2, ent 0.01, vf 0.5, max grad
@@ -393,8 +394,8 @@ class Trainer:
                 logratio = newlogp - b_logp[mb]
                 ratio = logratio.exp()
                 with torch.no_grad():
-                    approx_kl = ((ratio - 1) - logratio).mean()  # noqa
-                    clipfrac = ((ratio - 1.0).abs() > 0.2).float().mean()  # noqa
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfrac = ((ratio - 1.0).abs() > 0.2).float().mean()
                 a = b_adv[mb]
                 a = (a - a.mean()) / (a.std() + 1e-8)
                 pg = torch.max(-a * ratio,
@@ -405,6 +406,8 @@ class Trainer:
                 loss.backward()
                 nn.utils.clip_grad_norm_(ctrl.parameters(), 0.5)
                 self.optim.step()
+        self.stats = (pg.item(), vloss.item(), entropy.item(),
+                      approx_kl.item(), clipfrac.item())
         if dev.type == "cuda":
             torch.cuda.synchronize()
         self.sync_actor()
@@ -455,6 +458,8 @@ def main():
     print(f"decisions_per_iteration {a.num_envs * a.num_steps}")
     for k, v in P.items():
         print(f"part_s {k} {v / a.iterations:.6g}")
+    print("last minibatch: policy_loss %.4g value_loss %.4g entropy %.4g "
+          "approx_kl %.3g clipfrac %.3g" % tr.stats)
     sys.stdout.flush()
 
 
