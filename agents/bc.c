@@ -950,8 +950,12 @@ int bc_train_policy(const struct bc_policy *pol, struct gr_optim *opt,
                 break;
             }
             char extra[96];
-            snprintf(extra, sizeof extra, "val nll %.4f acc %.3f nmi %.3f",
-                     row.nll, row.action_acc, row.nmi);
+            int ne = snprintf(extra, sizeof extra, "val nll %.4f acc %.3f",
+                              row.nll, row.action_acc);
+            if (!isnan(row.nmi) && ne > 0 && (size_t)ne < sizeof extra) {
+                snprintf(extra + ne, sizeof extra - (size_t)ne, " nmi %.3f",
+                         row.nmi);
+            }
             gr_progress_set_extra(&prog, extra);
             if (o->on_row != NULL && writer) {
                 o->on_row(o->on_row_arg, &row);
