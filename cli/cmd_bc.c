@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agents/bc.h"
+#include "agents/compile.h"
 #include "agents/demos.h"
 #include "agents/ocn.h"
 #include "agents/ocn_load.h"
@@ -99,10 +100,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     int options = 3, batch = INT_MIN, hidden = 128, width = 128, slots = 3;
     int eval_every = 100, return_every = 1000, return_episodes = 30;
     int64_t updates = 10000;
-    int updates_i = 10000, per_task = 6000, resume = 0, blind = 0,
+    int updates_i = INT_MIN, max_segs = 4, per_task = 6000, resume = 0, blind = 0,
         no_inventory = 0;
     int n_each = -1; /* -1: not given */
-    double lr = 1e-3, clip = 0.2, tau = 10.0, balance = 0.0;
+    double lr = NAN, clip = 0.2, tau = 10.0, balance = 0.0;
+    double beta_b = 0.1, beta_z = 0.1;
     uint64_t demo_seed = 1;
     struct cli_common common;
     int first = 0;
@@ -112,11 +114,20 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                    "initial state)",
                    &tasks_text),
         CLI_INT("options", "K", "3", "number of options", &options),
-        CLI_STRING("model", "ocn|moe|ompn", "ocn",
-                   "the OCN, the mixture-of-experts baseline (e = 1), or "
-                   "OMPN (ocn.md §8: ordered memory, no options; agents/"
-                   "ompn.h)",
+        CLI_STRING("model", "ocn|moe|ompn|compile", "ocn",
+                   "the OCN, the mixture-of-experts baseline (e = 1), OMPN "
+                   "(ocn.md §8: ordered memory, no options; agents/ompn.h) "
+                   "or compILE (ocn.md §8: a segmenting VAE; agents/"
+                   "compile.h)",
                    &model),
+        CLI_INT("max-segs", "S", "4", "compILE's segments (--model compile)",
+                &max_segs),
+        CLI_DOUBLE("beta-b", "B", "0.1",
+                   "compILE's weight of the boundary KL (--model compile)",
+                   &beta_b),
+        CLI_DOUBLE("beta-z", "B", "0.1",
+                   "compILE's weight of the latent KL (--model compile)",
+                   &beta_z),
         CLI_INT("slots", "N", "3", "OMPN's memory slots n (--model ompn)",
                 &slots),
         CLI_STRING("demos", "FILE.replay", NULL,
@@ -135,12 +146,17 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "craft.md §3; psketch used 4); the checkpoints keep the "
                 "world, so eval options, craft run and watch use it",
                 &n_each),
-        CLI_INT("updates", "N", "10000", "total updates", &updates_i),
+        CLI_INT("updates", "N", NULL,
+                "total updates (default 10000; 3000 for --model compile)",
+                &updates_i),
         CLI_INT("batch", "B", NULL,
                 "demonstrations per update (default 512; 256 for --model "
-                "ompn, OMPN's IL setting)",
+                "ompn and compile, their IL settings)",
                 &batch),
-        CLI_DOUBLE("lr", "LR", "0.001", "Adam learning rate", &lr),
+        CLI_DOUBLE("lr", "LR", NULL,
+                   "Adam learning rate (default 0.001; 0.0001 for --model "
+                   "compile)",
+                   &lr),
         CLI_DOUBLE("clip", "NORM", "0.2", "global gradient-norm clipping",
                    &clip),
         CLI_DOUBLE("tau", "T", "10", "controller softmax temperature tau_C",
@@ -179,12 +195,42 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE) {
         return rc;
     }
-    updates = updates_i;
     int is_ompn = strcmp(model, "ompn") == 0;
-    int kind = is_ompn ? OCN_KIND_OCN : ocn_kind_from_name(model);
+    int is_compile = strcmp(model, "compile") == 0;
+    int kind = is_ompn || is_compile ? OCN_KIND_OCN : ocn_kind_from_name(model);
     if (kind < 0) {
-        return cli_usage_error(cmd, "--model '%s' is not ocn, moe or ompn",
+        return cli_usage_error(cmd, "--model '%s' is not ocn, moe, ompn or "
+                                    "compile",
                                model);
+    }
+    if (updates_i == INT_MIN) { /* not given */
+        updates_i = is_compile ? 3000 : 10000;
+    }
+    updates = updates_i;
+    if (isnan(lr)) {
+        lr = is_compile ? 1e-4 : 1e-3;
+    }
+    if (is_compile && (options != 3 || tau != 10.0 || width != 128 || blind ||
+                       no_inventory || balance != 0.0 || slots != 3)) {
+        return cli_usage_error(cmd, "--options, --tau, --width, --slots, "
+                                    "--blind-controller, "
+                                    "--options-without-inventory and "
+                                    "--balance-options are not compILE's; "
+                                    "it has --max-segs, --beta-b, --beta-z "
+                                    "and --hidden");
+    }
+    if (!is_compile && (max_segs != 4 || beta_b != 0.1 || beta_z != 0.1)) {
+        return cli_usage_error(cmd, "--max-segs, --beta-b and --beta-z are "
+                                    "compILE's (--model compile)");
+    }
+    if (max_segs < 2 || max_segs > COMPILE_MAX_SEGS) {
+        return cli_usage_error(cmd, "--max-segs %d is outside 2..%d",
+                               max_segs, COMPILE_MAX_SEGS);
+    }
+    if (!(beta_b >= 0) || !(beta_z >= 0) || !isfinite(beta_b) ||
+        !isfinite(beta_z)) {
+        return cli_usage_error(cmd, "--beta-b and --beta-z must be numbers "
+                                    ">= 0");
     }
     if (is_ompn && (options != 3 || tau != 10.0 || width != 128 || blind ||
                     no_inventory || balance != 0.0)) {
@@ -202,7 +248,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                                OMPN_MAX_SLOTS);
     }
     if (batch == INT_MIN) { /* not given */
-        batch = is_ompn ? 256 : 512;
+        batch = is_ompn || is_compile ? 256 : 512;
     }
     if (options < 1 || options > OCN_MAX_OPTIONS) {
         return cli_usage_error(cmd, "--options %d is outside 1..%d", options,
@@ -277,9 +323,19 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     ocfg.hidden = hidden;
     ocfg.n_tasks = n_tasks;
     memcpy(ocfg.task_names, cfg.task_names, sizeof ocfg.task_names);
+    struct compile_config ccfg;
+    compile_config_default(&ccfg);
+    ccfg.max_segs = max_segs;
+    ccfg.hidden = hidden;
+    ccfg.beta_b = (float)beta_b;
+    ccfg.beta_z = (float)beta_z;
+    ccfg.n_tasks = n_tasks;
+    memcpy(ccfg.task_names, cfg.task_names, sizeof ccfg.task_names);
     char text[OCN_CONFIG_TEXT_CAP + 1024];
     int len = is_ompn ? ompn_config_format(&ocfg, text, OCN_CONFIG_TEXT_CAP)
-                      : ocn_config_format(&cfg, text, OCN_CONFIG_TEXT_CAP);
+              : is_compile
+                  ? compile_config_format(&ccfg, text, OCN_CONFIG_TEXT_CAP)
+                  : ocn_config_format(&cfg, text, OCN_CONFIG_TEXT_CAP);
     if (len < 0) {
         return cli_fail(cmd);
     }
@@ -375,9 +431,13 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     struct gr_optim *opt = NULL;
     struct ocn_model m;
     struct ompn_model om;
+    struct compile_model cm;
     struct bc_policy pol;
     rc = cli_agents_ctx_new(&common, &ctx);
-    if (rc == 0 && is_ompn) {
+    if (rc == 0 && is_compile) {
+        rc = compile_model_init(&cm, ctx, &ccfg, common.seed);
+        compile_bc_policy(&cm, &pol);
+    } else if (rc == 0 && is_ompn) {
         rc = ompn_model_init(&om, ctx, &ocfg, common.seed);
         ompn_bc_policy(&om, &pol);
     } else if (rc == 0) {
@@ -390,7 +450,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     char metrics[GR_PATH_MAX], png[GR_PATH_MAX];
     gr_path_join(metrics, sizeof metrics, common.out, "metrics.csv");
     gr_path_join(png, sizeof png, common.out, "curves.png");
-    struct curves_ctx cv = {metrics, png, 0, is_ompn ? 4 : 5};
+    struct curves_ctx cv = {metrics, png, 0, is_ompn || is_compile ? 4 : 5};
     struct bc_options o;
     bc_options_default(&o);
     o.batch = batch;
@@ -408,6 +468,13 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     o.on_row_arg = &cv;
     struct bc_result res;
     memset(&res, 0, sizeof res);
+    if (rc == 0 && is_compile && !common.quiet) {
+        fprintf(stderr, "model: compile, %d segments, d = %d, beta_b %g, "
+                        "beta_z %g, %lld parameters, on %s\n",
+                max_segs, hidden, beta_b, beta_z,
+                (long long)compile_param_count(&ccfg),
+                gr_device_name(gr_ctx_device(ctx)));
+    }
     if (rc == 0 && is_ompn && !common.quiet) {
         fprintf(stderr, "model: ompn, %d slots, d = %d, %lld parameters, "
                         "on %s\n",
@@ -415,7 +482,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 gr_device_name(gr_ctx_device(ctx)));
     }
     if (rc == 0) {
-        if (!common.quiet && !is_ompn) {
+        if (!common.quiet && !is_ompn && !is_compile) {
             char bal[64] = "";
             if (balance > 0) {
                 snprintf(bal, sizeof bal, " (option balance %g)", balance);
@@ -473,8 +540,8 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_train_bc = {
     "train bc",
-    "Behaviour cloning of an Option-Controller Network (or MoE, or OMPN) on "
-    "Craft demonstrations.",
+    "Behaviour cloning of an Option-Controller Network (or MoE, OMPN, "
+    "compILE) on Craft demonstrations.",
     "",
     "The hyperparameters of ocn.md §6 are the defaults. Writes into --out: "
     "command, config, metrics.csv (update, nll, action_acc, f1_tol0, "
