@@ -6,6 +6,8 @@
  *   - the training noise: a forward draws from (seed, counter) and steps
  *     the counter (cmp.draws); the same counter gives the same loss, the
  *     next one another; evaluation draws nothing;
+ *   - central finite differences of the training loss with fixed noise (a
+ *     sample of entries of every parameter);
  *   - config text round trip, an OCN config refused, the parameter count;
  *   - learning: on real expert demonstrations of AC and CD (tiny model),
  *     60 Adam updates lower the validation NLL by at least 20 %, through
@@ -18,6 +20,7 @@
 #include "agents/bc.h"
 #include "agents/compile.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
 #include "tests/agents/ocn_testutil.h"
@@ -141,6 +144,104 @@ static void test_shares(void)
     gr_ctx_free(ctx);
 }
 
+static double loss_at(struct compile_model *m, const struct demo_batch *b,
+                      const struct compile_noise *nz)
+{
+    struct ocn_forward_out fo;
+    memset(&fo, 0, sizeof fo);
+    gr_step_reset(m->ctx);
+    double l = NAN;
+    if (compile_forward(m, b, nz, &fo, NULL) == 0) {
+        l = gr_tensor_item(fo.loss);
+    }
+    gr_step_reset(m->ctx);
+    return l;
+}
+
+static void test_finite_differences(void)
+{
+    struct compile_config cfg;
+    tiny(&cfg);
+    cfg.max_segs = 3;
+    struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
+    struct compile_model m;
+    CHECK(compile_model_init(&m, ctx, &cfg, 5) == 0);
+    struct demo_set ds;
+    tu_make_demos(&ds, ND, demo_len, demo_task, 2, 7, 5, 23, NULL);
+    struct demo_batch b;
+    memset(&b, 0, sizeof b);
+    int64_t ids[ND] = {0, 1, 2, 3, 4};
+    CHECK(demo_batch_build(&b, &ds, ids, ND) == 0);
+    const int L = b.T + 1, S = cfg.max_segs;
+    float *g = malloc((size_t)((S - 1) * ND * L) * sizeof *g);
+    float *e = malloc((size_t)(S * ND * cfg.hidden) * sizeof *e);
+    struct gr_philox_stream st = gr_philox_stream_init(7, 0);
+    for (int i = 0; i < (S - 1) * ND * L; i++) {
+        g[i] = (float)-log(-log(((double)gr_philox_next_u32(&st) + 0.5) /
+                                4294967296.0));
+    }
+    for (int i = 0; i < S * ND * cfg.hidden; i++) {
+        e[i] = 2.0f * gr_philox_next_uniform(&st) - 1.0f;
+    }
+    struct compile_noise nz = {g, e};
+    gr_zero_grad(ctx);
+    gr_step_reset(ctx);
+    struct ocn_forward_out fo;
+    memset(&fo, 0, sizeof fo);
+    CHECK(compile_forward(&m, &b, &nz, &fo, NULL) == 0);
+    CHECK(gr_backward(ctx, fo.loss) == 0);
+    gr_step_reset(ctx);
+    int checked = 0, bad = 0, nonzero = 0;
+    double worst = 0;
+    for (int i = 0; i < COMPILE_N_PARAMS; i++) {
+        struct gr_tensor *p = m.p[i];
+        int64_t cnt = p->numel;
+        float *v = malloc((size_t)cnt * sizeof *v);
+        float *gr = malloc((size_t)cnt * sizeof *gr);
+        gr_tensor_to_host(p, v);
+        gr_tensor_to_host(p->grad, gr);
+        int64_t stride = cnt > 5 ? cnt / 5 : 1;
+        for (int64_t k = 0; k < cnt; k += stride) {
+            const float h = 4e-3f;
+            float keep = v[k];
+            v[k] = keep + h;
+            gr_tensor_set_host(p, v);
+            double lp = loss_at(&m, &b, &nz);
+            v[k] = keep - h;
+            gr_tensor_set_host(p, v);
+            double lm = loss_at(&m, &b, &nz);
+            v[k] = keep;
+            gr_tensor_set_host(p, v);
+            double fd = (lp - lm) / (2.0 * (double)h);
+            double err = fabs(fd - gr[k]);
+            checked++;
+            nonzero += fabs(fd) > 1e-3;
+            if (err > 2e-3 + 3e-2 * fabs(fd)) {
+                if (bad < 10) {
+                    fprintf(stderr, "%s[%lld]: grad %.7g, finite differences "
+                                    "%.7g\n",
+                            compile_param_name(i), (long long)k, (double)gr[k],
+                            fd);
+                }
+                bad++;
+            }
+            worst = fmax(worst, err);
+        }
+        free(v);
+        free(gr);
+    }
+    CHECK_MSG(bad == 0, "%d of %d gradients off", bad, checked);
+    CHECK(nonzero > checked / 2);
+    printf("finite differences: %d entries (%d non-zero), worst absolute "
+           "error %.2e\n",
+           checked, nonzero, worst);
+    free(g);
+    free(e);
+    demo_batch_free(&b);
+    demo_set_free(&ds);
+    gr_ctx_free(ctx);
+}
+
 static void test_config(void)
 {
     struct compile_config c, back;
@@ -239,6 +340,7 @@ static void test_learning(void)
 int main(void)
 {
     test_shares();
+    test_finite_differences();
     test_config();
     test_learning();
     return test_report("agents_compile");
