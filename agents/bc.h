@@ -1,4 +1,5 @@
-/* agents/bc.h — behaviour cloning of an OCN (or MoE) on demonstrations
+/* agents/bc.h — behaviour cloning of an OCN (or MoE; or, through struct
+ * bc_policy, OMPN and compILE: agents/ompn.h, agents/compile.h) on demonstrations
  * (spec/ocn.md §6), its validation metrics (§9), greedy returns, and the
  * option → subtask success matrix (§9, thesis Table 5.2).
  *
