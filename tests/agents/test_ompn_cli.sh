@@ -83,7 +83,7 @@ expect 2 "are the OCN's; OMPN has --slots and --hidden" train bc $small --option
 expect 2 "are the OCN's; OMPN has --slots and --hidden" train bc $small --tau 1 --out "$tmp/x"
 expect 2 "--slots is OMPN's" train bc --slots 4 --out "$tmp/x"
 expect 2 "--slots 1 is outside 2..16" train bc $small --slots 1 --out "$tmp/x"
-expect 2 "--model 'omp' is not ocn, moe or ompn" train bc --model omp --out "$tmp/x"
+expect 2 "--model 'omp' is not ocn, moe, ompn or compile" train bc --model omp --out "$tmp/x"
 
 echo "agents_ompn_cli: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
