@@ -129,10 +129,12 @@ int compile_config_parse(const char *text, struct compile_config *c)
         double x = 0.0;
         if (k >= 1 && k <= 8) {
             x = strtod(v, &end);
-            if (end == v || *end != '\0') {
+            if (end == v || *end != '\0' ||
+                (k <= 4 && (x != floor(x) || fabs(x) > 1e9))) {
                 return gr_error(GR_EFORMAT, "config line %d: %s '%s' is not "
-                                            "a number",
-                                line_no, key, v);
+                                            "%s",
+                                line_no, key, v,
+                                k <= 4 ? "an integer" : "a number");
             }
         }
         switch (k) {

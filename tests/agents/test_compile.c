@@ -267,6 +267,13 @@ static void test_config(void)
                    8 * d + d * d + d + d + 1 + d * d + d + 2 * d * d + 2 * d +
                    2 * d * d + d + A * d + A;
     CHECK(compile_param_count(&c) == want);
+    char *at = strstr(text, "max_segs 4");
+    CHECK(at != NULL);
+    if (at != NULL) {
+        memcpy(at, "max_segs x", 10);
+        CHECK(compile_config_parse(text, &back) == GR_EFORMAT);
+        CHECK_STR_CONTAINS(gr_last_error(), "max_segs 'x' is not an integer");
+    }
     c.max_segs = 1;
     CHECK(compile_config_validate(&c) == GR_EINVAL);
 }
