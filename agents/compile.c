@@ -552,6 +552,8 @@ int compile_forward(struct compile_model *m, const struct demo_batch *b,
                     for (int t = 0; t < L; t++) {
                         h.host[(int64_t)j * L + t] = t == best ? 1.0f : 0.0f;
                     }
+                    /* the inferred (hard) boundary counts in the score */
+                    h.end_acc[(int64_t)j * L + best] += 1.0f;
                 }
                 bs = gr_tensor_from_host(ctx, GR_F32, gr_shape2(B, L), h.host);
             }
@@ -651,9 +653,12 @@ int compile_forward(struct compile_model *m, const struct demo_batch *b,
             free(sh);
         }
         if (rc == 0 && probs != NULL && out->end != NULL) {
+            /* evaluation: the soft mass breaks ties between steps with the
+             * same count of inferred boundaries; training: it is the score */
+            float wsoft = training ? 1.0f : 1e-3f;
             rc = gr_tensor_to_host(probs, h.host);
             for (int64_t k = 0; rc == 0 && k < (int64_t)B * L; k++) {
-                h.end_acc[k] += h.host[k];
+                h.end_acc[k] += wsoft * h.host[k];
             }
         }
     }

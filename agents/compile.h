@@ -38,8 +38,12 @@
  * What metrics.csv reads (teacher-forced, evaluation mode: hard
  * boundaries, z = μ): π_t = Σ_s seg_s[t] π_s(·|t), the assigned segment's
  * decoder (nll, action_acc); the boundary score of step t, the larger the
- * likelier a segment starts at t: Σ_{s<S-1} softmax(ℓ_s)[t] (P_top reads
- * it as the OCN's e_t); no options, so no nmi.
+ * likelier a segment starts at t: the number of inferred (argmax)
+ * boundaries b_s at t, s < S-1, plus 10⁻³ Σ_{s<S-1} softmax(ℓ_s)[t] to
+ * order steps with the same count (P_top reads it as the OCN's e_t, so its
+ * m-1 boundaries are inferred ones first, as OMPN's evaluation of compILE
+ * takes the argmax positions); no options, so no nmi. (A training forward
+ * writes Σ_s softmax(ℓ_s)[t].)
  *
  * Noise: while training (gradients recorded) each forward draws its
  * Gumbel and Gaussian noise on the host from Philox keyed by (seed, draw

@@ -2,7 +2,8 @@
  *   - the segment shares of every step sum to 1 over the segments, in
  *     training (concrete boundaries, drawn noise) and in evaluation (hard
  *     boundaries: each step in exactly one segment, segments in order);
- *     π_t sums to 1; the boundary score is 1 at t = 0 and in [0, S-1];
+ *     π_t sums to 1; the boundary score is 1 at t = 0 and at most
+ *     (S-1)(1 + 10⁻³) (the inferred boundaries plus their soft mass);
  *   - the training noise: a forward draws from (seed, counter) and steps
  *     the counter (cmp.draws); the same counter gives the same loss, the
  *     next one another; evaluation draws nothing;
@@ -131,7 +132,8 @@ static void test_shares(void)
             if (t == 0) {
                 CHECK(end[r] == 1.0f && which == 0);
             } else {
-                CHECK(end[r] >= 0.0f && end[r] <= (float)(S - 1) + 1e-5f);
+                /* at most S-1 inferred boundaries, plus 1e-3 of soft mass */
+                CHECK(end[r] >= 0.0f && end[r] <= (float)(S - 1) * 1.001f + 1e-5f);
             }
         }
     }
