@@ -8,7 +8,7 @@
 set -u
 root=$PWD
 out=${OUT:-/tmp/grove-device}
-mkdir -p "$out"
+mkdir -p "$out/logs"
 exec > >(tee "$out/device.log") 2>&1
 # The build records absolute paths of this checkout (fixtures, the
 # benchmark scripts): make them resolve there.
@@ -44,10 +44,10 @@ status=0
 run() { # NAME COMMAND...: one test, its verdict on one line
     local name=$1; shift
     local t0=$SECONDS
-    if "$@" >"$out/$name.log" 2>&1; then
+    if "$@" >"$out/logs/$name.log" 2>&1; then
         echo "PASS $name ($((SECONDS - t0)) s)"
     else
-        echo "FAIL $name (exit $?, $((SECONDS - t0)) s)"; tail -25 "$out/$name.log"
+        echo "FAIL $name (exit $?, $((SECONDS - t0)) s)"; tail -25 "$out/logs/$name.log"
         status=1
     fi
 }
@@ -59,6 +59,8 @@ run agents_ocn_cuda $t/agents/test_agents_ocn_cuda
 run agents_ppo_cuda $t/agents/test_agents_ppo_cuda
 run nlp_lm_cuda $t/nlp/test_nlp_lm_cuda
 run nlp_om_cuda $t/nlp/test_nlp_om_cuda
+[ -x $t/agents/test_agents_ompn_cuda ] && run agents_ompn_cuda $t/agents/test_agents_ompn_cuda
+[ -x $t/agents/test_agents_compile_cuda ] && run agents_compile_cuda $t/agents/test_agents_compile_cuda
 for extra in "$@"; do # more test binaries named on the command line
     run "$(basename "$extra")" "$bin/$extra"
 done
@@ -70,14 +72,22 @@ $bin/grove bench kernels --device cuda --threads 1 --python $py \
 echo "== grove bench om --device cuda"
 $bin/grove bench om --device cuda --python $py --rounds 2 --quiet \
     >"$out/bench_om.md" 2>&1
-echo "== PPO frames/s, oracle options, 256 worlds: CUDA, then the 16 cores"
-for dev in cuda cpu; do
-    $bin/grove train ppo --policy oracle --task DCA --num-envs 256 \
-        --total-timesteps 400000 --eval-every 1000 --device $dev --threads 0 \
-        --quiet --out /tmp/ppo_$dev >"$out/ppo_$dev.log" 2>&1 ||
-        { echo "FAIL train ppo --device $dev"; tail -5 "$out/ppo_$dev.log"; status=1; }
-    cp /tmp/ppo_$dev/metrics.csv "$out/ppo_$dev.csv" 2>/dev/null
-    echo "-- $dev"; head -1 /tmp/ppo_$dev/metrics.csv; tail -2 /tmp/ppo_$dev/metrics.csv
+echo "== train bc, 20 updates of each model on CUDA (published sizes)"
+for model in ocn ompn compile; do
+    t0=$SECONDS
+    $bin/grove train bc --model $model --updates 20 --eval-every 10 \
+        --device cuda --quiet --out /tmp/bc_$model >"$out/logs/bc_$model.log" 2>&1 ||
+        { echo "FAIL train bc --model $model"; tail -3 "$out/logs/bc_$model.log"; status=1; }
+    echo "$model: $((SECONDS - t0)) s for 20 updates with 3 validations, demos included"
 done
-cat "$out/bench_kernels_cublas.md" "$out/bench_kernels.md" "$out/bench_om.md"
+echo "== grove bench ppo at 4,096 worlds on CUDA (no baseline)"
+for dev in cuda; do
+    $bin/grove bench ppo --device $dev --threads 0 --no-torch --num-envs 4096 \
+        --iterations 2 --runs 1 --quiet >"$out/bench_ppo_$dev.md" 2>&1 ||
+        { echo "FAIL bench ppo --device $dev"; status=1; }
+done
+cat "$out/bench_ppo_cuda.md"
+echo "== bench kernels with GROVE_CUDA_GEMM=cublas (grove alone)"
+grep -E "^\| (GEMM|LSTM|ON-LSTM) step|^\| GEMM" "$out/bench_kernels_cublas.md" | grep -v peak
+cat "$out/bench_kernels.md" "$out/bench_om.md"
 exit $status
