@@ -37,4 +37,23 @@ int cli_argmax_f(const float *p, int n);
 int cli_world_n_each(const struct cli_command *cmd, int n_each,
                      struct craft_config *c);
 
+/* The S1/S2 world (ocn.md §6.1): four copies of each primitive. */
+#define CLI_S1S2_N_EACH 4
+
+/* 1 when tasks[0..n) are all made of OCN letter subtasks (A-D: craft.md
+ * §6.4's S1 and S2 task sets and any other letter task), else 0. */
+int cli_tasks_s1s2(const struct craft_task *tasks, int n);
+
+/* The world's n_each when --n-each is not given: CLI_S1S2_N_EACH for S1/S2
+ * task sets (ocn.md §6.1), craft.md §3's 1 for the others (OMPN tasks). */
+int cli_default_n_each(const struct craft_task *tasks, int n);
+
+/* A file (checkpoint, replay) brings its world `have`; n_each is what the
+ * command was asked for (-1: nothing asked), by `asked_by` ("--n-each 4",
+ * "--recipe thesis"). Prints one line and returns CLI_EXIT_USAGE when they
+ * differ, else 0. */
+int cli_check_file_world(const struct cli_command *cmd, const char *file,
+                         const struct craft_config *have, int n_each,
+                         const char *asked_by);
+
 #endif
