@@ -124,9 +124,10 @@ int cli_check_file_world(const struct cli_command *cmd, const char *file,
         return 0;
     }
     fprintf(stderr,
-            "grove %s: %s is of the world n_each %d; %s asks for n_each %d "
-            "(play a file of that world, or leave the world to the file)\n",
-            cmd->name, file, have->n_each, asked_by, n_each);
+            "grove %s: %s is of the world n_each %d, not the n_each %d that "
+            "%s asks for (give a file of that world, or leave the world to "
+            "the file)\n",
+            cmd->name, file, have->n_each, n_each, asked_by);
     return CLI_EXIT_USAGE;
 }
 

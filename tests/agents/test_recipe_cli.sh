@@ -93,9 +93,9 @@ expect 2 "--recipe 'psketch' is not s1 or thesis" train bc --recipe psketch --ou
 expect 2 "differ" train bc --tasks AC,CD --demos-per-task 10 --balance-options 0 --n-each 4 $small --out "$tmp/s1_mod" --resume
 
 # a file of another world than the one asked for: one line, exit 2
-expect 2 "d1.replay is of the world n_each 1; --n-each 4 asks for n_each 4" \
+expect 2 "d1.replay is of the world n_each 1, not the n_each 4 that --n-each 4 asks for" \
     train bc --tasks AC,CD --demos "$tmp/d1.replay" --n-each 4 $small --out "$tmp/x"
-expect 2 "d.replay is of the world n_each 4; --recipe thesis asks for n_each 1" \
+expect 2 "d.replay is of the world n_each 4, not the n_each 1 that --recipe thesis asks for" \
     train bc --recipe thesis --tasks AC,CD --demos "$tmp/d.replay" $small --out "$tmp/x"
 checks=$((checks + 1))
 [ ! -e "$tmp/x" ] || fail "a refused run left its folder"
@@ -105,10 +105,10 @@ lacks "$tmp/from1/config" world
 ok train bc --tasks AC,CD --demos "$tmp/d.replay" --n-each 4 $small --out "$tmp/from4"
 has "$tmp/from4/config" "world n_each 4"
 ck=$tmp/from4/best.ckpt
-expect 2 "best.ckpt is of the world n_each 4; --n-each 1 asks" eval options --checkpoint "$ck" --n-each 1 --episodes 1 --demos-per-task 0
-expect 2 "best.ckpt is of the world n_each 4; --n-each 1 asks" watch --checkpoint "$ck" --n-each 1 --headless --out "$tmp/w"
-expect 2 "best.ckpt is of the world n_each 4; --n-each 1 asks" craft run --checkpoint "$ck" --n-each 1 --episodes 1
-expect 2 "best.ckpt is of the world n_each 4; --n-each 1 asks" train ppo --options "$ck" --n-each 1 --task DCA --out "$tmp/p" --device cpu --threads 1
+expect 2 "best.ckpt is of the world n_each 4, not the n_each 1 that --n-each 1 asks for" eval options --checkpoint "$ck" --n-each 1 --episodes 1 --demos-per-task 0
+expect 2 "best.ckpt is of the world n_each 4, not the n_each 1 that --n-each 1 asks for" watch --checkpoint "$ck" --n-each 1 --headless --out "$tmp/w"
+expect 2 "best.ckpt is of the world n_each 4, not the n_each 1 that --n-each 1 asks for" craft run --checkpoint "$ck" --n-each 1 --episodes 1
+expect 2 "best.ckpt is of the world n_each 4, not the n_each 1 that --n-each 1 asks for" train ppo --options "$ck" --n-each 1 --task DCA --out "$tmp/p" --device cpu --threads 1
 checks=$((checks + 1))
 [ ! -e "$tmp/w" ] && [ ! -e "$tmp/p" ] || fail "a refused command wrote its output"
 ok eval options --checkpoint "$ck" --n-each 4 --episodes 1 --demos-per-task 0 --device cpu
