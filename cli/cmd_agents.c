@@ -148,7 +148,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                             char **argv)
 {
     const char *ckpt = NULL;
-    int episodes = 100, align_demos = 200, n_each = -1;
+    int episodes = 100, align_demos = 200, n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -313,7 +313,7 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *tasks_text = NULL, *keys = NULL;
     int episodes = 3, headless = 0, speed = 4, frames = 0, scale = 0,
-        n_each = -1;
+        n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {

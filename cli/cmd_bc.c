@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli/commands.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,10 +98,12 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     int options = 3, batch = 512, hidden = 128, width = 128;
     int eval_every = 100, return_every = 1000, return_episodes = 30;
     int64_t updates = 10000;
-    int updates_i = 10000, per_task = -1, resume = 0, blind = 0,
+    int updates_i = 10000, per_task = INT_MIN, resume = 0, blind = 0,
         no_inventory = 0;
-    int n_each = -1; /* -1: not given (so are per_task -1, balance -1) */
-    double lr = 1e-3, clip = 0.2, tau = 10.0, balance = -1.0;
+    /* not given: n_each -1 (below 1 is refused), per_task INT_MIN,
+     * balance -inf (the parser takes finite numbers only) */
+    int n_each = CLI_N_EACH_UNSET;
+    double lr = 1e-3, clip = 0.2, tau = 10.0, balance = -INFINITY;
     uint64_t demo_seed = 1;
     struct cli_common common;
     int first = 0;
@@ -207,13 +210,13 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     if (!(lr > 0) || !(clip > 0) || !(tau > 0)) {
         return cli_usage_error(cmd, "--lr, --clip and --tau must be positive");
     }
-    if (balance != -1.0 && (!(balance >= 0) || !isfinite(balance))) {
+    if (balance != -INFINITY && (!(balance >= 0) || !isfinite(balance))) {
         return cli_usage_error(cmd, "--balance-options %g: expected a number "
                                     ">= 0",
                                balance);
     }
     if (eval_every < 1 || return_every < 0 || return_episodes < 1 ||
-        (per_task != -1 && per_task < 2)) {
+        (per_task != INT_MIN && per_task < 2)) {
         return cli_usage_error(cmd, "--eval-every >= 1, --return-every >= 0, "
                                     "--return-episodes >= 1, "
                                     "--demos-per-task >= 2");
@@ -229,10 +232,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     int s1 = recipe != NULL ? strcmp(recipe, "s1") == 0
                             : cli_tasks_s1s2(tasks, n_tasks);
     int recipe_n_each = s1 ? CLI_S1S2_N_EACH : 1;
-    if (per_task == -1) {
+    if (per_task == INT_MIN) {
         per_task = s1 ? 24000 : 6000;
     }
-    if (balance == -1.0) {
+    if (balance == -INFINITY) {
         balance = s1 ? 0.1 : 0.0;
     }
     if (s1) {
@@ -251,7 +254,7 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         }
         char asked[64];
         int want = n_each;
-        if (n_each != -1) {
+        if (n_each != CLI_N_EACH_UNSET) {
             snprintf(asked, sizeof asked, "--n-each %d", n_each);
         } else if (recipe != NULL) {
             snprintf(asked, sizeof asked, "--recipe %s", recipe);
@@ -262,8 +265,8 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
             return rc;
         }
     } else {
-        rc = cli_world_n_each(cmd, n_each != -1 ? n_each : recipe_n_each,
-                              &world);
+        rc = cli_world_n_each(
+            cmd, n_each != CLI_N_EACH_UNSET ? n_each : recipe_n_each, &world);
         if (rc != 0) {
             return rc;
         }

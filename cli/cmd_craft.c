@@ -172,7 +172,7 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     const char *agent = "random";
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int sparse = 0, print = 0, n_each = -1;
+    int sparse = 0, print = 0, n_each = CLI_N_EACH_UNSET;
     const char *record = NULL, *checkpoint = NULL;
     struct cli_common common;
     int first = 0;
@@ -257,7 +257,7 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     }
     /* S1/S2 task sets default to their four-copy world (ocn.md §6.1) */
     rc = cli_world_n_each(cmd,
-                          n_each != -1
+                          n_each != CLI_N_EACH_UNSET
                               ? n_each
                               : cli_default_n_each(plan.tasks, n_tasks),
                           &base);

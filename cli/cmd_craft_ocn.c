@@ -82,7 +82,7 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
     const char *agent = "ocn", *ckpt = NULL, *tasks_text = NULL,
                *record = NULL;
     uint64_t episodes = 100;
-    int sparse = 0, print = 0, n_each = -1;
+    int sparse = 0, print = 0, n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {

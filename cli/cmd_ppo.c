@@ -123,7 +123,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                *policy = "ocn";
     int total = 2000000, num_envs = pc.num_envs, num_steps = pc.num_steps;
     int num_minibatches = pc.num_minibatches, update_epochs = pc.update_epochs;
-    int anneal = 1, norm_adv = 1, hidden = 128, width = 128, n_each = -1;
+    int anneal = 1, norm_adv = 1, hidden = 128, width = 128,
+        n_each = CLI_N_EACH_UNSET;
     int eval_every = 10, eval_episodes = 100, resume = 0;
     double lr = pc.learning_rate, gamma = pc.gamma, lam = pc.gae_lambda,
            clip = pc.clip_coef, ent = pc.ent_coef, vf = pc.vf_coef,
@@ -249,7 +250,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     if (!needs) {
         /* S1/S2 tasks default to their four-copy world (ocn.md §6.1) */
         rc = cli_world_n_each(cmd,
-                              n_each != -1 ? n_each
+                              n_each != CLI_N_EACH_UNSET ? n_each
                                            : cli_default_n_each(&tk, 1),
                               &pc.world);
         if (rc != 0) {
@@ -299,7 +300,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         gr_ctx_free(ctx);
         return cli_fail(cmd);
     }
-    if (needs && n_each != -1) {
+    if (needs && n_each != CLI_N_EACH_UNSET) {
         /* the options bring their world; --n-each only states it */
         char asked[32];
         snprintf(asked, sizeof asked, "--n-each %d", n_each);

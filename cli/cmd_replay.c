@@ -42,7 +42,8 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
 {
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int every = REPLAY_KEYFRAME_EVERY_DEFAULT, n_each = -1;
+    int every = REPLAY_KEYFRAME_EVERY_DEFAULT;
+    int n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -99,7 +100,7 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
     }
     /* S1/S2 task sets default to their four-copy world (ocn.md §6.1) */
     rc = cli_world_n_each(cmd,
-                          n_each != -1 ? n_each
+                          n_each != CLI_N_EACH_UNSET ? n_each
                                        : cli_default_n_each(tasks, n_tasks),
                           &base);
     if (rc != 0) {

@@ -120,7 +120,7 @@ int cli_check_file_world(const struct cli_command *cmd, const char *file,
                          const struct craft_config *have, int n_each,
                          const char *asked_by)
 {
-    if (n_each == -1 || have->n_each == n_each) {
+    if (n_each == CLI_N_EACH_UNSET || have->n_each == n_each) {
         return 0;
     }
     fprintf(stderr,
@@ -134,7 +134,7 @@ int cli_check_file_world(const struct cli_command *cmd, const char *file,
 int cli_world_n_each(const struct cli_command *cmd, int n_each,
                      struct craft_config *c)
 {
-    if (n_each == -1) {
+    if (n_each == CLI_N_EACH_UNSET) {
         return 0;
     }
     c->n_each = n_each;
