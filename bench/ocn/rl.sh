@@ -24,10 +24,11 @@
 #   frames per run, seeds 1-5, all three tasks, dense and sparse. Time on
 #   one core of the 2-core machine (AMD EPYC, shared): a BC run 30-60 min
 #   (10,000 updates; best.ckpt, by validation NLL, comes at 2,500-3,000);
-#   PPO about 1 minute for ocn (35,000 frames/s at d = w = 128) and 6-7
-#   minutes for moe and flat (5,000 frames/s: a decision, and so an update
-#   sample, every frame); so about 7 hours of PPO per setting on one core,
-#   divided by --jobs on a machine with that many cores.
+#   PPO 0.5-1 minute for ocn (35,000-60,000 frames/s at d = w = 128) and
+#   2-7 minutes for moe and flat (5,000-15,000 frames/s: a decision, and so
+#   an update sample, every frame; the ranges are the shared cores' load);
+#   so 2-7 hours of PPO per setting on one core, divided by --jobs on a
+#   machine with that many cores.
 # --size quick: the same pipeline in about a minute on 2 cores, to see it
 #   work (d = w = 32, 500 demos per task, 100 BC updates, 30,000 frames per
 #   PPO run with 16 decisions per world per rollout and an evaluation every
