@@ -148,7 +148,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                             char **argv)
 {
     const char *ckpt = NULL;
-    int episodes = 100, align_demos = 200;
+    int episodes = 100, align_demos = 200, n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -159,6 +159,11 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                 "expert demonstrations per task for the option-in-force "
                 "table (new maps; 0: skip it)",
                 &align_demos),
+        CLI_INT("n-each", "N", NULL,
+                "the world the checkpoint must have been trained in (the "
+                "world always comes from the checkpoint; another N is "
+                "refused, exit 2)",
+                &n_each),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -185,6 +190,13 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
         return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    rc = cli_check_file_world(cmd, ckpt, &pol.world, n_each, asked);
+    if (rc != 0) {
+        ocn_loaded_free(&pol);
+        return rc;
     }
     struct craft_subtask subs[CRAFT_MAX_SUBTASKS];
     int S = bc_model_subtasks(&pol.model, subs, CRAFT_MAX_SUBTASKS);
@@ -300,7 +312,8 @@ static const int watch_speeds[] = {1, 2, 4, 8, 15, 30, 60};
 static int run_watch(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *tasks_text = NULL, *keys = NULL;
-    int episodes = 3, headless = 0, speed = 4, frames = 0, scale = 0;
+    int episodes = 3, headless = 0, speed = 4, frames = 0, scale = 0,
+        n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -324,6 +337,11 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
                    "n, s, q; '.' none)",
                    &keys),
         CLI_INT("scale", "N", "0", "initial window scale (0: fit)", &scale),
+        CLI_INT("n-each", "N", NULL,
+                "the world the checkpoint must have been trained in (the "
+                "world always comes from the checkpoint; another N is "
+                "refused, exit 2)",
+                &n_each),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -372,6 +390,13 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
         return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    rc = cli_check_file_world(cmd, ckpt, &pol.world, n_each, asked);
+    if (rc != 0) {
+        ocn_loaded_free(&pol);
+        return rc;
     }
     struct craft_task tasks[OCN_MAX_TASKS];
     int n_tasks;

@@ -172,7 +172,7 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     const char *agent = "random";
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int sparse = 0, print = 0, n_each = -1;
+    int sparse = 0, print = 0, n_each = CLI_N_EACH_UNSET;
     const char *record = NULL, *checkpoint = NULL;
     struct cli_common common;
     int first = 0;
@@ -196,7 +196,10 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
         CLI_FLAG("sparse", "sparse reward (1 only when the task is done)",
                  &sparse),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive on a map (default 1, craft.md §3)",
+                "copies of each primitive on a map (default: 4 for S1/S2 "
+                "task sets, i.e. OCN letters only (ocn.md §6.1), else 1, "
+                "craft.md §3); with --checkpoint, the checkpoint's world "
+                "(a different N is refused)",
                 &n_each),
         CLI_FLAG("print", "draw the grid as text after every step (one "
                           "thread)",
@@ -247,14 +250,21 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     if (sparse) {
         base.reward = CRAFT_REWARD_SPARSE;
     }
-    rc = cli_world_n_each(cmd, n_each, &base);
-    if (rc != 0) {
-        return rc;
-    }
     for (int i = 0; i < n_tasks; i++) {
         if (craft_task_parse(items[i], &plan.tasks[i]) < 0) {
             return cli_usage_error(cmd, "--tasks: %s", gr_last_error());
         }
+    }
+    /* S1/S2 task sets default to their four-copy world (ocn.md §6.1) */
+    rc = cli_world_n_each(cmd,
+                          n_each != CLI_N_EACH_UNSET
+                              ? n_each
+                              : cli_default_n_each(plan.tasks, n_tasks),
+                          &base);
+    if (rc != 0) {
+        return rc;
+    }
+    for (int i = 0; i < n_tasks; i++) {
         craft_config_for_task(&base, &plan.tasks[i], &plan.configs[i]);
     }
     plan.n_tasks = n_tasks;
@@ -404,7 +414,8 @@ const struct cli_command cmd_craft_run = {
     "bc: --checkpoint FILE is required, --tasks defaults to the "
     "checkpoint's training tasks, --device cpu|cuda|auto picks where it "
     "runs, --record also stores the option in control and the controller's "
-    "probabilities, and --n-each comes from the checkpoint's world. All of "
+    "probabilities, and the world comes from the checkpoint (--n-each N "
+    "other than the checkpoint's is refused, exit 2). All of "
     "its options: grove craft run --agent ocn --help.\n\n"
     "Example:\n"
     "  grove craft run --agent expert --tasks AC --episodes 10",

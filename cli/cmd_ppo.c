@@ -123,7 +123,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                *policy = "ocn";
     int total = 2000000, num_envs = pc.num_envs, num_steps = pc.num_steps;
     int num_minibatches = pc.num_minibatches, update_epochs = pc.update_epochs;
-    int anneal = 1, norm_adv = 1, hidden = 128, width = 128, n_each = -1;
+    int anneal = 1, norm_adv = 1, hidden = 128, width = 128,
+        n_each = CLI_N_EACH_UNSET;
     int eval_every = 10, eval_episodes = 100, resume = 0;
     double lr = pc.learning_rate, gamma = pc.gamma, lam = pc.gae_lambda,
            clip = pc.clip_coef, ent = pc.ent_coef, vf = pc.vf_coef,
@@ -184,8 +185,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 &hidden),
         CLI_INT("width", "W", "128", "MLP width, idem", &width),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive, flat/oracle only (default 4, the "
-                "S1/S2 world; ocn/moe use the options' world)",
+                "copies of each primitive (flat/oracle: default 4 for "
+                "S1/S2 tasks (ocn.md §6.1), else 1; ocn/moe: the options' "
+                "world, and another N is refused, exit 2)",
                 &n_each),
         CLI_INT("eval-every", "N", "10",
                 "greedy evaluation every N updates (and at the last)",
@@ -224,10 +226,6 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     if (!needs && options_text != NULL) {
         return cli_usage_error(cmd, "--policy %s takes no --options", policy);
     }
-    if (needs && n_each != -1) {
-        return cli_usage_error(cmd, "--n-each is for flat/oracle; the "
-                                    "options' checkpoint brings its world");
-    }
     if (eval_every < 1 || eval_episodes < 1 || eval_episodes > 65535) {
         return cli_usage_error(cmd, "--eval-every >= 1, --eval-episodes in "
                                     "1..65535");
@@ -249,8 +247,12 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     pc.policy = (enum ppo_policy)pol;
     snprintf(pc.task, sizeof pc.task, "%s", tk.name);
-    if (!needs && n_each != -1) {
-        rc = cli_world_n_each(cmd, n_each, &pc.world);
+    if (!needs) {
+        /* S1/S2 tasks default to their four-copy world (ocn.md §6.1) */
+        rc = cli_world_n_each(cmd,
+                              n_each != CLI_N_EACH_UNSET ? n_each
+                                           : cli_default_n_each(&tk, 1),
+                              &pc.world);
         if (rc != 0) {
             return rc;
         }
@@ -297,6 +299,17 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         ppo_trainer_free(t);
         gr_ctx_free(ctx);
         return cli_fail(cmd);
+    }
+    if (needs && n_each != CLI_N_EACH_UNSET) {
+        /* the options bring their world; --n-each only states it */
+        char asked[32];
+        snprintf(asked, sizeof asked, "--n-each %d", n_each);
+        rc = cli_check_file_world(cmd, paths[0], ppo_world(t), n_each, asked);
+        if (rc != 0) {
+            ppo_trainer_free(t);
+            gr_ctx_free(ctx);
+            return rc;
+        }
     }
     char missing[256];
     ppo_untrained_subtasks(t, missing, sizeof missing);

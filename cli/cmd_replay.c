@@ -42,7 +42,8 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
 {
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int every = REPLAY_KEYFRAME_EVERY_DEFAULT, n_each = -1;
+    int every = REPLAY_KEYFRAME_EVERY_DEFAULT;
+    int n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -55,9 +56,10 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
                 "a keyframe (full state) every K steps, and at t = 0",
                 &every),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive on a map (default 1, craft.md §3; "
-                "kept in the replay's header, so train bc --demos trains in "
-                "that world)",
+                "copies of each primitive on a map (default: 4 for S1/S2 "
+                "task sets, i.e. OCN letters only (ocn.md §6.1), else 1, "
+                "craft.md §3; kept in the replay's header, so train bc "
+                "--demos trains in that world)",
                 &n_each),
         CLI_END,
     };
@@ -91,14 +93,20 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
     static struct craft_task tasks[MAX_TASKS];
     struct craft_config base, cfg;
     craft_config_default(&base);
-    rc = cli_world_n_each(cmd, n_each, &base);
-    if (rc != 0) {
-        return rc;
-    }
     for (int i = 0; i < n_tasks; i++) {
         if (craft_task_parse(items[i], &tasks[i]) < 0) {
             return cli_usage_error(cmd, "--tasks: %s", gr_last_error());
         }
+    }
+    /* S1/S2 task sets default to their four-copy world (ocn.md §6.1) */
+    rc = cli_world_n_each(cmd,
+                          n_each != CLI_N_EACH_UNSET ? n_each
+                                       : cli_default_n_each(tasks, n_tasks),
+                          &base);
+    if (rc != 0) {
+        return rc;
+    }
+    for (int i = 0; i < n_tasks; i++) {
         struct craft_config c;
         craft_config_for_task(&base, &tasks[i], &c);
         if (i == 0) {
