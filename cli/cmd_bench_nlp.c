@@ -19,6 +19,12 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     const struct cli_option opts[] = {
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
+        CLI_STRING("models", "LIST", "onlstm",
+                   "LM kinds to time, comma-separated (onlstm,lstm,ft,cft,"
+                   "fft); beside onlstm each row gives its epoch time as a "
+                   "fraction of grove's ON-LSTM and of the PyTorch ON-LSTM "
+                   "reference",
+                   &o.models),
         CLI_INT("windows", "N", "3", "timed windows per side (median)",
                 &o.windows),
         CLI_INT("warmup", "N", "1", "untimed windows first", &o.warmup),
@@ -77,6 +83,7 @@ const struct cli_command cmd_bench_nlp = {
     "PyTorch, the median of the rounds' ratios; spread = their range), and "
     "the BLAS and threads the PyTorch side ran on.\n\n"
     "Example:\n"
-    "  grove bench nlp --quick --threads 1",
+    "  grove bench nlp --quick --threads 1\n"
+    "  grove bench nlp --models onlstm,ft,cft,fft --cases small",
     run_bench_nlp,
 };

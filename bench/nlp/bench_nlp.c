@@ -70,7 +70,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* grove: median seconds per training window. */
 static int run_grove(const struct bench_case *bc,
-                     const struct bench_nlp_options *o, double *sec)
+                     const struct bench_nlp_options *o, enum nlp_lm_kind kind,
+                     double *sec)
 {
     struct gr_ctx_config cc = gr_ctx_config_default();
     cc.device = o->device;
@@ -81,7 +82,7 @@ static int run_grove(const struct bench_case *bc,
         return rc;
     }
     struct nlp_lm_config cfg;
-    nlp_lm_config_default(&cfg, NLP_LM_ONLSTM, bc->vocab);
+    nlp_lm_config_default(&cfg, kind, bc->vocab);
     cfg.emsize = bc->emsize;
     cfg.nhid = bc->nhid;
     cfg.nlayers = bc->nlayers;
@@ -248,8 +249,42 @@ static int selected(const char *list, const char *name)
     return 0;
 }
 
+#define MAX_MODELS 5
+
+/* The kinds of o->models (default onlstm); GR_EINVAL naming a bad one. */
+static int parse_models(const struct bench_nlp_options *o,
+                        enum nlp_lm_kind *kinds, int *n)
+{
+    *n = 0;
+    const char *p = o->models && o->models[0] ? o->models : "onlstm";
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char name[16];
+        if (len == 0 || len >= sizeof name || *n == MAX_MODELS) {
+            return gr_error(GR_EINVAL, "--models: '%s' is not a list of up "
+                            "to %d of %s", o->models, MAX_MODELS,
+                            NLP_LM_KINDS);
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (nlp_lm_kind_parse(name, &kinds[*n]) < 0) {
+            return gr_error(GR_EINVAL, "--models: %s", gr_last_error());
+        }
+        (*n)++;
+        p += len + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
 int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
 {
+    enum nlp_lm_kind kinds[MAX_MODELS];
+    int n_models = 0;
+    int prc = parse_models(o, kinds, &n_models);
+    if (prc < 0) {
+        return prc;
+    }
     if (o->windows < 1 || o->warmup < 0 || o->rounds < 1 ||
         o->rounds > BENCH_MAX_ROUNDS) {
         return gr_error(GR_EINVAL, "windows must be >= 1, warmup >= 0, "
@@ -301,18 +336,22 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
         if (!selected(o->cases, bc->name)) {
             continue;
         }
-        /* grove, baseline, grove, baseline, ...: tokens/s of each round */
-        double g[BENCH_MAX_ROUNDS], b[BENCH_MAX_ROUNDS];
+        /* grove (every model), baseline, grove, baseline, ...: tokens/s
+         * of each round */
+        double gm[MAX_MODELS][BENCH_MAX_ROUNDS], b[BENCH_MAX_ROUNDS];
         char why[400] = "";
         int have_b = o->baseline;
         const double tokens = (double)bc->batch * bc->bptt;
         for (int r = 0; r < o->rounds; r++) {
             double gs = 0.0, bs = 0.0;
-            int rc = run_grove(bc, o, &gs);
-            if (rc < 0) {
-                return gr_error_wrap(rc, "case %s", bc->name);
+            for (int m = 0; m < n_models; m++) {
+                int rc = run_grove(bc, o, kinds[m], &gs);
+                if (rc < 0) {
+                    return gr_error_wrap(rc, "case %s, model %s", bc->name,
+                                         nlp_lm_kind_name(kinds[m]));
+                }
+                gm[m][r] = tokens / gs;
             }
-            g[r] = tokens / gs;
             b[r] = -1.0;
             if (have_b) {
                 have_b = run_baseline(bc, o, &bs, why, sizeof why, base_blas,
@@ -320,20 +359,44 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
                 b[r] = have_b ? tokens / bs : -1.0;
             }
         }
-        struct bench_pair p = bench_pair_summary(g, b, o->rounds);
-        char spread[160];
-        bench_spread_cell(&p, spread, sizeof spread);
-        if (have_b) {
-            fprintf(out, "| %s (%s) | %.0f tok/s | %.0f tok/s | %.2fx | %s "
-                    "|\n", bc->name, bc->what, p.grove, p.baseline, p.ratio,
-                    spread);
-        } else {
-            fprintf(out, "| %s (%s) | %.0f tok/s | n/a | n/a | %s |\n",
-                    bc->name, bc->what, p.grove, spread);
-            if (o->baseline) {
-                snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
-                         bc->name, why);
+        double on_tps = 0.0; /* grove's ON-LSTM, when it is in the list */
+        for (int m = 0; m < n_models; m++) {
+            struct bench_pair p = bench_pair_summary(gm[m], b, o->rounds);
+            if (kinds[m] == NLP_LM_ONLSTM) {
+                on_tps = p.grove;
             }
+        }
+        for (int m = 0; m < n_models; m++) {
+            const double *g = gm[m];
+            struct bench_pair p = bench_pair_summary(g, b, o->rounds);
+            char spread[160], label[64] = "";
+            bench_spread_cell(&p, spread, sizeof spread);
+            if (n_models > 1 || kinds[m] != NLP_LM_ONLSTM) {
+                /* epoch time relative to grove's ON-LSTM (same run) and
+                 * to the PyTorch ON-LSTM reference */
+                int k = snprintf(label, sizeof label, " %s",
+                                 nlp_lm_kind_name(kinds[m]));
+                if (on_tps > 0.0 && kinds[m] != NLP_LM_ONLSTM) {
+                    k += snprintf(label + k, sizeof label - (size_t)k,
+                                  ", time %.2f of onlstm", on_tps / p.grove);
+                }
+                if (have_b && p.grove > 0.0) {
+                    snprintf(label + k, sizeof label - (size_t)k,
+                             ", %.2f of ref", p.baseline / p.grove);
+                }
+            }
+            if (have_b) {
+                fprintf(out, "| %s%s (%s) | %.0f tok/s | %.0f tok/s | %.2fx "
+                        "| %s |\n", bc->name, label, bc->what, p.grove,
+                        p.baseline, p.ratio, spread);
+            } else {
+                fprintf(out, "| %s%s (%s) | %.0f tok/s | n/a | n/a | %s |\n",
+                        bc->name, label, bc->what, p.grove, spread);
+            }
+        }
+        if (!have_b && o->baseline) {
+            snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
+                     bc->name, why);
         }
         fflush(out);
     }

@@ -41,6 +41,10 @@ struct bench_nlp_options {
     int threads;          /* CPU threads for both sides, 0 = all cores */
     enum gr_device device; /* grove's device (the baseline uses the same) */
     const char *cases;    /* comma-separated names, NULL = all */
+    const char *models;   /* comma-separated LM kinds (nlp_lm_kind_parse),
+                             NULL = "onlstm"; each gets a row per case and,
+                             beside onlstm, its epoch-time ratio to grove's
+                             ON-LSTM in the same run (fasttrees.md §9) */
     int quick;            /* tiny sizes (CI smoke run), not the issue's */
     int baseline;         /* 1: run the PyTorch reference too */
     const char *python;   /* interpreter (default /usr/bin/python3) */

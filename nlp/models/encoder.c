@@ -13,6 +13,9 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_lstm,
     &nlp_encoder_onlstm,
     &nlp_encoder_om,
+    &nlp_encoder_ft,
+    &nlp_encoder_cft,
+    &nlp_encoder_fft,
     NULL,
 };
 
