@@ -570,8 +570,8 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
     if (!nlp_lm_kind_ordered(ld.lm.cfg.kind)) {
         nlp_lm_loaded_free(&ld);
         return gr_error(GR_EINVAL, "%s is an LSTM language model: parsing "
-                                   "needs the distances of an ON-LSTM or "
-                                   "FastTrees cell",
+                                   "needs the ON-LSTM's (or a FastTrees "
+                                   "cell's) distances",
                         ckpt);
     }
     if (layer < 1 || layer > ld.lm.cfg.nlayers) {
@@ -632,10 +632,10 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
     free(lens);
     if (rc == 0) {
         snprintf(desc, cap,
-                 "ON-LSTM syntactic distances (layer %d of %d, forget "
+                 "%s syntactic distances (layer %d of %d, forget "
                  "distance), greedy top-down split; %s, %lld of %lld words "
                  "unknown (-> <unk>)",
-                 layer, (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
+                 nlp_lm_kind_title(ld.lm.cfg.kind), layer, (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
                  (long long)n_words);
         *dist_out = dist;
     } else {
@@ -670,7 +670,7 @@ int lm_cli_syneval(const char *ckpt, const struct gr_ctx_config *cc,
     snprintf(desc, cap,
              "%s language model from %s (%d layers; sum of log p over the "
              "words and the final '.')",
-             nlp_lm_kind_name(ld.lm.cfg.kind), ckpt,
+             nlp_lm_kind_title(ld.lm.cfg.kind), ckpt,
              (int)ld.lm.cfg.nlayers);
     nlp_lm_loaded_free(&ld);
     return rc;

@@ -22,6 +22,14 @@ const char *nlp_lm_kind_name(enum nlp_lm_kind kind)
     return (int)kind >= 0 && (int)kind < N_KINDS ? kind_names[kind] : "?";
 }
 
+const char *nlp_lm_kind_title(enum nlp_lm_kind kind)
+{
+    static const char *const titles[] = {"ON-LSTM", "LSTM", "FastTrees",
+                                         "Conv. FastTrees",
+                                         "Faster FastTrees"};
+    return (int)kind >= 0 && (int)kind < N_KINDS ? titles[kind] : "?";
+}
+
 int nlp_lm_kind_ordered(enum nlp_lm_kind kind)
 {
     return kind != NLP_LM_LSTM;

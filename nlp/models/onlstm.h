@@ -72,6 +72,10 @@ enum nlp_lm_kind {
 /* "onlstm" / "lstm" / "ft" / "cft" / "fft". */
 const char *nlp_lm_kind_name(enum nlp_lm_kind kind);
 
+/* For people: "ON-LSTM", "LSTM", "FastTrees", "Conv. FastTrees", "Faster
+ * FastTrees". */
+const char *nlp_lm_kind_title(enum nlp_lm_kind kind);
+
 /* 1 for the cells with master gates (all but the LSTM): distances,
  * ON-LSTM DropConnect and AR on the undropped output. */
 int nlp_lm_kind_ordered(enum nlp_lm_kind kind);
