@@ -130,7 +130,19 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "           Tree-LSTM to come\n"
         "  metrics: sentence accuracy on dev (selection) and test\n"
         "  status:  reader and both label sets: available (grove nlp data "
-        "--task sst2|sst5); training: as logic\n");
+        "--task sst2|sst5); training: as logic\n"
+        "\n"
+        "snli     Stanford NLI, sentence pairs (Bowman et al. 2015; "
+        "fasttrees.md §6.4)\n"
+        "  data:    snli_1.0_{train,dev,test}.jsonl (about 550k / 10k / 10k "
+        "pairs; not on these machines)\n"
+        "  models:  lstm, onlstm, om, ft, cft, fft (pairs encoded apart, "
+        "[u; v; u*v; |u-v|], MLP 1024)\n"
+        "  metrics: test accuracy (selection on dev)\n"
+        "  status:  reader and classifier: available (grove nlp classify "
+        "train --task snli --data DIR),\n"
+        "           tested only on a 12-pair sample written by hand in the "
+        "SNLI format (tests/fixtures/snli)\n");
     return CLI_EXIT_OK;
 }
 

@@ -43,7 +43,8 @@ static void lstm_defaults(struct nlp_encoder_config *c, const char *task)
         c->emsize = 128;
         c->hidden = 128;
         c->dropout_in = 0.1f;
-    } else if (task != NULL && strncmp(task, "sst", 3) == 0) {
+    } else if (task != NULL && (strncmp(task, "sst", 3) == 0 ||
+                                strcmp(task, "snli") == 0)) {
         c->emsize = 300; /* grove's choice: no GloVe here, random init */
         c->hidden = 300;
         c->dropout_in = 0.3f;
@@ -71,6 +72,10 @@ static void fasttrees_defaults(struct nlp_encoder_config *c, const char *task)
         c->emsize = 256;
         c->hidden = 512;
         c->dropout_in = 0.5f;
+    } else if (task != NULL && strcmp(task, "snli") == 0) {
+        c->emsize = 256; /* §6.4: the SST-2 encoder, dropout 0.2 */
+        c->hidden = 512;
+        c->dropout_in = 0.2f;
     }
     if (c->hidden % 10 != 0 && c->hidden % 8 == 0) {
         c->chunk = 8;

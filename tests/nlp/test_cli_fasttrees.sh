@@ -96,5 +96,11 @@ grep -q "^conv-axis batch_compat$" "$tmp/cftb/config" || fail "cft batch_compat:
 for m in ft cft fft; do
     expect 0 "test accuracy \(best.ckpt\) 0\.[0-9]+" nlp classify train --task listops --model "$m" --train "$tmp/lo.tsv" --test "$tmp/lo_test.tsv" --emsize 16 --nhid 24 --batch 16 --epochs 1 --seed 3 --threads 1 --out "$tmp/cls_$m"
 done
+# SNLI: the hand-written sample (tests/fixtures/snli) through the harness
+snli=$(dirname "$0")/../fixtures/snli/snli_sample.jsonl
+expect 0 "^run .*snli: snli with cft, 1 epochs" nlp classify train --task snli --model cft --train "$snli" --valid "$snli" --test "$snli" --emsize 16 --nhid 24 --epochs 1 --threads 1 --out "$tmp/snli"
+expect 0 "test accuracy \(best.ckpt\) [01]\.[0-9]+ on 11 examples" nlp classify train --task snli --model fft --train "$snli" --valid "$snli" --test "$snli" --emsize 16 --nhid 24 --epochs 1 --threads 1 --out "$tmp/snli2"
+expect 2 "--task snli needs --data DIR" nlp classify train --task snli --model ft --out "$tmp/snli3"
+expect 0 "^snli +Stanford NLI" nlp tasks
 echo "cli_fasttrees: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
