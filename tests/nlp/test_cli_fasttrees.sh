@@ -75,7 +75,9 @@ head -n 60 "$data/ptb/ptb.valid.txt" >"$tmp/ptb/ptb.valid.txt"
 head -n 60 "$data/ptb/ptb.test.txt" >"$tmp/ptb/ptb.test.txt"
 small=(--data "$tmp/ptb" --emsize 16 --nhid 24 --nlayers 3 --chunk-size 4
        --batch-size 8 --bptt 20 --max-batches 6 --test-batch-size 4 --threads 1)
-printf 'the author laughs .\tthe author laugh .\n' >"$tmp/syn.tsv"
+printf 'task\tcondition\tgrammatical\tungrammatical\tungrammatical2\n' >"$tmp/syn.tsv"
+printf 'simple_agrmt\tsing\tthe company says\tthe company say\t\n' >>"$tmp/syn.tsv"
+printf 'simple_agrmt\tplur\tthe companies say\tthe companies says\t\n' >>"$tmp/syn.tsv"
 for m in ft cft fft; do
     expect 0 "best valid: ppl" nlp lm train --model "$m" "${small[@]}" --out "$tmp/$m" --epochs 1
     checks=$((checks + 1))
@@ -84,6 +86,7 @@ for m in ft cft fft; do
     if [ -e "$data/treebank_sample/treebank.zip" ]; then
         expect 0 "syntactic distances \(layer 2 of 3" nlp parse --checkpoint "$tmp/$m/best.ckpt" --trees "$data/treebank_sample/treebank.zip" --max-len 10 --quiet
     fi
+    expect 0 "^SVA simple +2 +0 +(0\.[0-9]+|1\.00)" nlp syneval --checkpoint "$tmp/$m/best.ckpt" --data "$tmp/syn.tsv" --quiet
 done
 expect 0 "Conv. FastTrees syntactic distances" nlp parse --checkpoint "$tmp/cft/best.ckpt" --trees "$data/treebank_sample/treebank.zip" --max-len 10 --quiet
 expect 0 "best valid: ppl" nlp lm train --model cft --conv-axis batch_compat "${small[@]}" --out "$tmp/cftb" --epochs 1
