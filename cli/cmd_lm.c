@@ -134,7 +134,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    "(fasttrees.md; default onlstm): ft master gates from "
                    "x_t; cft a convolution on the first 2n inputs first; "
                    "fft every gate from x_t, the recurrence a linear scan "
-                   "(no recurrent weights, so --wdrop does nothing)",
+                   "(no recurrent weights, so --wdrop does nothing); ftlstm "
+                   "the repositories' LSTM baseline: an LSTM with the "
+                   "ON-LSTM recipe (fasttrees.md §5)",
                    &model),
         CLI_STRING("conv-axis", "time|batch_compat", NULL,
                    "cft only (default time): time = causal over time "

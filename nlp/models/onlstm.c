@@ -14,7 +14,7 @@
 #include "kernels/tape.h"
 
 static const char *const kind_names[] = {"onlstm", "lstm", "ft", "cft",
-                                          "fft"};
+                                          "fft",    "ftlstm"};
 #define N_KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
 
 const char *nlp_lm_kind_name(enum nlp_lm_kind kind)
@@ -24,13 +24,19 @@ const char *nlp_lm_kind_name(enum nlp_lm_kind kind)
 
 const char *nlp_lm_kind_title(enum nlp_lm_kind kind)
 {
-    static const char *const titles[] = {"ON-LSTM", "LSTM", "FastTrees",
-                                         "Conv. FastTrees",
-                                         "Faster FastTrees"};
+    static const char *const titles[] = {
+        "ON-LSTM",          "LSTM",
+        "FastTrees",        "Conv. FastTrees",
+        "Faster FastTrees", "LSTM (ON-LSTM recipe)"};
     return (int)kind >= 0 && (int)kind < N_KINDS ? titles[kind] : "?";
 }
 
 int nlp_lm_kind_ordered(enum nlp_lm_kind kind)
+{
+    return kind != NLP_LM_LSTM && kind != NLP_LM_FTLSTM;
+}
+
+int nlp_lm_kind_on_recipe(enum nlp_lm_kind kind)
 {
     return kind != NLP_LM_LSTM;
 }
@@ -60,7 +66,7 @@ void nlp_lm_config_default(struct nlp_lm_config *cfg, enum nlp_lm_kind kind,
     cfg->dropoute = 0.1f;
     cfg->alpha = 2.0f;
     cfg->beta = 1.0f;
-    if (nlp_lm_kind_ordered(kind)) {
+    if (nlp_lm_kind_on_recipe(kind)) {
         /* README command of Ordered-Neurons (on_lstm.md §7), which the
          * FastTrees runs repeat with --model FT|CFT|FFT (fasttrees.md
          * §6.1). */
@@ -259,7 +265,9 @@ int nlp_lm_init(struct nlp_lm *m, struct gr_ctx *ctx,
             rc = gr_fft_init(&m->fft[l], ctx, prefix, in, h, cfg->chunk,
                              rng);
         } else {
-            snprintf(prefix, sizeof prefix, "rnns.%d.module", l);
+            if (cfg->kind == NLP_LM_LSTM) {
+                snprintf(prefix, sizeof prefix, "rnns.%d.module", l);
+            }
             rc = gr_lstm_init(&m->lstm[l], ctx, prefix, in, h, rng);
         }
         if (rc < 0) {
@@ -491,7 +499,7 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
                             gr_ctx_error(ctx));
         }
         struct gr_tensor *w = nlp_lm_layer_w_hh(m, l);
-        enum gr_wdrop_mode mode = nlp_lm_kind_ordered(cfg->kind)
+        enum gr_wdrop_mode mode = nlp_lm_kind_on_recipe(cfg->kind)
                                       ? GR_WDROP_ONLSTM
                                       : GR_WDROP_AWD;
         if (w == NULL) {
@@ -565,7 +573,7 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
              * "dropped output" is the raw tensor), the dropped one for the
              * AWD-LSTM. */
             struct gr_tensor *src =
-                nlp_lm_kind_ordered(cfg->kind) ? raw_last : y;
+                nlp_lm_kind_on_recipe(cfg->kind) ? raw_last : y;
             out->ar = gr_scale(ctx, gr_mean(ctx, gr_square(ctx, src)),
                                cfg->alpha);
             out->loss = gr_add(ctx, out->loss, out->ar);

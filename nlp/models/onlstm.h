@@ -64,21 +64,31 @@ enum nlp_lm_kind {
     NLP_LM_FT = 2,  /* FastTrees: master gates from x_t */
     NLP_LM_CFT = 3, /* Conv. FastTrees: conv over the first 2n features */
     NLP_LM_FFT = 4, /* Faster FastTrees: every gate from x_t, a scan */
+    /* the LSTM baseline of the Ordered-Neurons / FastTrees repositories
+     * (fasttrees.md §5): an LSTM cell in the ON-LSTM LM, i.e. the ON-LSTM
+     * recipe (non-inverted DropConnect, AR on the undropped output, its
+     * dropouts and finetuning), which grove's AWD-LSTM (lstm) is not */
+    NLP_LM_FTLSTM = 5,
 };
 
-/* The valid --model values, for messages: "onlstm|lstm|ft|cft|fft". */
-#define NLP_LM_KINDS "onlstm|lstm|ft|cft|fft"
+/* The valid --model values, for messages. */
+#define NLP_LM_KINDS "onlstm|lstm|ft|cft|fft|ftlstm"
 
-/* "onlstm" / "lstm" / "ft" / "cft" / "fft". */
+/* "onlstm" / "lstm" / "ft" / "cft" / "fft" / "ftlstm". */
 const char *nlp_lm_kind_name(enum nlp_lm_kind kind);
 
 /* For people: "ON-LSTM", "LSTM", "FastTrees", "Conv. FastTrees", "Faster
  * FastTrees". */
 const char *nlp_lm_kind_title(enum nlp_lm_kind kind);
 
-/* 1 for the cells with master gates (all but the LSTM): distances,
- * ON-LSTM DropConnect and AR on the undropped output. */
+/* 1 for the cells with master gates (onlstm, ft, cft, fft): chunks and
+ * syntactic distances. */
 int nlp_lm_kind_ordered(enum nlp_lm_kind kind);
+
+/* 1 for the kinds trained with the ON-LSTM recipe (all but lstm, the
+ * AWD-LSTM): non-inverted DropConnect, AR on the undropped output, the
+ * ON-LSTM's dropouts, finetuning at 500. */
+int nlp_lm_kind_on_recipe(enum nlp_lm_kind kind);
 
 /* Parses a kind name (GR_EINVAL listing the valid ones otherwise). */
 int nlp_lm_kind_parse(const char *text, enum nlp_lm_kind *out);

@@ -72,7 +72,7 @@ void nlp_lm_train_config_default(struct nlp_lm_train_config *tc,
     tc->wdecay = 1.2e-6f;
     tc->nonmono = 5;
     tc->n_when = 0;
-    tc->finetuning = nlp_lm_kind_ordered(kind) ? 500 : 0;
+    tc->finetuning = nlp_lm_kind_on_recipe(kind) ? 500 : 0;
     tc->eval_batch = 10;
     tc->test_batch = 1;
     tc->seed = 141;
@@ -975,7 +975,7 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
                 gr_optim_set_lr(tr.asgd, (float)tr.group_lr);
                 tr.n_hist = 0;
             }
-            if (rc == 0 && nlp_lm_kind_ordered(tc->model.kind) &&
+            if (rc == 0 && nlp_lm_kind_on_recipe(tc->model.kind) &&
                 tc->finetuning > 0 && epoch > tc->finetuning &&
                 nlp_ntasgd_should_switch(tr.hist, tr.n_hist, ev.loss_compat,
                                          tc->nonmono)) {

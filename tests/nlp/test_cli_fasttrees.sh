@@ -36,7 +36,7 @@ expect() {
     fi
 }
 
-expect 2 "--model expects one of onlstm\|lstm\|ft\|cft\|fft, got 'fasttrees'" nlp lm train --data d --out "$tmp/x" --model fasttrees
+expect 2 "--model expects one of onlstm\|lstm\|ft\|cft\|fft\|ftlstm, got 'fasttrees'" nlp lm train --data d --out "$tmp/x" --model fasttrees
 expect 2 "--conv-axis applies to --model cft only" nlp lm train --data d --out "$tmp/x" --model ft --conv-axis time
 expect 2 "--conv-axis expects time or batch_compat, got 'batch'" nlp lm train --data d --out "$tmp/x" --model cft --conv-axis batch
 checks=$((checks + 1))

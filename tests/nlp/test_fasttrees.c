@@ -542,7 +542,7 @@ static void test_param_counts(void)
     nlp_lm_param_report(&cfg, line, sizeof line);
     CHECK_MSG(strcmp(line, "24,670,640 parameters") == 0, "'%s'", line);
     /* what init allocates equals the count, for every kind */
-    for (int kind = 0; kind <= NLP_LM_FFT; kind++) {
+    for (int kind = 0; kind <= NLP_LM_FTLSTM; kind++) {
         struct gr_ctx *ctx = cpu_ctx();
         if (ctx == NULL) {
             CHECK(0);
@@ -570,6 +570,70 @@ static void test_param_counts(void)
         }
         gr_ctx_free(ctx);
     }
+}
+
+/* ftlstm (fasttrees.md §5) is an LSTM with the ON-LSTM recipe: in
+ * evaluation it equals grove's AWD-LSTM kind with U scaled by (1 - wdrop)
+ * (non-inverted DropConnect), and its defaults are the ON-LSTM's. */
+static void copy_scaled(struct gr_tensor *dst, const struct gr_tensor *src,
+                        float scale)
+{
+    float *v = malloc((size_t)src->numel * sizeof *v);
+    gr_tensor_to_host(src, v);
+    for (int64_t i = 0; i < src->numel; i++) {
+        v[i] *= scale;
+    }
+    gr_tensor_set_host(dst, v);
+    free(v);
+}
+
+static void test_ftlstm(void)
+{
+    struct nlp_lm_config ca, cb;
+    nlp_lm_config_default(&ca, NLP_LM_FTLSTM, 31);
+    CHECK(ca.dropout == 0.45f && ca.wdrop == 0.45f && ca.dropouti == 0.5f);
+    CHECK(nlp_lm_kind_on_recipe(NLP_LM_FTLSTM) &&
+          !nlp_lm_kind_ordered(NLP_LM_FTLSTM));
+    ca.emsize = 8;
+    ca.nhid = 12;
+    cb = ca;
+    cb.kind = NLP_LM_LSTM;
+    struct gr_ctx *x = cpu_ctx(), *y = cpu_ctx();
+    if (x == NULL || y == NULL) {
+        CHECK(0);
+        return;
+    }
+    struct nlp_lm a, b;
+    CHECK(nlp_lm_init(&a, x, &ca, 1) == 0 && nlp_lm_init(&b, y, &cb, 2) == 0);
+    copy_scaled(b.encoder, a.encoder, 1.0f);
+    copy_scaled(b.decoder_bias, a.decoder_bias, 1.0f);
+    for (int l = 0; l < ca.nlayers; l++) {
+        copy_scaled(b.lstm[l].w_ih, a.lstm[l].w_ih, 1.0f);
+        copy_scaled(b.lstm[l].b_ih, a.lstm[l].b_ih, 1.0f);
+        copy_scaled(b.lstm[l].b_hh, a.lstm[l].b_hh, 1.0f);
+        copy_scaled(b.lstm[l].w_hh, a.lstm[l].w_hh, 1.0f - ca.wdrop);
+    }
+    int32_t ids[5 * 2] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    float la[5 * 2 * 31], lb[5 * 2 * 31];
+    struct gr_ctx *ctxs[2] = {x, y};
+    struct nlp_lm *ms[2] = {&a, &b};
+    float *outs[2] = {la, lb};
+    for (int k = 0; k < 2; k++) {
+        gr_step_reset(ctxs[k]);
+        struct gr_tensor *in = gr_tensor_from_host(ctxs[k], GR_I32,
+                                                   gr_shape2(5, 2), ids);
+        struct nlp_lm_drop d = nlp_lm_drop_eval();
+        struct nlp_lm_out o;
+        CHECK(nlp_lm_forward(ms[k], NULL, in, NULL, &d, &o) == 0);
+        gr_tensor_to_host(o.logits, outs[k]);
+    }
+    double worst = 0.0;
+    for (int i = 0; i < 5 * 2 * 31; i++) {
+        worst = fmax(worst, fabs(la[i] - lb[i]));
+    }
+    CHECK_MSG(worst < 1e-5, "ftlstm vs lstm with U(1-p): %.3g", worst);
+    gr_ctx_free(x);
+    gr_ctx_free(y);
 }
 
 static void test_lms(void)
@@ -649,7 +713,7 @@ static void test_lms(void)
     enum nlp_lm_kind k;
     CHECK(nlp_lm_kind_parse("fft", &k) == 0 && k == NLP_LM_FFT);
     CHECK(nlp_lm_kind_parse("FT", &k) < 0);
-    CHECK(strstr(gr_last_error(), "onlstm|lstm|ft|cft|fft") != NULL);
+    CHECK(strstr(gr_last_error(), "onlstm|lstm|ft|cft|fft|ftlstm") != NULL);
 }
 
 int main(int argc, char **argv)
@@ -665,5 +729,6 @@ int main(int argc, char **argv)
     test_cft_causal_and_carry();
     test_param_counts();
     test_lms();
+    test_ftlstm();
     return test_report("nlp_fasttrees");
 }
