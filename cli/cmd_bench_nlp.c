@@ -25,6 +25,10 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
                    "fraction of grove's ON-LSTM and of the PyTorch ON-LSTM "
                    "reference",
                    &o.models),
+        CLI_FLAG("same-cell",
+                 "the baseline of each --models row is the PyTorch version "
+                 "of its own cell (onlstm, ft, fft), not the ON-LSTM",
+                 &o.same_cell),
         CLI_INT("windows", "N", "3", "timed windows per side (median)",
                 &o.windows),
         CLI_INT("warmup", "N", "1", "untimed windows first", &o.warmup),

@@ -151,8 +151,9 @@ static int run_grove(const struct bench_case *bc,
 
 /* The PyTorch reference: median seconds per window, or a reason. */
 static int run_baseline(const struct bench_case *bc,
-                        const struct bench_nlp_options *o, double *sec,
-                        char *why, size_t cap, char *blas, size_t blas_cap)
+                        const struct bench_nlp_options *o, const char *cell,
+                        double *sec, char *why, size_t cap, char *blas,
+                        size_t blas_cap)
 {
     char script[GR_PATH_MAX];
     snprintf(script, sizeof script, "%s",
@@ -173,10 +174,10 @@ static int run_baseline(const struct bench_case *bc,
     snprintf(cmd, sizeof cmd,
              "%s'%s' '%s' speed --vocab %d --emsize %d --nhid %d --nlayers %d "
              "--chunk %d --batch %d --bptt %d --windows %d --warmup %d "
-             "--threads %d --device %s 2>&1",
+             "--threads %d --device %s --model %s 2>&1",
              env, o->python, script, bc->vocab, bc->emsize, bc->nhid, bc->nlayers,
              bc->chunk, bc->batch, bc->bptt, o->windows, o->warmup,
-             o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu");
+             o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu", cell);
     FILE *p = popen(cmd, "r");
     if (p == NULL) {
         snprintf(why, cap, "cannot run %.300s", o->python);
@@ -320,10 +321,11 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
             gr_device_name(o->device), o->build, o->commit);
     fprintf(out, "grove BLAS: %s\n", blas);
     fprintf(out, "baseline: PyTorch reference bench/nlp/onlstm_ref.py "
-                 "(%s); %d warm-up + median of %d windows each; the two "
+                 "(%s; %s); %d warm-up + median of %d windows each; the two "
                  "sides alternate, %d round%s per case\n\n",
-            o->baseline ? o->python : "not run", o->warmup, o->windows,
-            o->rounds, o->rounds == 1 ? "" : "s");
+            o->baseline ? o->python : "not run",
+            o->same_cell ? "each row's own cell" : "its ON-LSTM for every row",
+            o->warmup, o->windows, o->rounds, o->rounds == 1 ? "" : "s");
     fprintf(out, "| case | grove | baseline | ratio | spread |\n");
     fprintf(out, "|---|---|---|---|---|\n");
     fflush(out);
@@ -338,10 +340,28 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
         }
         /* grove (every model), baseline, grove, baseline, ...: tokens/s
          * of each round */
-        double gm[MAX_MODELS][BENCH_MAX_ROUNDS], b[BENCH_MAX_ROUNDS];
+        double gm[MAX_MODELS][BENCH_MAX_ROUNDS];
+        double bm[MAX_MODELS][BENCH_MAX_ROUNDS];
+        int have_bm[MAX_MODELS];
         char why[400] = "";
-        int have_b = o->baseline;
         const double tokens = (double)bc->batch * bc->bptt;
+        /* the PyTorch cell of each row: the ON-LSTM reference, or with
+         * same_cell the row's own cell where the script has it */
+        const char *cells[MAX_MODELS];
+        for (int m = 0; m < n_models; m++) {
+            const char *nm = nlp_lm_kind_name(kinds[m]);
+            cells[m] = "onlstm";
+            have_bm[m] = o->baseline;
+            if (o->same_cell) {
+                cells[m] = nm;
+                if (strcmp(nm, "onlstm") != 0 && strcmp(nm, "ft") != 0 &&
+                    strcmp(nm, "fft") != 0) {
+                    have_bm[m] = 0;
+                    snprintf(why, sizeof why, "onlstm_ref.py has no %s cell",
+                             nm);
+                }
+            }
+        }
         for (int r = 0; r < o->rounds; r++) {
             double gs = 0.0, bs = 0.0;
             for (int m = 0; m < n_models; m++) {
@@ -351,24 +371,33 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
                                          nlp_lm_kind_name(kinds[m]));
                 }
                 gm[m][r] = tokens / gs;
+                bm[m][r] = -1.0;
+                if (have_bm[m] && (o->same_cell || m == 0)) {
+                    have_bm[m] = run_baseline(bc, o, cells[m], &bs, why,
+                                              sizeof why, base_blas,
+                                              sizeof base_blas) == 0;
+                    bm[m][r] = have_bm[m] ? tokens / bs : -1.0;
+                } else if (have_bm[m]) {
+                    /* one ON-LSTM reference per round for every row */
+                    have_bm[m] = have_bm[0];
+                    bm[m][r] = bm[0][r];
+                }
             }
-            b[r] = -1.0;
-            if (have_b) {
-                have_b = run_baseline(bc, o, &bs, why, sizeof why, base_blas,
-                                      sizeof base_blas) == 0;
-                b[r] = have_b ? tokens / bs : -1.0;
-            }
+        }
+        int have_b = 0;
+        for (int m = 0; m < n_models; m++) {
+            have_b |= have_bm[m];
         }
         double on_tps = 0.0; /* grove's ON-LSTM, when it is in the list */
         for (int m = 0; m < n_models; m++) {
-            struct bench_pair p = bench_pair_summary(gm[m], b, o->rounds);
+            struct bench_pair p = bench_pair_summary(gm[m], bm[m], o->rounds);
             if (kinds[m] == NLP_LM_ONLSTM) {
                 on_tps = p.grove;
             }
         }
         for (int m = 0; m < n_models; m++) {
             const double *g = gm[m];
-            struct bench_pair p = bench_pair_summary(g, b, o->rounds);
+            struct bench_pair p = bench_pair_summary(g, bm[m], o->rounds);
             char spread[160], label[64] = "";
             bench_spread_cell(&p, spread, sizeof spread);
             if (n_models > 1 || kinds[m] != NLP_LM_ONLSTM) {
@@ -380,12 +409,12 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
                     k += snprintf(label + k, sizeof label - (size_t)k,
                                   ", time %.2f of onlstm", on_tps / p.grove);
                 }
-                if (have_b && p.grove > 0.0) {
+                if (have_bm[m] && p.grove > 0.0) {
                     snprintf(label + k, sizeof label - (size_t)k,
                              ", %.2f of ref", p.baseline / p.grove);
                 }
             }
-            if (have_b) {
+            if (have_bm[m]) {
                 fprintf(out, "| %s%s (%s) | %.0f tok/s | %.0f tok/s | %.2fx "
                         "| %s |\n", bc->name, label, bc->what, p.grove,
                         p.baseline, p.ratio, spread);
@@ -394,7 +423,7 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
                         bc->name, label, bc->what, p.grove, spread);
             }
         }
-        if (!have_b && o->baseline) {
+        if ((!have_b || why[0]) && o->baseline && n_notes < N_CASES) {
             snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
                      bc->name, why);
         }

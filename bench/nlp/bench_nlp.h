@@ -45,6 +45,9 @@ struct bench_nlp_options {
                              NULL = "onlstm"; each gets a row per case and,
                              beside onlstm, its epoch-time ratio to grove's
                              ON-LSTM in the same run (fasttrees.md §9) */
+    int same_cell;        /* 1: the baseline of each row is the PyTorch
+                             version of its own cell (onlstm, ft, fft;
+                             n/a for the others), else the ON-LSTM */
     int quick;            /* tiny sizes (CI smoke run), not the issue's */
     int baseline;         /* 1: run the PyTorch reference too */
     const char *python;   /* interpreter (default /usr/bin/python3) */
