@@ -64,6 +64,9 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
+    if (bench_nlp_models_check(&o) < 0) {
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     o.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
     o.threads = common.threads;
     o.baseline = !no_baseline;

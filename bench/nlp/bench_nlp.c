@@ -270,12 +270,21 @@ static int parse_models(const struct bench_nlp_options *o,
         memcpy(name, p, len);
         name[len] = '\0';
         if (nlp_lm_kind_parse(name, &kinds[*n]) < 0) {
-            return gr_error(GR_EINVAL, "--models: %s", gr_last_error());
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", gr_last_error());
+            return gr_error(GR_EINVAL, "--models: %s", msg);
         }
         (*n)++;
         p += len + (comma ? 1 : 0);
     }
     return 0;
+}
+
+int bench_nlp_models_check(const struct bench_nlp_options *o)
+{
+    enum nlp_lm_kind kinds[MAX_MODELS];
+    int n = 0;
+    return parse_models(o, kinds, &n);
 }
 
 int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)

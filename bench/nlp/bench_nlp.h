@@ -61,6 +61,9 @@ void bench_nlp_options_default(struct bench_nlp_options *o);
 /* The case names, comma-separated ("published,batch1,small"). */
 const char *bench_nlp_case_names(void);
 
+/* GR_EINVAL naming the bad entry unless o->models is a list of LM kinds. */
+int bench_nlp_models_check(const struct bench_nlp_options *o);
+
 /* Runs the benchmark and prints the header and table to `out`. GR_EINVAL
  * for an unknown case name. */
 int bench_nlp_run(const struct bench_nlp_options *o, FILE *out);

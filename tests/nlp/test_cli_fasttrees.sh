@@ -44,6 +44,13 @@ checks=$((checks + 1))
     fail "--help does not explain batch_compat"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
 
+# bench nlp with the variants (quick sizes, no PyTorch): a row per model
+# with its epoch time relative to grove's ON-LSTM
+expect 0 "^\| small fft, time [0-9.]+ of onlstm" bench nlp --quick --models onlstm,ft,cft,fft --cases small --rounds 1 --windows 1 --warmup 0 --no-baseline --threads 1
+checks=$((checks + 1))
+grep -Eq "^\| small cft, time [0-9.]+ of onlstm" "$tmp/out" || fail "bench nlp: no cft row"
+expect 2 "--models: unknown model 'gru' \(expected one of onlstm" bench nlp --quick --models onlstm,gru --no-baseline
+
 if [ ! -d "$data/ptb" ]; then
     echo "cli_fasttrees: $checks checks, $fails failed"
     test_skip DATA "$fails" "no $data/ptb: the rest is skipped"
