@@ -836,14 +836,15 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_classify_trees = {
     "nlp classify trees",
-    "Induced trees of a trained om or onlstm classifier, and their parsing "
-    "F1 against the gold trees (logic, ListOps).",
+    "Induced trees of a trained om, onlstm, ft, cft or fft classifier, and "
+    "their parsing F1 against the gold trees (logic, ListOps).",
     "",
     "Encodes every test sequence alone (batch of one, evaluation mode, the "
     "eval slot count for om) and writes its tree in brackets, one example "
     "a line (logic: premise TAB hypothesis). Ordered Memory: "
     "ordered_memory.md §8 (distances from the pointers' argmax, build_tree); "
-    "onlstm: its distances and the greedy top-down parser. Logic trees are "
+    "onlstm and the FastTrees cells (ft, cft, fft): their forget distances "
+    "and the greedy top-down parser. Logic trees are "
     "built over the input with its parentheses, which are then deleted and "
     "unary nodes collapsed. Gold: formal_tasks.md §1.2 (logic) and §2.3 "
     "(ListOps). Prints the corpus F1 (formal_tasks.md §3, the published "

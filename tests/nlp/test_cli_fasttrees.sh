@@ -106,6 +106,11 @@ grep -q "^conv-axis batch_compat$" "$tmp/cftb/config" || fail "cft batch_compat:
 for m in ft cft fft; do
     expect 0 "test accuracy \(best.ckpt\) 0\.[0-9]+" nlp classify train --task listops --model "$m" --train "$tmp/lo.tsv" --test "$tmp/lo_test.tsv" --emsize 16 --nhid 24 --batch 16 --epochs 1 --seed 3 --threads 1 --out "$tmp/cls_$m"
 done
+# induced trees of a FastTrees classifier (its forget distances)
+expect 0 "corpus F1" nlp classify trees --checkpoint "$tmp/cls_fft/best.ckpt" --test "$tmp/lo_test.tsv" --limit 20 --out "$tmp/trees.txt"
+checks=$((checks + 1))
+[ "$(wc -l <"$tmp/trees.txt")" -eq 20 ] || fail "classify trees: want 20 trees, got $(wc -l <"$tmp/trees.txt")"
+
 # SNLI: the hand-written sample (tests/fixtures/snli) through the harness
 snli=$(dirname "$0")/../fixtures/snli/snli_sample.jsonl
 expect 0 "^run .*snli: snli with cft, 1 epochs" nlp classify train --task snli --model cft --train "$snli" --valid "$snli" --test "$snli" --emsize 16 --nhid 24 --epochs 1 --threads 1 --out "$tmp/snli"
