@@ -106,6 +106,9 @@ grep -q "^conv-axis batch_compat$" "$tmp/cftb/config" || fail "cft batch_compat:
 for m in ft cft fft; do
     expect 0 "test accuracy \(best.ckpt\) 0\.[0-9]+" nlp classify train --task listops --model "$m" --train "$tmp/lo.tsv" --test "$tmp/lo_test.tsv" --emsize 16 --nhid 24 --batch 16 --epochs 1 --seed 3 --threads 1 --out "$tmp/cls_$m"
 done
+expect 2 "cft: the convolution reads the first 2n = 256 input features, emsize is 16" nlp classify train --task listops --model cft --train "$tmp/lo.tsv" --test "$tmp/lo_test.tsv" --emsize 16 --nhid 128 --chunk-size 1 --quiet --out "$tmp/badcft"
+checks=$((checks + 1))
+[ -e "$tmp/badcft" ] && fail "a refused classify run left its folder"
 # induced trees of a FastTrees classifier (its forget distances)
 expect 0 "corpus F1" nlp classify trees --checkpoint "$tmp/cls_fft/best.ckpt" --test "$tmp/lo_test.tsv" --limit 20 --out "$tmp/trees.txt"
 checks=$((checks + 1))
