@@ -637,7 +637,8 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
                  "%s syntactic distances (layer %d of %d, forget "
                  "distance), greedy top-down split; %s, %lld of %lld words "
                  "unknown (-> <unk>)",
-                 nlp_lm_kind_title(ld.lm.cfg.kind), layer, (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
+                 nlp_lm_kind_title(ld.lm.cfg.kind), layer,
+                 (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
                  (long long)n_words);
         *dist_out = dist;
     } else {
