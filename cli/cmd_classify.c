@@ -93,6 +93,12 @@ static int task_options(const struct cli_command *cmd, const char *task,
                                     "trees) or --train, --valid and --test",
                                task);
     }
+    if (strcmp(task, "snli") == 0 && data == NULL &&
+        (train == NULL || valid == NULL || test == NULL)) {
+        return cli_usage_error(cmd, "--task snli needs --data DIR (the "
+                                    "snli_1.0_*.jsonl files) or --train, "
+                                    "--valid and --test");
+    }
     return CLI_CONTINUE;
 }
 
@@ -104,7 +110,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int slots = -1, slots_eval = -1, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
     int head_hidden = -2;
-    double lr = 1e-3, clip = 1.0, wdecay = 1.2e-6, dropouti = -1,
+    double lr = NAN, clip = 1.0, wdecay = 1.2e-6, dropouti = -1,
            dropout = -1, dropoutm = -1, dropouto = -1;
     struct cli_common common;
     int first = 0;
@@ -112,7 +118,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     snprintf(models_help, sizeof models_help,
              "the encoder (%s); om is Ordered Memory", nlp_encoder_names());
     const struct cli_option opts[] = {
-        CLI_STRING("task", "logic|listops|sst2|sst5", NULL,
+        CLI_STRING("task", "logic|listops|sst2|sst5|snli", NULL,
                    "the task (required; grove nlp tasks lists them)", &task),
         CLI_STRING("model", "NAME", "om", models_help, &model),
         CLI_STRING("split", "full|A|B|C", "full",
@@ -139,7 +145,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("max-batches", "N", "0",
                 "cut every epoch after N batches (smoke runs; 0: all)",
                 &max_batches),
-        CLI_DOUBLE("lr", "LR", "0.001", "Adam learning rate", &lr),
+        CLI_DOUBLE("lr", "LR", NULL,
+                   "Adam learning rate (default 0.001, snli 4e-4)", &lr),
         CLI_DOUBLE("clip", "NORM", "1", "global gradient-norm clipping",
                    &clip),
         CLI_DOUBLE("wdecay", "W", "1.2e-6", "weight decay", &wdecay),
@@ -191,11 +198,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if (task == NULL) {
         return cli_usage_error(cmd, "--task is required (logic, listops, "
-                                    "sst2 or sst5)");
+                                    "sst2, sst5 or snli)");
     }
     if (!nlp_cls_task_known(task)) {
-        return cli_usage_error(cmd, "--task '%s' is not logic, listops, sst2 "
-                                    "or sst5",
+        return cli_usage_error(cmd, "--task '%s' is not logic, listops, sst2, "
+                                    "sst5 or snli",
                                task);
     }
     if (common.out == NULL) {
@@ -219,7 +226,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if ((epochs != -1 && epochs < 0) || (batch != -1 && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||
-        !(lr > 0) || !(clip >= 0) || !(wdecay >= 0)) {
+        (!isnan(lr) && !(lr > 0)) || !(clip >= 0) || !(wdecay >= 0)) {
         return cli_usage_error(cmd, "--epochs >= 0, --batch >= 1, "
                                     "--max-batches >= 0, --test-every >= 1, "
                                     "--lr > 0, --clip and --wdecay >= 0");
@@ -272,7 +279,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         }
         tc.head_hidden = head_hidden;
     }
-    tc.lr = (float)lr;
+    if (!isnan(lr)) {
+        tc.lr = (float)lr;
+    }
     tc.clip = (float)clip;
     tc.wdecay = (float)wdecay;
     tc.max_batches = max_batches;
@@ -827,14 +836,15 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_classify_trees = {
     "nlp classify trees",
-    "Induced trees of a trained om or onlstm classifier, and their parsing "
-    "F1 against the gold trees (logic, ListOps).",
+    "Induced trees of a trained om, onlstm, ft, cft or fft classifier, and "
+    "their parsing F1 against the gold trees (logic, ListOps).",
     "",
     "Encodes every test sequence alone (batch of one, evaluation mode, the "
     "eval slot count for om) and writes its tree in brackets, one example "
     "a line (logic: premise TAB hypothesis). Ordered Memory: "
     "ordered_memory.md §8 (distances from the pointers' argmax, build_tree); "
-    "onlstm: its distances and the greedy top-down parser. Logic trees are "
+    "onlstm and the FastTrees cells (ft, cft, fft): their forget distances "
+    "and the greedy top-down parser. Logic trees are "
     "built over the input with its parentheses, which are then deleted and "
     "unary nodes collapsed. Gold: formal_tasks.md §1.2 (logic) and §2.3 "
     "(ListOps). Prints the corpus F1 (formal_tasks.md §3, the published "

@@ -118,7 +118,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     struct cli_common common;
     int first = 0;
-    const char *model = "onlstm", *data = NULL, *when = NULL;
+    const char *model = NULL, *data = NULL, *when = NULL;
+    const char *conv_axis = NULL;
     int emsize = -1, nhid = -1, nlayers = -1, chunk = -1, bptt = -1,
         batch = -1, nonmono = -1, finetuning = -1, epochs = -1,
         max_batches = 0, eval_batch = -1, test_batch = -1, resume = 0,
@@ -128,8 +129,23 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
            alpha = NAN, beta = NAN;
     uint64_t seed = 141;
     const struct cli_option opts[] = {
-        CLI_STRING("model", "onlstm|lstm", "onlstm",
-                   "ON-LSTM (on_lstm.md) or AWD-LSTM", &model),
+        CLI_STRING("model", NLP_LM_KINDS, NULL,
+                   "ON-LSTM (on_lstm.md), AWD-LSTM, or FastTrees "
+                   "(fasttrees.md; default onlstm): ft master gates from "
+                   "x_t; cft a convolution on the first 2n inputs first; "
+                   "fft every gate from x_t, the recurrence a linear scan "
+                   "(no recurrent weights, so --wdrop does nothing); ftlstm "
+                   "the repositories' LSTM baseline: an LSTM with the "
+                   "ON-LSTM recipe (fasttrees.md §5)",
+                   &model),
+        CLI_STRING("conv-axis", "time|batch_compat", NULL,
+                   "cft only (default time): time = causal over time "
+                   "(kernel 2, dilation 2; the last 2 inputs of a window "
+                   "are carried into the next); batch_compat = the "
+                   "reference's convolution along the batch axis "
+                   "(fasttrees.md §3.2's defect: mixes batch neighbours), "
+                   "only for parity with the published model",
+                   &conv_axis),
         CLI_STRING_REQUIRED("data", "DIR",
                             "PTB folder: ptb.{train,valid,test}.txt", &data),
         CLI_INT("emsize", "N", "400", "embedding size (= last layer, tied)",
@@ -203,9 +219,18 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     enum nlp_lm_kind kind;
-    if (nlp_lm_kind_parse(model, &kind) < 0) {
-        return cli_usage_error(cmd, "--model expects onlstm or lstm, got '%s'",
-                               model);
+    if (nlp_lm_kind_parse(model ? model : "onlstm", &kind) < 0) {
+        return cli_usage_error(cmd, "--model expects one of %s, got '%s'",
+                               NLP_LM_KINDS, model);
+    }
+    enum gr_conv_axis axis = GR_CONV_TIME;
+    if (conv_axis != NULL && gr_conv_axis_parse(conv_axis, &axis) < 0) {
+        return cli_usage_error(cmd, "--conv-axis expects time or "
+                               "batch_compat, got '%s'", conv_axis);
+    }
+    if (conv_axis != NULL && kind != NLP_LM_CFT) {
+        return cli_usage_error(cmd, "--conv-axis applies to --model cft "
+                               "only");
     }
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
@@ -216,6 +241,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.model.nhid = nhid;
     tc.model.nlayers = nlayers;
     tc.model.chunk = chunk;
+    tc.model.conv_axis = axis;
+    tc.model_given = model != NULL;
     if (!isnan(dropout)) {
         tc.model.dropout = (float)dropout;
     }
@@ -304,8 +331,13 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     printf("run:        %s (%s, %d epochs, %.1f s)\n", common.out,
            nlp_lm_kind_name(tc.model.kind), (int)res.epochs_done, res.wall_s);
-    printf("best valid: ppl %.2f (reference-compatible loss %.4f)\n",
-           res.best_val_ppl, res.best_val_loss);
+    if (res.epochs_done == 0) {
+        printf("initial:    wrote the initial model to last.ckpt; nothing "
+               "evaluated (--epochs 0)\n");
+    } else {
+        printf("best valid: ppl %.2f (reference-compatible loss %.4f)\n",
+               res.best_val_ppl, res.best_val_loss);
+    }
     if (res.asgd_switch_epoch > 0) {
         printf("NT-ASGD:    switched to ASGD after epoch %d\n",
                (int)res.asgd_switch_epoch);
@@ -350,13 +382,15 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_lm_train = {
     "nlp lm train",
-    "Train the ON-LSTM or AWD-LSTM language model on PTB (SGD -> NT-ASGD, "
-    "the published hyperparameters).",
+    "Train the ON-LSTM, AWD-LSTM or a FastTrees language model on PTB (SGD "
+    "-> NT-ASGD, the published hyperparameters).",
     "",
     "Defaults are the published run (on_lstm.md §7): 3 layers 400/1150/400, "
     "chunk 10, batch 20,\nBPTT 70, lr 30, clip 0.25, seed 141, 1000 epochs "
     "(about 82 hours on a V100). The run folder holds metrics.csv, "
-    "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n\n"
+    "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n"
+    "The parameter count is printed in digits first; --epochs 0 writes the "
+    "initial model (last.ckpt) and evaluates nothing.\n\n"
     "Examples (a smoke run of a minute, the published run, its resumption):\n"
     "  grove nlp lm train --data data/ptb --out runs/smoke --emsize 40 "
     "--nhid 60 --epochs 2 --max-batches 50\n"
@@ -535,10 +569,11 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
         nlp_lm_loaded_free(&ld);
         return rc;
     }
-    if (ld.lm.cfg.kind != NLP_LM_ONLSTM) {
+    if (!nlp_lm_kind_ordered(ld.lm.cfg.kind)) {
         nlp_lm_loaded_free(&ld);
         return gr_error(GR_EINVAL, "%s is an LSTM language model: parsing "
-                                   "needs the ON-LSTM's distances",
+                                   "needs the ON-LSTM's (or a FastTrees "
+                                   "cell's) distances",
                         ckpt);
     }
     if (layer < 1 || layer > ld.lm.cfg.nlayers) {
@@ -599,10 +634,11 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
     free(lens);
     if (rc == 0) {
         snprintf(desc, cap,
-                 "ON-LSTM syntactic distances (layer %d of %d, forget "
+                 "%s syntactic distances (layer %d of %d, forget "
                  "distance), greedy top-down split; %s, %lld of %lld words "
                  "unknown (-> <unk>)",
-                 layer, (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
+                 nlp_lm_kind_title(ld.lm.cfg.kind), layer,
+                 (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
                  (long long)n_words);
         *dist_out = dist;
     } else {
@@ -637,7 +673,7 @@ int lm_cli_syneval(const char *ckpt, const struct gr_ctx_config *cc,
     snprintf(desc, cap,
              "%s language model from %s (%d layers; sum of log p over the "
              "words and the final '.')",
-             ld.lm.cfg.kind == NLP_LM_ONLSTM ? "ON-LSTM" : "LSTM", ckpt,
+             nlp_lm_kind_title(ld.lm.cfg.kind), ckpt,
              (int)ld.lm.cfg.nlayers);
     nlp_lm_loaded_free(&ld);
     return rc;

@@ -23,6 +23,7 @@ extern "C" {
 }
 #include "kernels/backend.h"
 #include "kernels/rng.h"
+#include "kernels/scan.h"
 
 namespace {
 
@@ -1875,6 +1876,8 @@ gr_backend make_table()
     t.lstm_bwd = cu_lstm_bwd;
     t.onlstm_fwd = cu_onlstm_fwd;
     t.onlstm_bwd = cu_onlstm_bwd;
+    t.scan_fwd = gr_cu_scan_fwd;
+    t.scan_bwd = gr_cu_scan_bwd;
     t.sgd_step = cu_sgd;
     t.adam_step = cu_adam;
     t.asgd_step = cu_asgd;

@@ -127,6 +127,14 @@ void nlp_cls_train_config_default(struct nlp_cls_train_config *tc,
         tc->dropout_out = 0.5f; /* hybrid_and_trees.md §3.3's output */
         tc->batch = 25;
         tc->epochs = 10;
+    } else if (task != NULL && strcmp(task, "snli") == 0) {
+        /* fasttrees.md §6.4: MLP hidden 1024, dropout 0.2, Adam 4e-4,
+         * x0.2 on a plateau */
+        tc->head_hidden = 1024;
+        tc->dropout_out = 0.2f;
+        tc->lr = 4e-4f;
+        tc->plateau_factor = 0.2f;
+        tc->epochs = 10;
     }
 }
 

@@ -91,6 +91,8 @@ struct nlp_lm_train_config {
     const char *out_dir; /* run folder; NULL: nothing written (tests) */
     int force;           /* reuse an existing run folder */
     int resume;          /* continue out_dir/last.ckpt */
+    int model_given;     /* --resume: model.kind was asked for; a
+                          * last.ckpt of another kind is refused */
     int quiet;
     int argc;            /* the command line, for the run folder */
     char *const *argv;
