@@ -1,0 +1,284 @@
+/* The Transformer encoder (nlp/models/transformer.h) and its row in the
+ * encoder table: PyTorch's parameter names in both norm placements, config
+ * text round trip, padding invariance of the pooled sentence vector (a
+ * padded batch equals each sentence alone), causality of the stack with
+ * causal = 1 (perturbing token t+1 leaves outputs 0..t unchanged), bad
+ * input, and a seeded task it must learn (which of two marker tokens
+ * occurs more often: needs attention over the whole sequence) with the
+ * label-smoothed loss. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/attention.h"
+#include "kernels/layers.h"
+#include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "kernels/tape.h"
+#include "nlp/models/encoder.h"
+#include "nlp/models/transformer.h"
+#include "tests/test.h"
+
+static struct gr_ctx *cpu_ctx(void)
+{
+    struct gr_ctx_config cfg = gr_ctx_config_default();
+    cfg.device = GR_DEVICE_CPU;
+    cfg.step_chunk_bytes = 1 << 20;
+    struct gr_ctx *ctx = NULL;
+    if (gr_ctx_new(&ctx, &cfg) < 0) {
+        return NULL;
+    }
+    return ctx;
+}
+
+static void small_config(struct nlp_encoder_config *c, const char *task)
+{
+    CHECK(nlp_encoder_config_default(c, "transformer", task) == 0);
+    c->vocab = 12;
+    c->pad_id = 0;
+    c->emsize = 12; /* != hidden: the projection is used */
+    c->hidden = 16;
+    c->heads = 4;
+    c->ffn = 24;
+    c->layers = 2;
+}
+
+static void check_names_and_config(void)
+{
+    struct nlp_encoder_config c, back;
+    for (int post = 0; post < 2; post++) {
+        struct gr_ctx *ctx = cpu_ctx();
+        small_config(&c, "logic");
+        c.post_norm = post;
+        struct nlp_encoder e;
+        CHECK_MSG(nlp_encoder_init(&e, ctx, &c, gr_rng_make(1, 0)) == 0,
+                  "init: %s", gr_last_error());
+        const char *names[] = {"enc.emb.weight", "enc.proj.weight",
+                               "enc.pool.queries",
+                               "enc.layers.0.self_attn.in_proj_weight",
+                               "enc.layers.1.self_attn.out_proj.bias",
+                               "enc.layers.1.linear1.weight",
+                               "enc.layers.0.linear2.bias",
+                               "enc.layers.1.norm2.weight"};
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            CHECK_MSG(gr_ctx_find(ctx, names[i]) != NULL, "no parameter %s",
+                      names[i]);
+        }
+        CHECK_MSG((gr_ctx_find(ctx, "enc.norm.weight") != NULL) == !post,
+                  "the final norm exists exactly in pre-norm");
+        CHECK(nlp_encoder_out_dim(&e) == 32);
+        char text[2048];
+        int len = 0;
+        CHECK(nlp_encoder_config_format(&c, text, sizeof text, &len) == 0);
+        CHECK(nlp_encoder_config_parse(text, "test", &back) == 0);
+        CHECK(back.layers == 2 && back.heads == 4 && back.ffn == 24 &&
+              back.post_norm == post && back.emsize == 12 &&
+              back.hidden == 16 &&
+              fabsf(back.dropout_attn - c.dropout_attn) < 1e-7f);
+        nlp_encoder_free(&e);
+        gr_ctx_free(ctx);
+    }
+    /* bad sizes: heads must divide the width */
+    struct gr_ctx *ctx = cpu_ctx();
+    small_config(&c, NULL);
+    c.heads = 5;
+    struct nlp_encoder e;
+    CHECK(nlp_encoder_init(&e, ctx, &c, gr_rng_make(1, 0)) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "not a multiple of --heads 5");
+    gr_ctx_free(ctx);
+}
+
+/* Encodes ids [T, B] (eval mode) into out [B, 2D]. */
+static int encode(struct gr_ctx *ctx, struct nlp_encoder *e,
+                  const int32_t *ids, const int32_t *lens, int T, int B,
+                  float *out)
+{
+    gr_step_reset(ctx);
+    struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
+                                               ids);
+    struct nlp_encoder_batch b = {it, lens, T, B};
+    struct gr_tensor *u = nlp_encoder_encode(e, &b, 0, gr_rng_make(3, 3));
+    if (u == NULL || gr_tensor_to_host(u, out) < 0) {
+        fprintf(stderr, "encode: %s / %s\n", gr_ctx_error(ctx),
+                gr_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static void check_padding_invariance(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_encoder_config c;
+    small_config(&c, "listops");
+    struct nlp_encoder e;
+    CHECK(nlp_encoder_init(&e, ctx, &c, gr_rng_make(2, 0)) == 0);
+    enum { T = 6, B = 3 };
+    const int32_t lens[B] = {6, 2, 4};
+    int32_t ids[T * B];
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++) {
+            /* real tokens 1..11; the pads are garbage ids, not pad_id */
+            ids[t * B + b] = 1 + (t * 5 + b * 3) % 11;
+        }
+    }
+    float all[B * 32], one[32];
+    CHECK(encode(ctx, &e, ids, lens, T, B, all) == 0);
+    double worst = 0.0;
+    for (int b = 0; b < B; b++) {
+        int32_t sid[T];
+        for (int t = 0; t < lens[b]; t++) {
+            sid[t] = ids[t * B + b];
+        }
+        CHECK(encode(ctx, &e, sid, &lens[b], lens[b], 1, one) == 0);
+        for (int k = 0; k < 32; k++) {
+            worst = fmax(worst, fabs(one[k] - all[b * 32 + k]));
+        }
+    }
+    CHECK_MSG(worst <= 2e-6, "padded batch vs sentences alone: %.3g", worst);
+    /* a length outside [1, T] is refused */
+    const int32_t bad[B] = {6, 0, 4};
+    CHECK(encode(ctx, &e, ids, bad, T, B, all) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "sequence 1 has length 0");
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx);
+}
+
+static void check_causal_stack(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_transformer_config tc = nlp_transformer_config_default(8);
+    tc.heads = 2;
+    tc.ffn = 16;
+    for (int post = 0; post < 2; post++) {
+        tc.post_norm = post;
+        struct nlp_transformer t;
+        char prefix[16];
+        snprintf(prefix, sizeof prefix, "dec%d", post);
+        CHECK(nlp_transformer_init(&t, ctx, prefix, &tc, gr_rng_make(4, 1)) ==
+              0);
+        enum { T = 5, B = 2, D = 8 };
+        float x[T * B * D], x0[T * B * D], y0[T * B * D], y1[T * B * D];
+        for (int i = 0; i < T * B * D; i++) {
+            x0[i] = x[i] = sinf(0.7f * (float)i);
+        }
+        int leaks = 0, changed = 0;
+        for (int tp = -1; tp < T; tp++) {
+            gr_step_reset(ctx);
+            if (tp >= 0) {
+                for (int i = tp * B * D; i < (tp + 1) * B * D; i++) {
+                    x[i] += 0.5f;
+                }
+            }
+            struct gr_tensor *xt = gr_tensor_from_host(
+                ctx, GR_F32, gr_shape3(T, B, D), x);
+            struct gr_tensor *y = nlp_transformer_forward(
+                ctx, &t, xt, NULL, 1, 0, gr_rng_make(1, 1));
+            CHECK(y != NULL && gr_tensor_to_host(y, tp < 0 ? y0 : y1) == 0);
+            if (tp >= 0) {
+                for (int i = 0; i < T * B * D; i++) {
+                    int pos = i / (B * D);
+                    leaks += pos < tp && y1[i] != y0[i];
+                    changed |= pos == tp && y1[i] != y0[i];
+                }
+                memcpy(x, x0, sizeof x); /* exactly the original again */
+            }
+        }
+        CHECK_MSG(leaks == 0 && changed, "causal %s-norm stack: %d earlier "
+                  "outputs changed (changed at t: %d)",
+                  post ? "post" : "pre", leaks, changed);
+        nlp_transformer_free(&t);
+    }
+    gr_ctx_free(ctx);
+}
+
+/* Does marker 1 occur more often than marker 2 in a sequence of 3 to 7
+ * tokens (others 3..9)? Seeded data; 300 Adam steps of batch 32. */
+static void check_learns(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_encoder_config c;
+    small_config(&c, "listops");
+    c.vocab = 10;
+    c.emsize = c.hidden = 32;
+    c.heads = 4;
+    c.ffn = 64;
+    c.layers = 1;
+    c.dropout_in = c.dropout_cell = c.dropout_attn = 0.0f;
+    struct nlp_encoder e;
+    CHECK(nlp_encoder_init(&e, ctx, &c, gr_rng_make(5, 0)) == 0);
+    struct gr_linear_layer head;
+    CHECK(gr_linear_init(&head, ctx, "head", 64, 2, 1, gr_rng_make(5, 1)) ==
+          0);
+    struct gr_optim *opt;
+    struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+    oc.lr = 3e-3f;
+    CHECK(gr_optim_new(&opt, ctx, "adam", &oc) == 0);
+    enum { T = 7, B = 32 };
+    uint64_t s = 12345;
+    int32_t ids[T * B], lens[B], y[B];
+    int correct = 0, seen = 0;
+    for (int step = 0; step < 300; step++) {
+        for (int b = 0; b < B; b++) {
+            int n1 = 0, n2 = 0;
+            lens[b] = 3 + (int)((s >> 33) % 5);
+            for (int t = 0; t < T; t++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                int r = (int)((s >> 33) % 10);
+                int tok = r < 3 ? 1 : (r < 6 ? 2 : 3 + (r % 7));
+                if (t >= lens[b]) {
+                    tok = 0;
+                } else {
+                    n1 += tok == 1;
+                    n2 += tok == 2;
+                }
+                ids[t * B + b] = tok;
+            }
+            y[b] = n1 > n2 ? 1 : 0;
+        }
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(T, B), ids);
+        struct gr_tensor *yt = gr_tensor_from_host(ctx, GR_I32, gr_shape1(B),
+                                                   y);
+        struct nlp_encoder_batch bt = {it, lens, T, B};
+        struct gr_tensor *logits = gr_linear_forward(
+            ctx, &head,
+            nlp_encoder_encode(&e, &bt, 1, gr_rng_make(9, (uint64_t)step)));
+        struct gr_tensor *loss = gr_cross_entropy_smoothed(ctx, logits, yt,
+                                                           -1, 0.1f);
+        if (loss == NULL || gr_backward(ctx, loss) < 0) {
+            CHECK_MSG(0, "step %d: %s", step, gr_ctx_error(ctx));
+            break;
+        }
+        gr_optim_step(opt);
+        if (step >= 250) {
+            float lg[2 * B];
+            gr_tensor_to_host(logits, lg);
+            for (int b = 0; b < B; b++) {
+                correct += (lg[2 * b + 1] > lg[2 * b]) == (y[b] == 1);
+                seen++;
+            }
+        }
+    }
+    double acc = seen ? (double)correct / seen : 0.0;
+    printf("majority-marker task: training accuracy over the last 50 steps "
+           "%.3f\n", acc);
+    CHECK_MSG(acc >= 0.9, "the transformer did not learn the majority "
+              "marker: %.3f", acc);
+    gr_optim_free(opt);
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx);
+}
+
+int main(void)
+{
+    check_names_and_config();
+    check_padding_invariance();
+    check_causal_stack();
+    check_learns();
+    return test_report("nlp_transformer");
+}
