@@ -96,6 +96,10 @@ int nlp_encoder_config_check(const struct nlp_encoder_config *c)
                         "ffn %d (1..262144)", (int)c->layers, (int)c->heads,
                         (int)c->ffn);
     }
+    if (strcmp(c->model, "transformer") == 0 && c->hidden % c->heads != 0) {
+        return gr_error(GR_EINVAL, "transformer: --nhid %d is not a multiple "
+                        "of --heads %d", (int)c->hidden, (int)c->heads);
+    }
     if (c->slots_train < 1 || c->slots_eval < 1) {
         return gr_error(GR_EINVAL, "slots %d / %d must be >= 1",
                         (int)c->slots_train, (int)c->slots_eval);
