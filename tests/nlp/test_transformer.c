@@ -5,7 +5,11 @@
  * causal = 1 (perturbing token t+1 leaves outputs 0..t unchanged), bad
  * input, and a seeded task it must learn (which of two marker tokens
  * occurs more often: needs attention over the whole sequence) with the
- * label-smoothed loss. */
+ * label-smoothed loss; with a fixture folder as argument, two
+ * nn.TransformerEncoderLayer layers (pre-norm with the final norm, and
+ * post-norm) with key padding against float64 PyTorch
+ * (tests/fixtures/nlp/make_transformer_fixture.py): outputs and every
+ * gradient to 1e-5 relative. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,8 +278,189 @@ static void check_learns(void)
     gr_ctx_free(ctx);
 }
 
-int main(void)
+/* ---- PyTorch fixture (tests/fixtures/nlp/make_transformer_fixture.py) ---- */
+
+#define FX_MAX 128
+
+struct fx {
+    int n;
+    char name[FX_MAX][96];
+    int64_t numel[FX_MAX];
+    double *data[FX_MAX];
+};
+
+static int fx_load(struct fx *f, const char *path)
 {
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        return -1;
+    }
+    char line[128];
+    if (fgets(line, sizeof line, fp) == NULL ||
+        strcmp(line, "grove-fixture 1\n") != 0) {
+        fclose(fp);
+        return -1;
+    }
+    while (f->n < FX_MAX) {
+        int k = f->n, nd = 0;
+        if (fscanf(fp, "%95s %d", f->name[k], &nd) != 2 || nd < 0 || nd > 4) {
+            break;
+        }
+        f->numel[k] = 1;
+        for (int d = 0; d < nd; d++) {
+            long long v = 0;
+            if (fscanf(fp, "%lld", &v) != 1) {
+                fclose(fp);
+                return -1;
+            }
+            f->numel[k] *= v;
+        }
+        f->data[k] = malloc((size_t)f->numel[k] * sizeof(double));
+        for (int64_t i = 0; i < f->numel[k]; i++) {
+            if (fscanf(fp, "%lf", &f->data[k][i]) != 1) {
+                fclose(fp);
+                return -1;
+            }
+        }
+        f->n++;
+    }
+    fclose(fp);
+    return 0;
+}
+
+static const double *fx_get(const struct fx *f, const char *name,
+                            int64_t *numel)
+{
+    for (int i = 0; i < f->n; i++) {
+        if (strcmp(f->name[i], name) == 0) {
+            *numel = f->numel[i];
+            return f->data[i];
+        }
+    }
+    return NULL;
+}
+
+/* |got - ref| <= 1e-5 |ref| + 1e-6 max|ref| for every element; a copy
+ * scaled by 1.0001 must fail. */
+static void fx_compare(const char *what, const struct gr_tensor *t,
+                       const struct fx *f, const char *name)
+{
+    int64_t n = 0;
+    const double *ref = fx_get(f, name, &n);
+    if (ref == NULL || t == NULL || t->numel != n) {
+        CHECK_MSG(0, "fixture: %s (%s) missing or of the wrong size", what,
+                  name);
+        return;
+    }
+    float *got = malloc((size_t)n * sizeof *got);
+    gr_tensor_to_host(t, got);
+    double m = 0.0, worst = 0.0;
+    int bad_scaled = 0;
+    for (int64_t i = 0; i < n; i++) {
+        m = fmax(m, fabs(ref[i]));
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double lim = 1e-5 * fabs(ref[i]) + 1e-6 * m;
+        worst = fmax(worst, fabs(got[i] - ref[i]) / lim);
+        bad_scaled |= fabs(got[i] * 1.0001 - ref[i]) > lim;
+    }
+    CHECK_MSG(worst <= 1.0, "%s differs from PyTorch: worst %.3g x the "
+              "tolerance", what, worst);
+    CHECK_MSG(bad_scaled, "%s: a 0.01%% error passes", what);
+    free(got);
+}
+
+static void check_fixture(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/transformer_encoder.txt", dir);
+    struct fx f;
+    if (fx_load(&f, path) < 0) {
+        CHECK_MSG(0, "cannot read %s", path);
+        return;
+    }
+    enum { T = 5, B = 3, D = 8 };
+    int64_t n = 0;
+    const double *xd = fx_get(&f, "x", &n), *rd = fx_get(&f, "R", &n);
+    const double *ld = fx_get(&f, "lengths", &n);
+    float x[T * B * D], r[T * B * D];
+    for (int i = 0; i < T * B * D; i++) {
+        x[i] = (float)xd[i];
+        r[i] = (float)rd[i];
+    }
+    const int32_t lens[B] = {(int32_t)ld[0], (int32_t)ld[1], (int32_t)ld[2]};
+    for (int post = 0; post < 2; post++) {
+        const char *tag = post ? "post" : "pre";
+        struct gr_ctx *ctx = cpu_ctx();
+        struct nlp_transformer_config tc = nlp_transformer_config_default(D);
+        tc.heads = 2;
+        tc.ffn = 12;
+        tc.post_norm = post;
+        struct nlp_transformer t;
+        CHECK(nlp_transformer_init(&t, ctx, tag, &tc, gr_rng_make(1, 1)) ==
+              0);
+        int set = 0;
+        for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(ctx, i);
+            const double *v = fx_get(&f, p->name, &n);
+            CHECK_MSG(v != NULL && n == p->numel, "fixture lacks %s",
+                      p->name);
+            if (v == NULL || n != p->numel) {
+                continue;
+            }
+            float *h = malloc((size_t)n * sizeof *h);
+            for (int64_t e = 0; e < n; e++) {
+                h[e] = (float)v[e];
+            }
+            gr_tensor_set_host(p, h);
+            free(h);
+            set++;
+        }
+        CHECK_MSG(set == (post ? 24 : 26), "%s: %d parameters", tag, set);
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *xt = gr_tensor_from_host(ctx, GR_F32,
+                                                   gr_shape3(T, B, D), x);
+        struct gr_tensor *kl = gr_tensor_from_host(ctx, GR_I32, gr_shape1(B),
+                                                   lens);
+        gr_tensor_set_requires_grad(xt, 1);
+        struct gr_tensor *y = nlp_transformer_forward(ctx, &t, xt, kl, 0, 0,
+                                                      gr_rng_make(1, 1));
+        struct gr_tensor *seed = gr_tensor_from_host(ctx, GR_F32,
+                                                     gr_shape3(T, B, D), r);
+        CHECK_MSG(y != NULL && gr_backward_with(ctx, y, seed) == 0,
+                  "%s: %s", tag, gr_ctx_error(ctx));
+        char name[160], what[200];
+        snprintf(name, sizeof name, "%s.y", tag);
+        fx_compare(name, y, &f, name);
+        snprintf(name, sizeof name, "%s.g.x", tag);
+        fx_compare(name, xt->grad, &f, name);
+        for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(ctx, i);
+            if (p->kind != GR_KIND_PARAM) {
+                continue;
+            }
+            snprintf(name, sizeof name, "%s.g.%s", tag,
+                     p->name + strlen(tag) + 1);
+            snprintf(what, sizeof what, "gradient %s", name);
+            fx_compare(what, p->grad, &f, name);
+        }
+        nlp_transformer_free(&t);
+        gr_ctx_free(ctx);
+    }
+    for (int i = 0; i < f.n; i++) {
+        free(f.data[i]);
+    }
+    printf("two nn.TransformerEncoderLayer layers (pre-norm with the final "
+           "norm, post-norm) with key padding against float64 PyTorch\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        check_fixture(argv[1]);
+    }
     check_names_and_config();
     check_padding_invariance();
     check_causal_stack();
