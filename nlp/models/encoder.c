@@ -14,6 +14,7 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_onlstm,
     &nlp_encoder_om,
     &nlp_encoder_transformer,
+    &nlp_encoder_ftt,
     NULL,
 };
 
@@ -96,9 +97,11 @@ int nlp_encoder_config_check(const struct nlp_encoder_config *c)
                         "ffn %d (1..262144)", (int)c->layers, (int)c->heads,
                         (int)c->ffn);
     }
-    if (strcmp(c->model, "transformer") == 0 && c->hidden % c->heads != 0) {
-        return gr_error(GR_EINVAL, "transformer: --nhid %d is not a multiple "
-                        "of --heads %d", (int)c->hidden, (int)c->heads);
+    if ((strcmp(c->model, "transformer") == 0 ||
+         strcmp(c->model, "ftt") == 0) && c->hidden % c->heads != 0) {
+        return gr_error(GR_EINVAL, "%s: --nhid %d is not a multiple of "
+                        "--heads %d", c->model, (int)c->hidden,
+                        (int)c->heads);
     }
     if (c->slots_train < 1 || c->slots_eval < 1) {
         return gr_error(GR_EINVAL, "slots %d / %d must be >= 1",

@@ -130,5 +130,6 @@ extern const struct nlp_encoder_kind nlp_encoder_om;
 /* ---- Transformer (nlp/models/transformer.c, nlp/models/transformer.h) ---- */
 
 extern const struct nlp_encoder_kind nlp_encoder_transformer;
+extern const struct nlp_encoder_kind nlp_encoder_ftt;
 
 #endif

@@ -4,7 +4,8 @@
  * sinusoidal positions, dropout, the stack with the padding as a key mask,
  * and two-query attention pooling (hybrid_and_trees.md §1.3: two learned
  * query vectors, each a softmax-weighted sum over the real positions,
- * concatenated -> [B, 2D]) for every task. */
+ * concatenated -> [B, 2D]) for every task. The row "ftt" is the same
+ * encoder with the FastTrees-Transformer block (ft_gate). */
 #include "nlp/models/transformer.h"
 
 #include <math.h>
@@ -78,6 +79,20 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
         L->n1b = norm_param(ctx, p, "norm1.bias", c->d, 0.0f);
         L->n2w = norm_param(ctx, p, "norm2.weight", c->d, 1.0f);
         L->n2b = norm_param(ctx, p, "norm2.bias", c->d, 0.0f);
+        if (c->ft_gate) {
+            char nm[300];
+            snprintf(nm, sizeof nm, "%s.ft.weight", p);
+            L->ftw = gr_param_new(ctx, nm, gr_shape2(3 * c->d, c->d));
+            snprintf(nm, sizeof nm, "%s.ft.bias", p);
+            L->ftb = gr_param_new(ctx, nm, gr_shape1(3 * c->d));
+            float bound = 1.0f / sqrtf((float)c->d);
+            if (!L->ftw || !L->ftb ||
+                gr_init_uniform(L->ftw, -bound, bound, lr) < 0 ||
+                gr_init_uniform(L->ftb, -bound, bound, lr) < 0) {
+                return gr_error(GR_EINVAL, "transformer '%s': %s", prefix,
+                                gr_ctx_error(ctx));
+            }
+        }
         if (!L->n1w || !L->n1b || !L->n2w || !L->n2b) {
             return gr_error(GR_EINVAL, "transformer '%s': %s", prefix,
                             gr_ctx_error(ctx));
@@ -92,6 +107,27 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
         }
     }
     return 0;
+}
+
+struct gr_tensor *nlp_fasttrees_gate(struct gr_ctx *ctx, struct gr_tensor *x,
+                                     struct gr_tensor *w, struct gr_tensor *b)
+{
+    if (x == NULL) {
+        return NULL;
+    }
+    int64_t d = x->shape[x->ndim - 1];
+    const int64_t sizes[3] = {d, d, d};
+    struct gr_tensor *z[3] = {NULL, NULL, NULL};
+    struct gr_tensor *zz = gr_linear(ctx, x, w, b);
+    if (zz == NULL || gr_split(ctx, zz, -1, 3, sizes, z) < 0) {
+        return NULL;
+    }
+    struct gr_tensor *a = gr_cumax(ctx, z[0]);
+    struct gr_tensor *bb = gr_affine(ctx, gr_cumax(ctx, z[1]), -1.0f, 1.0f);
+    struct gr_tensor *ab = gr_mul(ctx, a, bb);
+    struct gr_tensor *g = gr_add(ctx, gr_mul(ctx, gr_sigmoid(ctx, z[2]), ab),
+                                 gr_sub(ctx, a, ab));
+    return gr_mul(ctx, g, x);
 }
 
 static struct gr_tensor *drop(struct gr_ctx *ctx, struct gr_tensor *x,
@@ -126,6 +162,9 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
         if (c->post_norm) {
             struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, x, x, NULL,
                                                  key_len, causal, pa, ar);
+            if (c->ft_gate) {
+                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+            }
             x = gr_layer_norm(ctx,
                               gr_add(ctx, x, drop(ctx, a, c->dropout,
                                                   training, rng, 23, l)),
@@ -139,6 +178,9 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
             struct gr_tensor *h = gr_layer_norm(ctx, x, L->n1w, L->n1b, eps);
             struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, h, h, NULL,
                                                  key_len, causal, pa, ar);
+            if (c->ft_gate) {
+                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+            }
             x = gr_add(ctx, x, drop(ctx, a, c->dropout, training, rng, 23, l));
             h = gr_layer_norm(ctx, x, L->n2w, L->n2b, eps);
             struct gr_tensor *f = gr_ffn_forward(ctx, &L->ffn, h, pf, fr);
@@ -190,8 +232,8 @@ static void tf_defaults(struct nlp_encoder_config *c, const char *task)
     }
 }
 
-static int tf_init(struct nlp_encoder *e, struct gr_ctx *ctx,
-                   struct gr_rng rng)
+static int tf_init_any(struct nlp_encoder *e, struct gr_ctx *ctx,
+                       struct gr_rng rng, int ft_gate)
 {
     const struct nlp_encoder_config *c = &e->cfg;
     if (c->hidden % c->heads != 0) {
@@ -239,10 +281,23 @@ static int tf_init(struct nlp_encoder *e, struct gr_ctx *ctx,
     tc.dropout_attn = c->dropout_attn;
     tc.dropout_ffn = c->dropout_cell;
     tc.post_norm = c->post_norm;
+    tc.ft_gate = ft_gate;
     return nlp_transformer_init(&t->stack, ctx, "enc", &tc,
                                 gr_rng_make(rng.seed,
                                             gr_rng_stream(rng.stream, 2, 0,
                                                           0)));
+}
+
+static int tf_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                   struct gr_rng rng)
+{
+    return tf_init_any(e, ctx, rng, 0);
+}
+
+static int ftt_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                    struct gr_rng rng)
+{
+    return tf_init_any(e, ctx, rng, 1);
 }
 
 static struct gr_tensor *tf_encode(struct nlp_encoder *e,
@@ -303,6 +358,18 @@ const struct nlp_encoder_kind nlp_encoder_transformer = {
     "two-query attention pooling",
     tf_defaults,
     tf_init,
+    tf_encode,
+    tf_out_dim,
+    tf_free,
+    NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_ftt = {
+    "ftt",
+    "FastTrees-Transformer: the transformer with the FastTrees gate on "
+    "every attention output (fasttrees.md §7)",
+    tf_defaults,
+    ftt_init,
     tf_encode,
     tf_out_dim,
     tf_free,

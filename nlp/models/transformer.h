@@ -9,6 +9,9 @@
  *                               and one final LN after the last layer;
  *   post-norm (post_norm = 1):  x = LN1(x + drop(MHA(x)))
  *                               x = LN2(x + drop(FFN(x))), no final LN.
+ * With ft_gate (the FastTrees-Transformer block), MHA(...) above becomes
+ * FastTrees(MHA(...)) (nlp_fasttrees_gate; fasttrees.md §7's placement,
+ * an assumption of the spec).
  * Parameter names under `prefix`: layers.L.self_attn.{in_proj_weight,
  * in_proj_bias, out_proj.weight, out_proj.bias}, layers.L.linear1/linear2.
  * {weight, bias}, layers.L.norm1/norm2.{weight, bias}, norm.{weight, bias}
@@ -39,6 +42,9 @@ struct nlp_transformer_config {
     float dropout_attn; /* attention dropout */
     float dropout_ffn;  /* between the FFN's linears */
     int post_norm;
+    int ft_gate;        /* 1: the FastTrees-Transformer block (fasttrees.md
+                           §7): the FastTrees module on the attention
+                           output, before the residual add */
 };
 
 /* T2T "tiny"-like defaults at width d: 2 layers, 4 heads, ffn 4d, dropout
@@ -49,6 +55,8 @@ struct nlp_transformer_layer {
     struct gr_mha attn;
     struct gr_ffn ffn;
     struct gr_tensor *n1w, *n1b, *n2w, *n2b;
+    struct gr_tensor *ftw, *ftb; /* ft_gate: layers.L.ft.weight [3D, D]
+                                    (rows: F_a, F_b, F_h), .bias [3D] */
 };
 
 struct nlp_transformer {
@@ -73,5 +81,12 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
                                           struct gr_rng rng);
 
 void nlp_transformer_free(struct nlp_transformer *t);
+
+/* The FastTrees module of fasttrees.md §7 on x [..., D] with the three
+ * position-wise linear maps stacked in w [3D, D], b [3D] (rows F_a, F_b,
+ * F_h): A = cumax(F_a x), B = 1 - cumax(F_b x) (cumax over the D features,
+ * chunk size 1), G = σ(F_h x) ⊙ (A ⊙ B) + (A - A ⊙ B) -> G ⊙ x. */
+struct gr_tensor *nlp_fasttrees_gate(struct gr_ctx *ctx, struct gr_tensor *x,
+                                     struct gr_tensor *w, struct gr_tensor *b);
 
 #endif

@@ -43,6 +43,11 @@ done
     { fail "--post-norm"; cat "$tmp/post.err"; }
 grep -qx "enc-post-norm 1" "$tmp/post/config" 2>/dev/null || fail "--post-norm not in the config"
 
+# the FastTrees-Transformer row
+"$grove" "${ct[@]}" "${small[@]/#transformer/ftt}" --epochs 1 --quiet --out "$tmp/ftt" >/dev/null 2>"$tmp/ftt.err" ||
+    { fail "--model ftt"; cat "$tmp/ftt.err"; }
+grep -qx "enc-model ftt" "$tmp/ftt/config" 2>/dev/null || fail "--model ftt not in the config"
+
 # refusals
 "$grove" "${ct[@]}" "${small[@]/#2/3}" --epochs 1 --quiet --out "$tmp/bad" >/dev/null 2>"$tmp/err"
 rc=$?

@@ -278,6 +278,98 @@ static void check_learns(void)
     gr_ctx_free(ctx);
 }
 
+/* The FastTrees module (fasttrees.md §7) against a double computation of
+ * its formula, and the ftt encoder: its gate parameters and padding
+ * invariance. */
+static void check_fasttrees_gate(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    enum { R = 3, D = 5 };
+    float x[R * D], w[3 * D * D], b[3 * D], got[R * D];
+    uint64_t s = 99;
+    for (int i = 0; i < 3 * D * D + 3 * D + R * D; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        float v = -1.0f + 2.0f * (float)(s >> 40) / (float)(1 << 24);
+        if (i < 3 * D * D) {
+            w[i] = v;
+        } else if (i < 3 * D * D + 3 * D) {
+            b[i - 3 * D * D] = v;
+        } else {
+            x[i - 3 * D * D - 3 * D] = v;
+        }
+    }
+    gr_step_reset(ctx);
+    struct gr_tensor *xt = gr_tensor_from_host(ctx, GR_F32, gr_shape2(R, D), x);
+    struct gr_tensor *wt = gr_tensor_from_host(ctx, GR_F32,
+                                               gr_shape2(3 * D, D), w);
+    struct gr_tensor *bt = gr_tensor_from_host(ctx, GR_F32, gr_shape1(3 * D),
+                                               b);
+    struct gr_tensor *y = nlp_fasttrees_gate(ctx, xt, wt, bt);
+    CHECK(y != NULL && gr_tensor_to_host(y, got) == 0);
+    double worst = 0.0, spread = 0.0;
+    for (int r = 0; r < R; r++) {
+        double z[3][D], cum[2][D];
+        for (int k = 0; k < 3; k++) {
+            for (int o = 0; o < D; o++) {
+                double acc = b[k * D + o];
+                for (int i = 0; i < D; i++) {
+                    acc += (double)w[(k * D + o) * D + i] * x[r * D + i];
+                }
+                z[k][o] = acc;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            double m = -INFINITY, sum = 0.0, run = 0.0;
+            for (int o = 0; o < D; o++) {
+                m = fmax(m, z[k][o]);
+            }
+            for (int o = 0; o < D; o++) {
+                sum += exp(z[k][o] - m);
+            }
+            for (int o = 0; o < D; o++) {
+                run += exp(z[k][o] - m) / sum;
+                cum[k][o] = run;
+            }
+        }
+        for (int o = 0; o < D; o++) {
+            double a = cum[0][o], bb = 1.0 - cum[1][o];
+            double g = 1.0 / (1.0 + exp(-z[2][o])) * (a * bb) + (a - a * bb);
+            double ref = g * x[r * D + o];
+            spread = fmax(spread, fmin(g, 1.0 - g));
+            worst = fmax(worst, fabs(got[r * D + o] - ref));
+        }
+    }
+    CHECK_MSG(worst <= 1e-6, "FastTrees gate vs its formula: %.3g", worst);
+    CHECK(spread > 0.05); /* the gate is not stuck at 0 or 1 */
+
+    struct nlp_encoder_config c;
+    CHECK(nlp_encoder_config_default(&c, "ftt", "listops") == 0);
+    c.vocab = 12;
+    c.pad_id = 0;
+    c.emsize = c.hidden = 16;
+    c.heads = 2;
+    c.ffn = 16;
+    struct nlp_encoder e;
+    CHECK_MSG(nlp_encoder_init(&e, ctx, &c, gr_rng_make(3, 0)) == 0, "%s",
+              gr_last_error());
+    CHECK(gr_ctx_find(ctx, "enc.layers.1.ft.weight") != NULL &&
+          gr_ctx_find(ctx, "enc.layers.0.ft.bias") != NULL);
+    enum { T = 4, B = 2 };
+    const int32_t ids[T * B] = {3, 4, 5, 6, 7, 8, 9, 9};
+    const int32_t lens[B] = {4, 2};
+    float all[B * 32], one[32];
+    CHECK(encode(ctx, &e, ids, lens, T, B, all) == 0);
+    const int32_t sid[2] = {4, 6};
+    CHECK(encode(ctx, &e, sid, &lens[1], 2, 1, one) == 0);
+    worst = 0.0;
+    for (int k = 0; k < 32; k++) {
+        worst = fmax(worst, fabs(one[k] - all[32 + k]));
+    }
+    CHECK_MSG(worst <= 2e-6, "ftt: padded batch vs alone %.3g", worst);
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx);
+}
+
 /* ---- PyTorch fixture (tests/fixtures/nlp/make_transformer_fixture.py) ---- */
 
 #define FX_MAX 128
@@ -464,6 +556,7 @@ int main(int argc, char **argv)
     check_names_and_config();
     check_padding_invariance();
     check_causal_stack();
+    check_fasttrees_gate();
     check_learns();
     return test_report("nlp_transformer");
 }
