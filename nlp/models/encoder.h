@@ -132,4 +132,8 @@ extern const struct nlp_encoder_kind nlp_encoder_om;
 extern const struct nlp_encoder_kind nlp_encoder_transformer;
 extern const struct nlp_encoder_kind nlp_encoder_ftt;
 
+/* ---- hybrid ON-LSTM + SAN with short-cut (nlp/models/hybrid.c) ---- */
+
+extern const struct nlp_encoder_kind nlp_encoder_hybrid;
+
 #endif

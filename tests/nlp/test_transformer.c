@@ -22,6 +22,7 @@
 #include "kernels/optim.h"
 #include "kernels/tape.h"
 #include "nlp/models/encoder.h"
+#include "nlp/models/hybrid.h"
 #include "nlp/models/transformer.h"
 #include "tests/test.h"
 
@@ -370,6 +371,101 @@ static void check_fasttrees_gate(void)
     gr_ctx_free(ctx);
 }
 
+/* The hybrid ON-LSTM + SAN encoder (hybrid_and_trees.md §4): shapes,
+ * names, padding invariance, and the identity test: with the SAN layers'
+ * output projections (attention out_proj and FFN linear2) zeroed, each
+ * pre-norm SAN layer is the identity, so H = H_R + LN_final(H_R + P) (the
+ * spec's H = 2·H_R, with grove's positions on the SAN input and its final
+ * layer norm, hybrid_assumptions 2 and 4). */
+static void check_hybrid(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_encoder_config c;
+    CHECK(nlp_encoder_config_default(&c, "hybrid", "logic") == 0);
+    CHECK(c.layers == 1 && c.hidden == 256 && c.chunk == 8);
+    c.vocab = 12;
+    c.pad_id = 0;
+    c.emsize = 8;
+    c.hidden = 16;
+    c.chunk = 4;
+    c.heads = 2;
+    c.ffn = 16;
+    c.layers = 2;
+    struct nlp_encoder e;
+    CHECK_MSG(nlp_encoder_init(&e, ctx, &c, gr_rng_make(6, 0)) == 0, "%s",
+              gr_last_error());
+    const char *names[] = {"enc.emb.weight", "enc.rnn.0.ih.0.weight",
+                           "enc.rnn.1.hh.weight",
+                           "enc.san.layers.1.self_attn.in_proj_weight",
+                           "enc.san.norm.weight", "enc.pool.queries"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        CHECK_MSG(gr_ctx_find(ctx, names[i]) != NULL, "hybrid: no %s",
+                  names[i]);
+    }
+    CHECK(nlp_encoder_out_dim(&e) == 32);
+    enum { T = 5, B = 2, D = 16 };
+    const int32_t ids[T * B] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 2};
+    const int32_t lens[B] = {5, 3};
+    float all[B * 32], one[32];
+    CHECK(encode(ctx, &e, ids, lens, T, B, all) == 0);
+    const int32_t sid[3] = {4, 6, 8};
+    CHECK(encode(ctx, &e, sid, &lens[1], 3, 1, one) == 0);
+    double worst = 0.0;
+    for (int k = 0; k < 32; k++) {
+        worst = fmax(worst, fabs(one[k] - all[32 + k]));
+    }
+    CHECK_MSG(worst <= 2e-6, "hybrid: padded batch vs alone %.3g", worst);
+    /* the identity test */
+    const char *zero[] = {"self_attn.out_proj.weight", "self_attn.out_proj.bias",
+                          "linear2.weight", "linear2.bias"};
+    for (int l = 0; l < 2; l++) {
+        for (int k = 0; k < 4; k++) {
+            char nm[128];
+            snprintf(nm, sizeof nm, "enc.san.layers.%d.%s", l, zero[k]);
+            struct gr_tensor *p = gr_ctx_find(ctx, nm);
+            CHECK_MSG(p != NULL && gr_tensor_fill(p, 0.0f) == 0, "%s", nm);
+        }
+    }
+    gr_step_reset(ctx);
+    struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
+                                               ids);
+    struct nlp_encoder_batch bt = {it, lens, T, B};
+    struct gr_tensor *hr = NULL;
+    struct gr_tensor *h = nlp_hybrid_states(&e, &bt, 0, gr_rng_make(1, 1),
+                                            &hr);
+    CHECK(h != NULL && hr != NULL && h->ndim == 3 && h->shape[0] == T &&
+          h->shape[1] == B && h->shape[2] == D && hr->shape[2] == D);
+    struct gr_tensor *want = gr_add(
+        ctx, hr,
+        gr_layer_norm(ctx,
+                      gr_add(ctx, hr, gr_positions_sinusoidal(ctx, T, D, 0)),
+                      gr_ctx_find(ctx, "enc.san.norm.weight"),
+                      gr_ctx_find(ctx, "enc.san.norm.bias"), 1e-5f));
+    float hv[T * B * D], wv[T * B * D], rv[T * B * D];
+    CHECK(want != NULL && gr_tensor_to_host(h, hv) == 0 &&
+          gr_tensor_to_host(want, wv) == 0 && gr_tensor_to_host(hr, rv) == 0);
+    worst = 0.0;
+    double mag = 0.0;
+    for (int i = 0; i < T * B * D; i++) {
+        worst = fmax(worst, fabs(hv[i] - wv[i]));
+        mag = fmax(mag, fabs(rv[i]));
+    }
+    CHECK_MSG(worst <= 1e-6 && mag > 1e-3, "hybrid identity: H differs from "
+              "H_R + LN(H_R + P) by %.3g (max |H_R| %.3g)", worst, mag);
+    /* not a hybrid encoder: refused */
+    struct nlp_encoder_config tcfg;
+    small_config(&tcfg, NULL);
+    struct nlp_encoder te;
+    struct gr_ctx *ctx2 = cpu_ctx();
+    CHECK(nlp_encoder_init(&te, ctx2, &tcfg, gr_rng_make(1, 0)) == 0);
+    CHECK(nlp_hybrid_states(&te, &bt, 0, gr_rng_make(1, 1), NULL) == NULL);
+    CHECK_STR_CONTAINS(gr_last_error(), "not hybrid");
+    nlp_encoder_free(&te);
+    gr_ctx_free(ctx2);
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx);
+}
+
 /* ---- PyTorch fixture (tests/fixtures/nlp/make_transformer_fixture.py) ---- */
 
 #define FX_MAX 128
@@ -557,6 +653,7 @@ int main(int argc, char **argv)
     check_padding_invariance();
     check_causal_stack();
     check_fasttrees_gate();
+    check_hybrid();
     check_learns();
     return test_report("nlp_transformer");
 }
