@@ -71,7 +71,21 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
         if (gr_mha_init(&L->attn, ctx, p, c->d, c->heads, lr) < 0) {
             return GR_EINVAL;
         }
+        if (c->decoder) {
+            snprintf(p, sizeof p, "%s.layers.%d.multihead_attn", prefix, l);
+            if (gr_mha_init(&L->cross, ctx, p, c->d, c->heads, lr) < 0) {
+                return GR_EINVAL;
+            }
+        }
         snprintf(p, sizeof p, "%s.layers.%d", prefix, l);
+        if (c->decoder) {
+            L->n3w = norm_param(ctx, p, "norm3.weight", c->d, 1.0f);
+            L->n3b = norm_param(ctx, p, "norm3.bias", c->d, 0.0f);
+            if (!L->n3w || !L->n3b) {
+                return gr_error(GR_EINVAL, "transformer '%s': %s", prefix,
+                                gr_ctx_error(ctx));
+            }
+        }
         if (gr_ffn_init(&L->ffn, ctx, p, c->d, c->ffn, lr) < 0) {
             return GR_EINVAL;
         }
@@ -151,6 +165,11 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
 {
     const struct nlp_transformer_config *c = &t->cfg;
     const float eps = 1e-5f;
+    if (c->decoder) {
+        gr_error(GR_EINVAL, "nlp_transformer_forward: a decoder stack runs "
+                 "through nlp_transformer_decode");
+        return NULL;
+    }
     for (int l = 0; l < c->layers && x != NULL; l++) {
         const struct nlp_transformer_layer *L = &t->layer[l];
         struct gr_rng ar = gr_rng_make(rng.seed,
@@ -191,6 +210,74 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
         x = gr_layer_norm(ctx, x, t->nw, t->nb, eps);
     }
     return x;
+}
+
+struct gr_tensor *nlp_transformer_decode(struct gr_ctx *ctx,
+                                         const struct nlp_transformer *t,
+                                         struct gr_tensor *y,
+                                         struct gr_tensor *memory,
+                                         struct gr_tensor *mem_len,
+                                         int training, struct gr_rng rng)
+{
+    const struct nlp_transformer_config *c = &t->cfg;
+    const float eps = 1e-5f;
+    if (!c->decoder) {
+        gr_error(GR_EINVAL, "nlp_transformer_decode: the stack was made "
+                 "without cfg.decoder");
+        return NULL;
+    }
+    for (int l = 0; l < c->layers && y != NULL; l++) {
+        const struct nlp_transformer_layer *L = &t->layer[l];
+        struct gr_rng ar = gr_rng_make(rng.seed,
+                                       gr_rng_stream(rng.stream, 21, l, 0));
+        struct gr_rng cr = gr_rng_make(rng.seed,
+                                       gr_rng_stream(rng.stream, 25, l, 0));
+        struct gr_rng fr = gr_rng_make(rng.seed,
+                                       gr_rng_stream(rng.stream, 22, l, 0));
+        float pa = training ? c->dropout_attn : 0.0f;
+        float pf = training ? c->dropout_ffn : 0.0f;
+        if (c->post_norm) {
+            struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, y, y, NULL,
+                                                 NULL, 1, pa, ar);
+            if (c->ft_gate) {
+                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+            }
+            y = gr_layer_norm(ctx,
+                              gr_add(ctx, y, drop(ctx, a, c->dropout,
+                                                  training, rng, 23, l)),
+                              L->n1w, L->n1b, eps);
+            a = gr_mha_forward(ctx, &L->cross, y, memory, NULL, mem_len, 0,
+                               pa, cr);
+            y = gr_layer_norm(ctx,
+                              gr_add(ctx, y, drop(ctx, a, c->dropout,
+                                                  training, rng, 26, l)),
+                              L->n2w, L->n2b, eps);
+            struct gr_tensor *f = gr_ffn_forward(ctx, &L->ffn, y, pf, fr);
+            y = gr_layer_norm(ctx,
+                              gr_add(ctx, y, drop(ctx, f, c->dropout,
+                                                  training, rng, 24, l)),
+                              L->n3w, L->n3b, eps);
+        } else {
+            struct gr_tensor *h = gr_layer_norm(ctx, y, L->n1w, L->n1b, eps);
+            struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, h, h, NULL,
+                                                 NULL, 1, pa, ar);
+            if (c->ft_gate) {
+                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+            }
+            y = gr_add(ctx, y, drop(ctx, a, c->dropout, training, rng, 23, l));
+            h = gr_layer_norm(ctx, y, L->n2w, L->n2b, eps);
+            a = gr_mha_forward(ctx, &L->cross, h, memory, NULL, mem_len, 0,
+                               pa, cr);
+            y = gr_add(ctx, y, drop(ctx, a, c->dropout, training, rng, 26, l));
+            h = gr_layer_norm(ctx, y, L->n3w, L->n3b, eps);
+            struct gr_tensor *f = gr_ffn_forward(ctx, &L->ffn, h, pf, fr);
+            y = gr_add(ctx, y, drop(ctx, f, c->dropout, training, rng, 24, l));
+        }
+    }
+    if (y != NULL && t->nw != NULL) {
+        y = gr_layer_norm(ctx, y, t->nw, t->nb, eps);
+    }
+    return y;
 }
 
 void nlp_transformer_free(struct nlp_transformer *t)

@@ -43,8 +43,11 @@ struct nlp_transformer_config {
     float dropout_ffn;  /* between the FFN's linears */
     int post_norm;
     int ft_gate;        /* 1: the FastTrees-Transformer block (fasttrees.md
-                           §7): the FastTrees module on the attention
-                           output, before the residual add */
+                           §7): the FastTrees module on the (self-)
+                           attention output, before the residual add */
+    int decoder;        /* 1: decoder layers (causal self-attention, then
+                           attention over a memory; PyTorch's
+                           TransformerDecoderLayer) */
 };
 
 /* T2T "tiny"-like defaults at width d: 2 layers, 4 heads, ffn 4d, dropout
@@ -57,6 +60,8 @@ struct nlp_transformer_layer {
     struct gr_tensor *n1w, *n1b, *n2w, *n2b;
     struct gr_tensor *ftw, *ftb; /* ft_gate: layers.L.ft.weight [3D, D]
                                     (rows: F_a, F_b, F_h), .bias [3D] */
+    struct gr_mha cross;         /* decoder: layers.L.multihead_attn */
+    struct gr_tensor *n3w, *n3b; /* decoder: layers.L.norm3 */
 };
 
 struct nlp_transformer {
@@ -79,6 +84,20 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
                                           struct gr_tensor *key_len,
                                           int causal, int training,
                                           struct gr_rng rng);
+
+/* A decoder stack (cfg.decoder = 1): y [Ty, B, D] (the shifted targets'
+ * embeddings), memory [Tx, B, D] (the encoder's output), mem_len NULL or
+ * i32 [B] (memory keys t >= mem_len[b] are padding) -> [Ty, B, D].
+ * Self-attention is causal. Pre-norm: y += drop(SA(LN1 y)); y +=
+ * drop(CA(LN2 y, memory)); y += drop(FFN(LN3 y)); final LN. Post-norm:
+ * y = LN1(y + drop(SA y)); LN2(y + drop(CA(y, memory))); LN3(y +
+ * drop(FFN y)). Names as PyTorch's TransformerDecoder. */
+struct gr_tensor *nlp_transformer_decode(struct gr_ctx *ctx,
+                                         const struct nlp_transformer *t,
+                                         struct gr_tensor *y,
+                                         struct gr_tensor *memory,
+                                         struct gr_tensor *mem_len,
+                                         int training, struct gr_rng rng);
 
 void nlp_transformer_free(struct nlp_transformer *t);
 

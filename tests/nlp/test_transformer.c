@@ -7,7 +7,8 @@
  * occurs more often: needs attention over the whole sequence) with the
  * label-smoothed loss; with a fixture folder as argument, two
  * nn.TransformerEncoderLayer layers (pre-norm with the final norm, and
- * post-norm) with key padding against float64 PyTorch
+ * post-norm) with key padding, and two nn.TransformerDecoderLayer layers
+ * (causal targets, memory key padding) against float64 PyTorch
  * (tests/fixtures/nlp/make_transformer_fixture.py): outputs and every
  * gradient to 1e-5 relative. */
 #include <math.h>
@@ -468,7 +469,7 @@ static void check_hybrid(void)
 
 /* ---- PyTorch fixture (tests/fixtures/nlp/make_transformer_fixture.py) ---- */
 
-#define FX_MAX 128
+#define FX_MAX 256
 
 struct fx {
     int n;
@@ -644,10 +645,116 @@ static void check_fixture(const char *dir)
            "norm, post-norm) with key padding against float64 PyTorch\n");
 }
 
+/* Loads the parameters of ctx under `tag` from the fixture; the count. */
+static int fx_set_params(struct gr_ctx *ctx, const struct fx *f)
+{
+    int set = 0;
+    int64_t n = 0;
+    for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+        struct gr_tensor *p = gr_ctx_named(ctx, i);
+        const double *v = fx_get(f, p->name, &n);
+        CHECK_MSG(v != NULL && n == p->numel, "fixture lacks %s", p->name);
+        if (v == NULL || n != p->numel) {
+            continue;
+        }
+        float *h = malloc((size_t)n * sizeof *h);
+        for (int64_t e = 0; e < n; e++) {
+            h[e] = (float)v[e];
+        }
+        gr_tensor_set_host(p, h);
+        free(h);
+        set++;
+    }
+    return set;
+}
+
+static void check_decoder_fixture(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/transformer_decoder.txt", dir);
+    struct fx f;
+    if (fx_load(&f, path) < 0) {
+        CHECK_MSG(0, "cannot read %s", path);
+        return;
+    }
+    enum { TY = 4, TX = 5, B = 3, D = 8 };
+    int64_t n = 0;
+    const double *yd = fx_get(&f, "y", &n), *md = fx_get(&f, "memory", &n);
+    const double *rd = fx_get(&f, "R", &n), *ld = fx_get(&f, "lengths", &n);
+    float y[TY * B * D], m[TX * B * D], r[TY * B * D];
+    for (int i = 0; i < TY * B * D; i++) {
+        y[i] = (float)yd[i];
+        r[i] = (float)rd[i];
+    }
+    for (int i = 0; i < TX * B * D; i++) {
+        m[i] = (float)md[i];
+    }
+    const int32_t lens[B] = {(int32_t)ld[0], (int32_t)ld[1], (int32_t)ld[2]};
+    for (int post = 0; post < 2; post++) {
+        const char *tag = post ? "post" : "pre";
+        struct gr_ctx *ctx = cpu_ctx();
+        struct nlp_transformer_config tc = nlp_transformer_config_default(D);
+        tc.heads = 2;
+        tc.ffn = 12;
+        tc.post_norm = post;
+        tc.decoder = 1;
+        struct nlp_transformer t;
+        CHECK(nlp_transformer_init(&t, ctx, tag, &tc, gr_rng_make(1, 1)) ==
+              0);
+        int set = fx_set_params(ctx, &f);
+        CHECK_MSG(set == (post ? 36 : 38), "decoder %s: %d parameters", tag,
+                  set);
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *yt = gr_tensor_from_host(ctx, GR_F32,
+                                                   gr_shape3(TY, B, D), y);
+        struct gr_tensor *mt = gr_tensor_from_host(ctx, GR_F32,
+                                                   gr_shape3(TX, B, D), m);
+        struct gr_tensor *kl = gr_tensor_from_host(ctx, GR_I32, gr_shape1(B),
+                                                   lens);
+        gr_tensor_set_requires_grad(yt, 1);
+        gr_tensor_set_requires_grad(mt, 1);
+        struct gr_tensor *o = nlp_transformer_decode(ctx, &t, yt, mt, kl, 0,
+                                                     gr_rng_make(1, 1));
+        struct gr_tensor *seed = gr_tensor_from_host(ctx, GR_F32,
+                                                     gr_shape3(TY, B, D), r);
+        CHECK_MSG(o != NULL && gr_backward_with(ctx, o, seed) == 0,
+                  "decoder %s: %s", tag, gr_ctx_error(ctx));
+        char name[160], what[200];
+        snprintf(name, sizeof name, "%s.out", tag);
+        fx_compare(name, o, &f, name);
+        snprintf(name, sizeof name, "%s.g.y", tag);
+        fx_compare(name, yt->grad, &f, name);
+        snprintf(name, sizeof name, "%s.g.memory", tag);
+        fx_compare(name, mt->grad, &f, name);
+        for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(ctx, i);
+            if (p->kind != GR_KIND_PARAM) {
+                continue;
+            }
+            snprintf(name, sizeof name, "%s.g.%s", tag,
+                     p->name + strlen(tag) + 1);
+            snprintf(what, sizeof what, "decoder gradient %s", name);
+            fx_compare(what, p->grad, &f, name);
+        }
+        /* the encoder entry point refuses a decoder stack */
+        CHECK(nlp_transformer_forward(ctx, &t, yt, NULL, 0, 0,
+                                      gr_rng_make(1, 1)) == NULL);
+        nlp_transformer_free(&t);
+        gr_ctx_free(ctx);
+    }
+    for (int i = 0; i < f.n; i++) {
+        free(f.data[i]);
+    }
+    printf("two nn.TransformerDecoderLayer layers (causal targets, memory "
+           "key padding; pre- and post-norm) against float64 PyTorch\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) {
         check_fixture(argv[1]);
+        check_decoder_fixture(argv[1]);
     }
     check_names_and_config();
     check_padding_invariance();
