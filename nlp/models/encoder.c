@@ -15,6 +15,7 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_om,
     &nlp_encoder_transformer,
     &nlp_encoder_ftt,
+    &nlp_encoder_ftt_conv,
     &nlp_encoder_hybrid,
     NULL,
 };
@@ -99,7 +100,8 @@ int nlp_encoder_config_check(const struct nlp_encoder_config *c)
                         (int)c->ffn);
     }
     if ((strcmp(c->model, "transformer") == 0 ||
-         strcmp(c->model, "ftt") == 0 || strcmp(c->model, "hybrid") == 0) &&
+         strncmp(c->model, "ftt", 3) == 0 ||
+         strcmp(c->model, "hybrid") == 0) &&
         c->hidden % c->heads != 0) {
         return gr_error(GR_EINVAL, "%s: --nhid %d is not a multiple of "
                         "--heads %d", c->model, (int)c->hidden,

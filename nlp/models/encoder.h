@@ -131,6 +131,7 @@ extern const struct nlp_encoder_kind nlp_encoder_om;
 
 extern const struct nlp_encoder_kind nlp_encoder_transformer;
 extern const struct nlp_encoder_kind nlp_encoder_ftt;
+extern const struct nlp_encoder_kind nlp_encoder_ftt_conv;
 
 /* ---- hybrid ON-LSTM + SAN with short-cut (nlp/models/hybrid.c) ---- */
 

@@ -5,7 +5,8 @@
  * and two-query attention pooling (hybrid_and_trees.md §1.3: two learned
  * query vectors, each a softmax-weighted sum over the real positions,
  * concatenated -> [B, 2D]) for every task. The row "ftt" is the same
- * encoder with the FastTrees-Transformer block (ft_gate). */
+ * encoder with the FastTrees-Transformer block (ft_gate), "ftt-conv" with
+ * its Conv. FastTrees form (ft_conv). */
 #include "nlp/models/transformer.h"
 
 #include <math.h>
@@ -106,6 +107,20 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
                 return gr_error(GR_EINVAL, "transformer '%s': %s", prefix,
                                 gr_ctx_error(ctx));
             }
+            if (c->ft_conv) {
+                float cb = 1.0f / sqrtf((float)(3 * c->d));
+                snprintf(nm, sizeof nm, "%s.ft.conv.weight", p);
+                L->ftcw = gr_param_new(ctx, nm,
+                                       gr_shape3(3 * c->d, c->d, 3));
+                snprintf(nm, sizeof nm, "%s.ft.conv.bias", p);
+                L->ftcb = gr_param_new(ctx, nm, gr_shape1(3 * c->d));
+                if (!L->ftcw || !L->ftcb ||
+                    gr_init_uniform(L->ftcw, -cb, cb, lr) < 0 ||
+                    gr_init_uniform(L->ftcb, -cb, cb, lr) < 0) {
+                    return gr_error(GR_EINVAL, "transformer '%s': %s",
+                                    prefix, gr_ctx_error(ctx));
+                }
+            }
         }
         if (!L->n1w || !L->n1b || !L->n2w || !L->n2b) {
             return gr_error(GR_EINVAL, "transformer '%s': %s", prefix,
@@ -123,6 +138,18 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
     return 0;
 }
 
+/* G ⊙ x from the three pre-activations z = (F_a x, F_b x, F_h x). */
+static struct gr_tensor *gate_from(struct gr_ctx *ctx, struct gr_tensor *x,
+                                   struct gr_tensor *const *z)
+{
+    struct gr_tensor *a = gr_cumax(ctx, z[0]);
+    struct gr_tensor *bb = gr_affine(ctx, gr_cumax(ctx, z[1]), -1.0f, 1.0f);
+    struct gr_tensor *ab = gr_mul(ctx, a, bb);
+    struct gr_tensor *g = gr_add(ctx, gr_mul(ctx, gr_sigmoid(ctx, z[2]), ab),
+                                 gr_sub(ctx, a, ab));
+    return gr_mul(ctx, g, x);
+}
+
 struct gr_tensor *nlp_fasttrees_gate(struct gr_ctx *ctx, struct gr_tensor *x,
                                      struct gr_tensor *w, struct gr_tensor *b)
 {
@@ -136,12 +163,60 @@ struct gr_tensor *nlp_fasttrees_gate(struct gr_ctx *ctx, struct gr_tensor *x,
     if (zz == NULL || gr_split(ctx, zz, -1, 3, sizes, z) < 0) {
         return NULL;
     }
-    struct gr_tensor *a = gr_cumax(ctx, z[0]);
-    struct gr_tensor *bb = gr_affine(ctx, gr_cumax(ctx, z[1]), -1.0f, 1.0f);
-    struct gr_tensor *ab = gr_mul(ctx, a, bb);
-    struct gr_tensor *g = gr_add(ctx, gr_mul(ctx, gr_sigmoid(ctx, z[2]), ab),
-                                 gr_sub(ctx, a, ab));
-    return gr_mul(ctx, g, x);
+    return gate_from(ctx, x, z);
+}
+
+/* The layer's FastTrees module on x [T, B, D]: the linear form, or the
+ * convolutional one (width 3 over positions; `causal`: the decoder's,
+ * else same padding with the padded positions zeroed first, so a padded
+ * batch equals its sequences alone). */
+static struct gr_tensor *ft_module(struct gr_ctx *ctx,
+                                   const struct nlp_transformer_layer *L,
+                                   struct gr_tensor *x,
+                                   struct gr_tensor *key_len, int causal)
+{
+    if (L->ftcw == NULL || x == NULL) {
+        return nlp_fasttrees_gate(ctx, x, L->ftw, L->ftb);
+    }
+    const int64_t t = x->shape[0], b = x->shape[1], d = x->shape[2];
+    struct gr_tensor *in = x;
+    if (!causal) {
+        if (key_len != NULL) {
+            int32_t *len = malloc((size_t)b * sizeof *len);
+            float *mk = malloc((size_t)(t * b) * sizeof *mk);
+            int ok = len && mk && gr_tensor_to_host(key_len, len) == 0;
+            for (int64_t i = 0; ok && i < t * b; i++) {
+                mk[i] = i / b < len[i % b] ? 1.0f : 0.0f;
+            }
+            struct gr_tensor *m =
+                ok ? gr_tensor_from_host(ctx, GR_F32, gr_shape3(t, b, 1), mk)
+                   : NULL;
+            free(len);
+            free(mk);
+            if (m == NULL) {
+                gr_error(GR_ENOMEM, "transformer: the padding mask");
+                return NULL;
+            }
+            in = gr_mul(ctx, x, m);
+        }
+        /* same padding: a causal conv over x and one zero step, shifted */
+        struct gr_tensor *pair[2] = {in, gr_zeros(ctx, gr_shape3(1, b, d))};
+        in = gr_concat(ctx, 2, pair, 0);
+    }
+    struct gr_tensor *c = gr_conv1d_causal(ctx, in, L->ftcw, L->ftcb, 1);
+    if (c != NULL && !causal) {
+        c = gr_slice(ctx, c, 0, 1, t);
+    }
+    const int64_t sizes[3] = {d, d, d};
+    struct gr_tensor *cz[3] = {NULL, NULL, NULL}, *z[3];
+    if (c == NULL || gr_split(ctx, c, -1, 3, sizes, cz) < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++) {
+        z[k] = gr_linear(ctx, cz[k], gr_slice(ctx, L->ftw, 0, k * d, d),
+                         gr_slice(ctx, L->ftb, 0, k * d, d));
+    }
+    return gate_from(ctx, x, z);
 }
 
 static struct gr_tensor *drop(struct gr_ctx *ctx, struct gr_tensor *x,
@@ -182,7 +257,7 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
             struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, x, x, NULL,
                                                  key_len, causal, pa, ar);
             if (c->ft_gate) {
-                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+                a = ft_module(ctx, L, a, key_len, causal);
             }
             x = gr_layer_norm(ctx,
                               gr_add(ctx, x, drop(ctx, a, c->dropout,
@@ -198,7 +273,7 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
             struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, h, h, NULL,
                                                  key_len, causal, pa, ar);
             if (c->ft_gate) {
-                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+                a = ft_module(ctx, L, a, key_len, causal);
             }
             x = gr_add(ctx, x, drop(ctx, a, c->dropout, training, rng, 23, l));
             h = gr_layer_norm(ctx, x, L->n2w, L->n2b, eps);
@@ -240,7 +315,7 @@ struct gr_tensor *nlp_transformer_decode(struct gr_ctx *ctx,
             struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, y, y, NULL,
                                                  NULL, 1, pa, ar);
             if (c->ft_gate) {
-                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+                a = ft_module(ctx, L, a, NULL, 1);
             }
             y = gr_layer_norm(ctx,
                               gr_add(ctx, y, drop(ctx, a, c->dropout,
@@ -262,7 +337,7 @@ struct gr_tensor *nlp_transformer_decode(struct gr_ctx *ctx,
             struct gr_tensor *a = gr_mha_forward(ctx, &L->attn, h, h, NULL,
                                                  NULL, 1, pa, ar);
             if (c->ft_gate) {
-                a = nlp_fasttrees_gate(ctx, a, L->ftw, L->ftb);
+                a = ft_module(ctx, L, a, NULL, 1);
             }
             y = gr_add(ctx, y, drop(ctx, a, c->dropout, training, rng, 23, l));
             h = gr_layer_norm(ctx, y, L->n2w, L->n2b, eps);
@@ -320,7 +395,7 @@ static void tf_defaults(struct nlp_encoder_config *c, const char *task)
 }
 
 static int tf_init_any(struct nlp_encoder *e, struct gr_ctx *ctx,
-                       struct gr_rng rng, int ft_gate)
+                       struct gr_rng rng, int ft_gate, int ft_conv)
 {
     const struct nlp_encoder_config *c = &e->cfg;
     if (c->hidden % c->heads != 0) {
@@ -369,6 +444,7 @@ static int tf_init_any(struct nlp_encoder *e, struct gr_ctx *ctx,
     tc.dropout_ffn = c->dropout_cell;
     tc.post_norm = c->post_norm;
     tc.ft_gate = ft_gate;
+    tc.ft_conv = ft_conv;
     return nlp_transformer_init(&t->stack, ctx, "enc", &tc,
                                 gr_rng_make(rng.seed,
                                             gr_rng_stream(rng.stream, 2, 0,
@@ -378,13 +454,19 @@ static int tf_init_any(struct nlp_encoder *e, struct gr_ctx *ctx,
 static int tf_init(struct nlp_encoder *e, struct gr_ctx *ctx,
                    struct gr_rng rng)
 {
-    return tf_init_any(e, ctx, rng, 0);
+    return tf_init_any(e, ctx, rng, 0, 0);
 }
 
 static int ftt_init(struct nlp_encoder *e, struct gr_ctx *ctx,
                     struct gr_rng rng)
 {
-    return tf_init_any(e, ctx, rng, 1);
+    return tf_init_any(e, ctx, rng, 1, 0);
+}
+
+static int ftt_conv_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                         struct gr_rng rng)
+{
+    return tf_init_any(e, ctx, rng, 1, 1);
 }
 
 static struct gr_tensor *tf_encode(struct nlp_encoder *e,
@@ -457,6 +539,18 @@ const struct nlp_encoder_kind nlp_encoder_ftt = {
     "every attention output (fasttrees.md §7)",
     tf_defaults,
     ftt_init,
+    tf_encode,
+    tf_out_dim,
+    tf_free,
+    NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_ftt_conv = {
+    "ftt-conv",
+    "FastTrees-Transformer with the Conv. FastTrees form of F (width-3 "
+    "convolution over positions, fasttrees.md §7)",
+    tf_defaults,
+    ftt_conv_init,
     tf_encode,
     tf_out_dim,
     tf_free,

@@ -45,6 +45,10 @@ struct nlp_transformer_config {
     int ft_gate;        /* 1: the FastTrees-Transformer block (fasttrees.md
                            §7): the FastTrees module on the (self-)
                            attention output, before the residual add */
+    int ft_conv;        /* with ft_gate: the Conv. FastTrees form of F, a
+                           width-3 convolution over positions (same padding
+                           in the encoder, causal in the decoder) before
+                           each position-wise linear (fasttrees.md §7) */
     int decoder;        /* 1: decoder layers (causal self-attention, then
                            attention over a memory; PyTorch's
                            TransformerDecoderLayer) */
@@ -60,6 +64,8 @@ struct nlp_transformer_layer {
     struct gr_tensor *n1w, *n1b, *n2w, *n2b;
     struct gr_tensor *ftw, *ftb; /* ft_gate: layers.L.ft.weight [3D, D]
                                     (rows: F_a, F_b, F_h), .bias [3D] */
+    struct gr_tensor *ftcw, *ftcb; /* ft_conv: layers.L.ft.conv.weight
+                                      [3D, D, 3], .bias [3D] */
     struct gr_mha cross;         /* decoder: layers.L.multihead_attn */
     struct gr_tensor *n3w, *n3b; /* decoder: layers.L.norm3 */
 };

@@ -3,7 +3,7 @@
 # §2): a small ListOps run on generated data (run folder, the transformer's
 # sizes in the config, eval of best.ckpt equal to training's test accuracy
 # and independent of the eval batch), post-norm, and refusals of bad sizes
-# (one line, exit 2, no run folder left); the ftt and hybrid rows run too.
+# (one line, exit 2, no run folder left); the ftt, ftt-conv and hybrid rows run too.
 #   test_cli_transformer.sh GROVE
 set -u
 grove=$1
@@ -47,6 +47,8 @@ grep -qx "enc-post-norm 1" "$tmp/post/config" 2>/dev/null || fail "--post-norm n
 "$grove" "${ct[@]}" "${small[@]/#transformer/ftt}" --epochs 1 --quiet --out "$tmp/ftt" >/dev/null 2>"$tmp/ftt.err" ||
     { fail "--model ftt"; cat "$tmp/ftt.err"; }
 grep -qx "enc-model ftt" "$tmp/ftt/config" 2>/dev/null || fail "--model ftt not in the config"
+"$grove" "${ct[@]}" "${small[@]/#transformer/ftt-conv}" --epochs 1 --quiet --out "$tmp/fttc" >/dev/null 2>"$tmp/fttc.err" ||
+    { fail "--model ftt-conv"; cat "$tmp/fttc.err"; }
 
 # the hybrid ON-LSTM + SAN row
 "$grove" "${ct[@]}" "${small[@]/#transformer/hybrid}" --chunk-size 4 --epochs 1 --quiet --out "$tmp/hybrid" >/dev/null 2>"$tmp/hybrid.err" ||

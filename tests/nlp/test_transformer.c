@@ -158,8 +158,10 @@ static void check_causal_stack(void)
     struct nlp_transformer_config tc = nlp_transformer_config_default(8);
     tc.heads = 2;
     tc.ffn = 16;
-    for (int post = 0; post < 2; post++) {
-        tc.post_norm = post;
+    for (int post = 0; post < 3; post++) {
+        /* 2: pre-norm with the Conv. FastTrees gate (causal conv) */
+        tc.post_norm = post == 1;
+        tc.ft_gate = tc.ft_conv = post == 2;
         struct nlp_transformer t;
         char prefix[16];
         snprintf(prefix, sizeof prefix, "dec%d", post);
@@ -192,9 +194,9 @@ static void check_causal_stack(void)
                 memcpy(x, x0, sizeof x); /* exactly the original again */
             }
         }
-        CHECK_MSG(leaks == 0 && changed, "causal %s-norm stack: %d earlier "
-                  "outputs changed (changed at t: %d)",
-                  post ? "post" : "pre", leaks, changed);
+        CHECK_MSG(leaks == 0 && changed, "causal stack %d (pre, post, "
+                  "conv-ftt): %d earlier outputs changed (changed at t: %d)",
+                  post, leaks, changed);
         nlp_transformer_free(&t);
     }
     gr_ctx_free(ctx);
@@ -369,6 +371,29 @@ static void check_fasttrees_gate(void)
     }
     CHECK_MSG(worst <= 2e-6, "ftt: padded batch vs alone %.3g", worst);
     nlp_encoder_free(&e);
+    /* the Conv. FastTrees form: a width-3 convolution over positions with
+     * same padding, the padded positions zeroed first */
+    struct gr_ctx *ctx3 = cpu_ctx();
+    CHECK(nlp_encoder_config_default(&c, "ftt-conv", "listops") == 0);
+    c.vocab = 12;
+    c.pad_id = 0;
+    c.emsize = c.hidden = 16;
+    c.heads = 2;
+    c.ffn = 16;
+    CHECK_MSG(nlp_encoder_init(&e, ctx3, &c, gr_rng_make(3, 0)) == 0, "%s",
+              gr_last_error());
+    struct gr_tensor *cw = gr_ctx_find(ctx3, "enc.layers.0.ft.conv.weight");
+    CHECK(cw != NULL && cw->ndim == 3 && cw->shape[0] == 48 &&
+          cw->shape[1] == 16 && cw->shape[2] == 3);
+    CHECK(encode(ctx3, &e, ids, lens, T, B, all) == 0);
+    CHECK(encode(ctx3, &e, sid, &lens[1], 2, 1, one) == 0);
+    worst = 0.0;
+    for (int k = 0; k < 32; k++) {
+        worst = fmax(worst, fabs(one[k] - all[32 + k]));
+    }
+    CHECK_MSG(worst <= 2e-6, "ftt-conv: padded batch vs alone %.3g", worst);
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx3);
     gr_ctx_free(ctx);
 }
 
