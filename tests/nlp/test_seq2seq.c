@@ -64,11 +64,11 @@ int main(void)
               gr_last_error());
     struct gr_optim *opt;
     struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
-    oc.lr = 3e-3f;
+    oc.lr = 5e-3f;
     CHECK(gr_optim_new(&opt, ctx, "adam", &oc) == 0);
     int32_t src[TMAX * B], len[B], tin[(TMAX + 1) * B], tout[(TMAX + 1) * B];
     float first = 0, last = 0;
-    for (int step = 0; step < 600; step++) {
+    for (int step = 0; step < 300; step++) {
         batch(src, len, tin, tout);
         gr_step_reset(ctx);
         gr_zero_grad(ctx);
