@@ -109,7 +109,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int epochs = -1, batch = -1, emsize = -1, nhid = -1, chunk = -1;
     int slots = -1, slots_eval = -1, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
-    int head_hidden = -2;
+    int head_hidden = -2, layers = -1, heads = -1, ffn = -1, post_norm = 0;
+    double dropouta = -1;
     double lr = NAN, clip = 1.0, wdecay = 1.2e-6, dropouti = -1,
            dropout = -1, dropoutm = -1, dropouto = -1;
     struct cli_common common;
@@ -167,9 +168,24 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_DOUBLE("dropouti", "P", NULL,
                    "dropout on the embeddings (default: the model's)",
                    &dropouti),
-        CLI_DOUBLE("dropout", "P", NULL, "OM cell dropout r_c (default: the "
+        CLI_DOUBLE("dropout", "P", NULL, "OM cell dropout r_c; transformer: "
+                                         "residual dropout (default: the "
                                          "task's)",
                    &dropout),
+        CLI_INT("layers", "N", NULL, "transformer: encoder layers (default "
+                                     "2)",
+                &layers),
+        CLI_INT("heads", "N", NULL, "transformer: attention heads (default "
+                                    "4, sst 6)",
+                &heads),
+        CLI_INT("ffn", "N", NULL, "transformer: feed-forward size (default "
+                                  "4 x nhid)",
+                &ffn),
+        CLI_DOUBLE("dropout-attn", "P", NULL,
+                   "transformer: attention dropout (default 0.1)", &dropouta),
+        CLI_FLAG("post-norm", "transformer: post-norm layers (default "
+                              "pre-norm)",
+                 &post_norm),
         CLI_DOUBLE("dropoutm", "P", NULL,
                    "OM memory dropout r_m (default: the task's)", &dropoutm),
         CLI_DOUBLE("dropouto", "P", NULL,
@@ -231,10 +247,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                     "--max-batches >= 0, --test-every >= 1, "
                                     "--lr > 0, --clip and --wdecay >= 0");
     }
-    const double *drops[] = {&dropouti, &dropout, &dropoutm, &dropouto};
+    const double *drops[] = {&dropouti, &dropout, &dropoutm, &dropouto,
+                             &dropouta};
     const char *dnames[] = {"--dropouti", "--dropout", "--dropoutm",
-                            "--dropouto"};
-    for (int i = 0; i < 4; i++) {
+                            "--dropouto", "--dropout-attn"};
+    for (int i = 0; i < 5; i++) {
         if (*drops[i] != -1 && !(*drops[i] >= 0 && *drops[i] < 1)) {
             return cli_usage_error(cmd, "%s %g must be in [0, 1)", dnames[i],
                                    *drops[i]);
@@ -272,6 +289,21 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if (dropouto != -1) {
         tc.dropout_out = (float)dropouto;
+    }
+    if (dropouta != -1) {
+        tc.enc.dropout_attn = (float)dropouta;
+    }
+    if (layers != -1) {
+        tc.enc.layers = layers;
+    }
+    if (heads != -1) {
+        tc.enc.heads = heads;
+    }
+    if (ffn != -1) {
+        tc.enc.ffn = ffn;
+    }
+    if (post_norm) {
+        tc.enc.post_norm = 1;
     }
     if (head_hidden != -2) {
         if (head_hidden < 0) {

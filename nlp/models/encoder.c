@@ -16,6 +16,10 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_ft,
     &nlp_encoder_cft,
     &nlp_encoder_fft,
+    &nlp_encoder_transformer,
+    &nlp_encoder_ftt,
+    &nlp_encoder_ftt_conv,
+    &nlp_encoder_hybrid,
     NULL,
 };
 
@@ -57,6 +61,9 @@ int nlp_encoder_config_default(struct nlp_encoder_config *c, const char *model,
     c->hidden = 128;
     c->chunk = 10;
     c->slots_train = c->slots_eval = 12;
+    c->layers = 2;
+    c->heads = 4;
+    c->ffn = 512;
     if (k->defaults != NULL) {
         k->defaults(c, task);
     }
@@ -79,13 +86,29 @@ int nlp_encoder_config_check(const struct nlp_encoder_config *c)
                                    "1..65536",
                         (int)c->emsize, (int)c->hidden);
     }
-    const float *drops[] = {&c->dropout_in, &c->dropout_cell, &c->dropout_mem};
-    const char *names[] = {"dropouti", "dropout-cell", "dropout-mem"};
-    for (int i = 0; i < 3; i++) {
+    const float *drops[] = {&c->dropout_in, &c->dropout_cell, &c->dropout_mem,
+                            &c->dropout_attn};
+    const char *names[] = {"dropouti", "dropout-cell", "dropout-mem",
+                           "dropout-attn"};
+    for (int i = 0; i < 4; i++) {
         if (!(*drops[i] >= 0.0f && *drops[i] < 1.0f)) {
             return gr_error(GR_EINVAL, "%s %g must be in [0, 1)", names[i],
                             (double)*drops[i]);
         }
+    }
+    if (c->layers < 1 || c->layers > 64 || c->heads < 1 || c->ffn < 1 ||
+        c->ffn > 262144) {
+        return gr_error(GR_EINVAL, "layers %d (1..64), heads %d (>= 1) and "
+                        "ffn %d (1..262144)", (int)c->layers, (int)c->heads,
+                        (int)c->ffn);
+    }
+    if ((strcmp(c->model, "transformer") == 0 ||
+         strncmp(c->model, "ftt", 3) == 0 ||
+         strcmp(c->model, "hybrid") == 0) &&
+        c->hidden % c->heads != 0) {
+        return gr_error(GR_EINVAL, "%s: --nhid %d is not a multiple of "
+                        "--heads %d", c->model, (int)c->hidden,
+                        (int)c->heads);
     }
     if (c->slots_train < 1 || c->slots_eval < 1) {
         return gr_error(GR_EINVAL, "slots %d / %d must be >= 1",
@@ -129,6 +152,12 @@ static const struct field fields[] = {
     {"enc-dropout-cell", 'f', offsetof(struct nlp_encoder_config, dropout_cell)},
     {"enc-dropout-mem", 'f', offsetof(struct nlp_encoder_config, dropout_mem)},
     {"enc-left-pad", 'b', offsetof(struct nlp_encoder_config, left_pad)},
+    {"enc-layers", 'i', offsetof(struct nlp_encoder_config, layers)},
+    {"enc-heads", 'i', offsetof(struct nlp_encoder_config, heads)},
+    {"enc-ffn", 'i', offsetof(struct nlp_encoder_config, ffn)},
+    {"enc-dropout-attn", 'f', offsetof(struct nlp_encoder_config,
+                                       dropout_attn)},
+    {"enc-post-norm", 'b', offsetof(struct nlp_encoder_config, post_norm)},
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 

@@ -43,6 +43,13 @@ struct nlp_encoder_config {
     float dropout_cell; /* OM r_c */
     float dropout_mem;  /* OM r_m */
     int left_pad;       /* 1: left padding, output of the last step */
+    /* Transformer family (nlp/models/transformer.h); dropout_cell is its
+     * residual dropout */
+    int32_t layers;     /* encoder layers */
+    int32_t heads;      /* attention heads (hidden % heads == 0) */
+    int32_t ffn;        /* feed-forward inner size */
+    float dropout_attn; /* attention dropout */
+    int post_norm;      /* 1: post-norm layers; 0: pre-norm (default) */
 };
 
 struct nlp_encoder_batch {
@@ -123,5 +130,15 @@ extern const struct nlp_encoder_kind nlp_encoder_fft;
 /* ---- Ordered Memory (nlp/models/om_encoder.c, nlp/models/om.h) ---- */
 
 extern const struct nlp_encoder_kind nlp_encoder_om;
+
+/* ---- Transformer (nlp/models/transformer.c, nlp/models/transformer.h) ---- */
+
+extern const struct nlp_encoder_kind nlp_encoder_transformer;
+extern const struct nlp_encoder_kind nlp_encoder_ftt;
+extern const struct nlp_encoder_kind nlp_encoder_ftt_conv;
+
+/* ---- hybrid ON-LSTM + SAN with short-cut (nlp/models/hybrid.c) ---- */
+
+extern const struct nlp_encoder_kind nlp_encoder_hybrid;
 
 #endif

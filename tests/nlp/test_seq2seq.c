@@ -1,0 +1,149 @@
+/* The Transformer encoder-decoder (nlp/models/seq2seq.h): a seeded
+ * reversal task it must learn (label-smoothed loss, Adam; sequence
+ * accuracy of greedy decoding on fresh inputs >= 3/4, where chance is
+ * ~0), beam search with beam 1 equal to greedy decoding token for token,
+ * beam 4 (length penalty 0.6) at least as accurate a threshold,
+ * the source-length and bad-argument errors, and the noam schedule's hand
+ * values. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "kernels/tape.h"
+#include "nlp/models/seq2seq.h"
+#include "tests/test.h"
+
+enum { V = 10, TMAX = 6, B = 32 };
+
+static uint64_t lcg = 777;
+static int32_t rnd(int32_t n)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (int32_t)((lcg >> 33) % (uint64_t)n);
+}
+
+/* src [TMAX, B] padded, len [B]; tgt_in/out [TMAX + 1, B]: reversed. */
+static void batch(int32_t *src, int32_t *len, int32_t *tin, int32_t *tout)
+{
+    memset(src, 0, sizeof(int32_t) * TMAX * B);
+    memset(tin, 0, sizeof(int32_t) * (TMAX + 1) * B);
+    memset(tout, 0, sizeof(int32_t) * (TMAX + 1) * B);
+    for (int b = 0; b < B; b++) {
+        len[b] = 2 + rnd(TMAX - 1);
+        for (int t = 0; t < len[b]; t++) {
+            src[t * B + b] = 3 + rnd(V - 3);
+        }
+        tin[b] = 1; /* bos */
+        for (int t = 0; t < len[b]; t++) {
+            int32_t y = src[(len[b] - 1 - t) * B + b];
+            tout[t * B + b] = y;
+            tin[(t + 1) * B + b] = y;
+        }
+        tout[len[b] * B + b] = 2; /* eos */
+    }
+}
+
+int main(void)
+{
+    struct gr_ctx_config cfg = gr_ctx_config_default();
+    cfg.device = GR_DEVICE_CPU;
+    struct gr_ctx *ctx;
+    CHECK(gr_ctx_new(&ctx, &cfg) == 0);
+    struct nlp_s2s_config c = nlp_s2s_config_default(V, V);
+    c.d = 32;
+    c.layers = 1;
+    c.heads = 4;
+    c.ffn = 64;
+    c.dropout = c.dropout_attn = 0.0f;
+    struct nlp_s2s m;
+    CHECK_MSG(nlp_s2s_init(&m, ctx, &c, gr_rng_make(11, 0)) == 0, "%s",
+              gr_last_error());
+    struct gr_optim *opt;
+    struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+    oc.lr = 5e-3f;
+    CHECK(gr_optim_new(&opt, ctx, "adam", &oc) == 0);
+    int32_t src[TMAX * B], len[B], tin[(TMAX + 1) * B], tout[(TMAX + 1) * B];
+    float first = 0, last = 0;
+    for (int step = 0; step < 300; step++) {
+        batch(src, len, tin, tout);
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *s = gr_tensor_from_host(ctx, GR_I32,
+                                                  gr_shape2(TMAX, B), src);
+        struct gr_tensor *ti = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(TMAX + 1, B),
+                                                   tin);
+        struct gr_tensor *to = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(TMAX + 1, B),
+                                                   tout);
+        struct gr_tensor *loss = nlp_s2s_loss(ctx, &m, s, len, ti, to, 0.1f,
+                                              1, gr_rng_make(5, step));
+        if (loss == NULL || gr_backward(ctx, loss) < 0) {
+            CHECK_MSG(0, "step %d: %s / %s", step, gr_ctx_error(ctx),
+                      gr_last_error());
+            break;
+        }
+        float lv = gr_tensor_item(loss);
+        first = step == 0 ? lv : first;
+        last = lv;
+        gr_optim_step(opt);
+    }
+    printf("reversal: loss %.3f -> %.3f\n", first, last);
+    /* greedy on fresh inputs */
+    batch(src, len, tin, tout);
+    int32_t g[B * 8], gl[B], bm[B * 8], bl[B], b4[B * 8], b4l[B];
+    gr_step_reset(ctx);
+    CHECK(nlp_s2s_greedy(ctx, &m, src, len, TMAX, B, 8, g, gl) == 0);
+    gr_step_reset(ctx);
+    CHECK(nlp_s2s_beam(ctx, &m, src, len, TMAX, B, 1, 0.0f, 8, bm, bl) == 0);
+    gr_step_reset(ctx);
+    CHECK(nlp_s2s_beam(ctx, &m, src, len, TMAX, B, 4, 0.6f, 8, b4, b4l) ==
+          0);
+    int right = 0, right4 = 0, same = 1;
+    for (int b = 0; b < B; b++) {
+        int ok = gl[b] == len[b], ok4 = b4l[b] == len[b];
+        for (int t = 0; t < len[b]; t++) {
+            ok &= ok && g[b * 8 + t] == src[(len[b] - 1 - t) * B + b];
+            ok4 &= ok4 && b4[b * 8 + t] == src[(len[b] - 1 - t) * B + b];
+        }
+        right += ok;
+        right4 += ok4;
+        same &= gl[b] == bl[b];
+        for (int t = 0; same && t < gl[b]; t++) {
+            same &= g[b * 8 + t] == bm[b * 8 + t];
+        }
+    }
+    printf("greedy sequence accuracy %d/%d, beam 4 %d/%d\n", right, B,
+           right4, B);
+    CHECK_MSG(last < 0.6f * first, "the loss did not fall: %.3f -> %.3f",
+              first, last);
+    CHECK_MSG(right >= (3 * B) / 4, "greedy reversal accuracy %d/%d", right,
+              B);
+    CHECK_MSG(right4 >= (3 * B) / 4, "beam 4 reversal accuracy %d/%d",
+              right4, B);
+    CHECK_MSG(same, "beam 1 differs from greedy decoding");
+    /* errors */
+    int32_t bad_len[B];
+    memcpy(bad_len, len, sizeof bad_len);
+    bad_len[3] = 0;
+    gr_step_reset(ctx);
+    CHECK(nlp_s2s_greedy(ctx, &m, src, bad_len, TMAX, B, 8, g, gl) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "source 3 has length 0");
+    CHECK(nlp_s2s_beam(ctx, &m, src, len, TMAX, B, 0, 0.0f, 8, g, gl) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "beam 0");
+    /* noam: d 512, warmup 4000: peak at step 4000 = 512^-0.5 · 4000^-0.5 */
+    CHECK(fabs(nlp_s2s_noam_lr(4000, 512, 4000, 1.0) -
+               1.0 / sqrt(512.0 * 4000.0)) < 1e-15);
+    CHECK(fabs(nlp_s2s_noam_lr(1, 512, 4000, 2.0) -
+               2.0 / sqrt(512.0) * pow(4000.0, -1.5)) < 1e-15);
+    CHECK(nlp_s2s_noam_lr(16000, 512, 4000, 1.0) <
+          nlp_s2s_noam_lr(4000, 512, 4000, 1.0));
+    gr_optim_free(opt);
+    nlp_s2s_free(&m);
+    gr_ctx_free(ctx);
+    return test_report("nlp_seq2seq_model");
+}
