@@ -61,9 +61,15 @@ run nlp_lm_cuda $t/nlp/test_nlp_lm_cuda
 run nlp_om_cuda $t/nlp/test_nlp_om_cuda
 [ -x $t/agents/test_agents_ompn_cuda ] && run agents_ompn_cuda $t/agents/test_agents_ompn_cuda
 [ -x $t/agents/test_agents_compile_cuda ] && run agents_compile_cuda $t/agents/test_agents_compile_cuda
+[ -x $t/kernels/test_kernels_attention ] && run kernels_attention_cuda_parity $t/kernels/test_kernels_attention --parity
+[ -x $t/nlp/test_nlp_fasttrees_cuda ] && run nlp_fasttrees_cuda $t/nlp/test_nlp_fasttrees_cuda
 for extra in "$@"; do # more test binaries named on the command line
     run "$(basename "$extra")" "$bin/$extra"
 done
+if [ "${GROVE_DEVICE_BENCH:-1}" = 0 ]; then
+    echo "== benchmarks skipped (GROVE_DEVICE_BENCH=0)"
+    exit $status
+fi
 echo "== grove bench kernels --device cuda (skinny GEMM off, then on)"
 GROVE_CUDA_GEMM=cublas $bin/grove bench kernels --device cuda \
     --threads 1 --no-torch --rounds 3 --quiet >"$out/bench_kernels_cublas.md" 2>&1

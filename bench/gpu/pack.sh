@@ -17,7 +17,8 @@ mkdir -p .devbin .devpack
 bins=(grove tests/kernels/test_kernels_ops tests/agents/test_agents_ocn_cuda
       tests/agents/test_agents_ppo_cuda tests/nlp/test_nlp_lm_cuda
       tests/nlp/test_nlp_om_cuda tests/agents/test_agents_ompn_cuda
-      tests/agents/test_agents_compile_cuda "$@")
+      tests/agents/test_agents_compile_cuda tests/kernels/test_kernels_attention
+      tests/nlp/test_nlp_fasttrees_cuda "$@")
 for b in "${bins[@]}"; do
     mkdir -p ".devbin/$(dirname "$b")"
     cp "$build/$b" ".devbin/$b"
