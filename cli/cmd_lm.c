@@ -40,7 +40,7 @@ int lm_cli_ctx_config(const struct cli_command *cmd,
 
 /* ---- grove nlp lm train ------------------------------------------------- */
 
-/* After every epoch: curve.png (train and valid perplexity per epoch) from
+/* After every epoch: curves.png (train and valid perplexity per epoch) from
  * the run's metrics.csv. A failure to draw is reported once and does not
  * stop training. */
 struct curve {
@@ -55,7 +55,7 @@ static int write_curve(void *user, const struct nlp_lm_epoch_log *e)
     char csv_path[GR_PATH_MAX], png_path[GR_PATH_MAX];
     if (cv->failed ||
         gr_path_join(csv_path, sizeof csv_path, cv->dir, "metrics.csv") < 0 ||
-        gr_path_join(png_path, sizeof png_path, cv->dir, "curve.png") < 0) {
+        gr_path_join(png_path, sizeof png_path, cv->dir, "curves.png") < 0) {
         return 0;
     }
     struct render_csv csv;
@@ -76,7 +76,7 @@ static int write_curve(void *user, const struct nlp_lm_epoch_log *e)
         render_csv_free(&csv);
     }
     if (cv->failed) {
-        fprintf(stderr, "grove nlp lm train: no curve.png: %s\n",
+        fprintf(stderr, "grove nlp lm train: warning: curves.png: %s\n",
                 gr_last_error());
     }
     return 0;
@@ -331,7 +331,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         }
     }
     /* Only what exists: a run of 0 epochs has no curve and no best.ckpt. */
-    static const char *const files[] = {"metrics.csv", "curve.png",
+    static const char *const files[] = {"metrics.csv", "curves.png",
                                         "best.ckpt", "last.ckpt",
                                         "summary.txt"};
     printf("files:      ");
