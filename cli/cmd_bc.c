@@ -128,7 +128,9 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "craft.md §3; psketch used 4); the checkpoints keep the "
                 "world, so eval options, craft run and watch use it",
                 &n_each),
-        CLI_INT("updates", "N", "10000", "total updates", &updates_i),
+        CLI_INT("updates", "N", "10000",
+                "total updates (0: write the initial model and stop)",
+                &updates_i),
         CLI_INT("batch", "B", "512", "demonstrations per update", &batch),
         CLI_DOUBLE("lr", "LR", "0.001", "Adam learning rate", &lr),
         CLI_DOUBLE("clip", "NORM", "0.2", "global gradient-norm clipping",
@@ -208,6 +210,9 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     struct craft_config world;
     craft_config_default(&world);
     if (demos != NULL) {
+        if ((rc = cli_need_path(cmd, "--demos", demos)) != CLI_CONTINUE) {
+            return rc;
+        }
         if (n_each != -1) {
             return cli_usage_error(cmd, "--n-each is for generated "
                                         "demonstrations; --demos FILE brings "
@@ -290,9 +295,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     spec.check_config = 1;
     spec.columns = bc_metrics_columns(&spec.n_columns);
     spec.what = "train bc";
-    if ((rank == 0 || resume) && train_run_open(&run, &spec) < 0) {
-        return run.config_mismatch ? cli_usage_error(cmd, "%s", gr_last_error())
-                                   : cli_fail(cmd);
+    /* every check runs before the run folder exists (train_run_open
+     * comes last): a failed start leaves nothing behind */
+    if ((rank == 0 || resume) && train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
     }
 
     /* demonstrations */
@@ -313,12 +319,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         gr_progress_finish(&p);
     }
     if (rc < 0) {
-        train_run_close(&run);
         return cli_fail(cmd);
     }
     if (demo_set_split(&ds, 0.8) < 0) {
         demo_set_free(&ds);
-        train_run_close(&run);
         return cli_fail(cmd);
     }
     if (!common.quiet) {
@@ -342,6 +346,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     }
     if (rc == 0) {
         rc = bc_optimizer_new(&opt, &m, (float)lr);
+    }
+    int mismatch = 0;
+    if (rc == 0 && (rank == 0 || resume)) {
+        rc = train_run_open(&run, &spec);
+        mismatch = rc < 0 && run.config_mismatch;
     }
     char metrics[GR_PATH_MAX], png[GR_PATH_MAX];
     gr_path_join(metrics, sizeof metrics, common.out, "metrics.csv");
@@ -390,8 +399,19 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         train_print_stopped(&run, res.stopped_at);
     }
     train_run_close(&run);
+    if (mismatch) {
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     if (rc < 0) {
         return cli_fail(cmd);
+    }
+    if (updates == 0 && !resume) {
+        if (rank == 0) {
+            printf("run %s: 0 updates\nwrote the initial model to "
+                   "%s/best.ckpt and last.ckpt\n",
+                   common.out, common.out);
+        }
+        return CLI_EXIT_OK;
     }
     if (res.stopped) {
         return 128 + train_stop_requested(); /* as a shell reports a signal */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/files.h"
 
 #define MAX_OPTIONS 96
 
@@ -56,6 +57,15 @@ int cli_fail(const struct cli_command *cmd)
 {
     fprintf(stderr, "grove %s: %s\n", cmd->name, gr_last_error());
     return CLI_EXIT_FAIL;
+}
+
+int cli_need_path(const struct cli_command *cmd, const char *flag,
+                  const char *path)
+{
+    if (path == NULL || gr_path_exists(path)) {
+        return CLI_CONTINUE;
+    }
+    return cli_usage_error(cmd, "%s %s: it does not exist", flag, path);
 }
 
 int cli_split_list(char *text, char **items, int cap)
