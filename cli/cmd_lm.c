@@ -177,7 +177,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 "epoch restarting the ASGD averaging (default 500 onlstm, 0 = "
                 "never for lstm)",
                 &finetuning),
-        CLI_INT("epochs", "N", "1000", "epochs (the published run)", &epochs),
+        CLI_INT("epochs", "N", "1000",
+                "epochs (the published run; 0: write the initial model and "
+                "stop)",
+                &epochs),
         CLI_INT("max-batches", "N", "0",
                 "cut every epoch after N windows (smoke tests; 0 = whole "
                 "epochs)",
@@ -274,21 +277,39 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
         return rc;
     }
-    struct nlp_corpus corpus;
-    if (nlp_corpus_load(&corpus, data) < 0) {
-        return cli_fail(cmd);
-    }
-    struct nlp_lm_train_result res;
-    struct curve cv = {common.out, 0};
-    train_signals_install();
     if (train_mpi_size() > batch) {
-        nlp_corpus_free(&corpus);
         return cli_usage_error(cmd, "--batch-size %d is smaller than the %d "
                                     "MPI processes",
                                batch, train_mpi_size());
     }
-    /* with MPI, process 0 draws the curve and reports (train/mpi.h) */
+    if ((rc = cli_need_path(cmd, "--data", data)) != CLI_CONTINUE) {
+        return rc;
+    }
+    /* the run folder's own checks first; nlp_lm_train creates it after
+     * every other check, so a failed start leaves nothing behind */
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "nlp lm train";
     int writer = train_mpi_rank() == 0;
+    if ((writer || resume) && train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
+    }
+    struct nlp_corpus corpus;
+    if (nlp_corpus_load(&corpus, data) < 0) {
+        return cli_fail(cmd);
+    }
+    if (!tc.quiet) {
+        fprintf(stderr, "data: %s: %zu / %zu / %zu tokens (train / valid / "
+                        "test), %d word types\n",
+                data, corpus.n_tokens[NLP_TRAIN], corpus.n_tokens[NLP_VALID],
+                corpus.n_tokens[NLP_TEST], (int)corpus.vocab.size);
+    }
+    struct nlp_lm_train_result res;
+    struct curve cv = {common.out, 0};
+    train_signals_install();
+    /* with MPI, process 0 draws the curve and reports (train/mpi.h) */
     rc = nlp_lm_train(&tc, &corpus, &cc, writer ? write_curve : NULL, &cv,
                       &res);
     train_signals_restore();
@@ -304,6 +325,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     printf("run:        %s (%s, %d epochs, %.1f s)\n", common.out,
            nlp_lm_kind_name(tc.model.kind), (int)res.epochs_done, res.wall_s);
+    if (res.epochs_done == 0) {
+        /* --epochs 0: the initial model, nothing evaluated */
+        printf("wrote the initial model to %s/best.ckpt and last.ckpt\n",
+               common.out);
+        return CLI_EXIT_OK;
+    }
     printf("best valid: ppl %.2f (reference-compatible loss %.4f)\n",
            res.best_val_ppl, res.best_val_loss);
     if (res.asgd_switch_epoch > 0) {
@@ -330,7 +357,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
             return cli_fail(cmd);
         }
     }
-    /* Only what exists: a run of 0 epochs has no curve and no best.ckpt. */
+    /* Only what exists (a run whose validation never improved has no
+     * best.ckpt). */
     static const char *const files[] = {"metrics.csv", "curves.png",
                                         "best.ckpt", "last.ckpt",
                                         "summary.txt"};
