@@ -205,11 +205,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--resume and --force exclude each other");
     }
     /* cheap refusals before the data is read */
-    if (!resume && !common.force && gr_path_exists(common.out)) {
-        gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
-                            "reuse it, --resume to continue it, or pick "
-                            "another --out)",
-                 common.out);
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "nlp classify train";
+    if (train_run_check(&spec) < 0) {
         return cli_fail(cmd);
     }
     struct nlp_cls_train_config tc;
