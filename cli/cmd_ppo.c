@@ -279,6 +279,19 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
 
+    for (int i = 0; i < n_paths; i++) {
+        if ((rc = cli_need_path(cmd, "--options", paths[i])) != CLI_CONTINUE) {
+            return rc;
+        }
+    }
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "train ppo";
+    if (train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
+    }
     /* the trainer first: a bad options' file fails before the run folder */
     struct gr_ctx *ctx = NULL;
     struct ppo_trainer *t = NULL;
@@ -312,7 +325,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
     struct train_run run;
-    struct train_run_spec spec = train_run_spec_default();
+    spec = train_run_spec_default();
     spec.dir = common.out;
     spec.force = common.force;
     spec.resume = resume;
