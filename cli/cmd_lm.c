@@ -658,8 +658,9 @@ int lm_cli_syneval(const char *ckpt, const struct gr_ctx_config *cc,
     struct gr_progress prog;
     gr_progress_start(&prog, "scoring", 0, "sentences", quiet);
     struct nlp_lm_scorer sc = {&ld.lm, batch, &prog};
-    rc = nlp_syneval_run(set, &ld.vocab, eos, unk, nlp_lm_syneval_score, &sc,
-                         4096, res);
+    rc = nlp_syneval_run_progress(set, &ld.vocab, eos, unk,
+                                  nlp_lm_syneval_score, &sc, 4096, &prog,
+                                  res);
     gr_progress_finish(&prog);
     *vocab_size = ld.vocab.size;
     snprintf(desc, cap,
