@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/craft_common.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/progress.h"
 #include "envs/craft.h"
 #include "envs/expert.h"
@@ -325,9 +326,11 @@ static int run_replay_info(const struct cli_command *cmd, int argc,
            c->workshops ? "on" : "off", craft_treasure_name(c->treasure),
            c->coarse_view ? "on" : "off", c->max_steps,
            craft_reward_name(c->reward), h->recipes);
+    char ckpt[4 * sizeof h->agent_checkpoint]; /* bytes not UTF-8: \xNN */
+    gr_escape_bytes(h->agent_checkpoint, ckpt, sizeof ckpt);
     printf("agent:      %s, checkpoint %s, options %" PRIu32 "%s\n",
-           h->agent_kind, h->agent_checkpoint[0] ? h->agent_checkpoint : "-",
-           h->agent_n_options, opt_steps ? " (recorded per step)" : "");
+           h->agent_kind, ckpt[0] ? ckpt : "-", h->agent_n_options,
+           opt_steps ? " (recorded per step)" : "");
     if (h->keyframe_every > 0) {
         printf("keyframes:  %" PRIu64 ", at t = 0 and every %" PRIu32
                " steps\n", keyframes, h->keyframe_every);
