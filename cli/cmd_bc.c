@@ -120,12 +120,12 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "expert demonstrations per task when --demos is not given",
                 &per_task),
         CLI_U64("demo-seed", "S", "1",
-                "base seed of generated demonstrations (craft.md §9; the "
-                "same maps as grove craft demos --seed S)",
+                "base seed of generated demonstrations (docs/craft.md, "
+                "Seeds; the same maps as grove craft demos --seed S)",
                 &demo_seed),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive on the generated maps (default 1, "
-                "craft.md §3; psketch used 4); the checkpoints keep the "
+                "docs/craft.md; psketch used 4); the checkpoints keep the "
                 "world, so eval options, craft run and watch use it",
                 &n_each),
         CLI_INT("updates", "N", "10000",
@@ -148,13 +148,13 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "greedy episodes per task for the returns", &return_episodes),
         CLI_FLAG("blind-controller",
                  "the controller reads only its own state, not the "
-                 "observation (not ocn.md: a variant of docs/ocn that "
+                 "observation (not the thesis's OCN: a variant, docs/ocn, that "
                  "routes subtasks by progress, not by map)",
                  &blind),
         CLI_FLAG("options-without-inventory",
-                 "the options do not read the inventory counts (not ocn.md: "
-                 "a variant of docs/ocn; an option then acts the same "
-                 "whatever was collected before it)",
+                 "the options do not read the inventory counts (not the "
+                 "thesis's OCN: a variant, docs/ocn; an option then acts "
+                 "the same whatever was collected before it)",
                  &no_inventory),
         CLI_DOUBLE("balance-options", "L", "0",
                    "add L * KL(mean option use || uniform) to the loss, so "
@@ -443,7 +443,8 @@ const struct cli_command cmd_train_bc = {
     "Behaviour cloning of an Option-Controller Network (or MoE) on Craft "
     "demonstrations.",
     "",
-    "The hyperparameters of ocn.md §6 are the defaults. Writes into --out: "
+    "The defaults are the thesis's hyperparameters (docs/models.md, OCN)."
+    " Writes into --out: "
     "command, config, metrics.csv (update, nll, action_acc, f1_tol0, "
     "f1_tol1, align_acc, nmi, train_nll, greedy_return, greedy_success, "
     "wall_s; agents/README.md), curves.png, best.ckpt (lowest validation "

@@ -129,7 +129,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     uint64_t seed = 141;
     const struct cli_option opts[] = {
         CLI_STRING("model", "onlstm|lstm", "onlstm",
-                   "ON-LSTM (on_lstm.md) or AWD-LSTM", &model),
+                   "ON-LSTM or AWD-LSTM (docs/models.md)", &model),
         CLI_STRING_REQUIRED("data", "DIR",
                             "PTB folder: ptb.{train,valid,test}.txt", &data),
         CLI_INT("emsize", "N", "400", "embedding size (= last layer, tied)",
@@ -381,7 +381,7 @@ const struct cli_command cmd_nlp_lm_train = {
     "Train the ON-LSTM or AWD-LSTM language model on PTB (SGD -> NT-ASGD, "
     "the published hyperparameters).",
     "",
-    "Defaults are the published run (on_lstm.md §7): 3 layers 400/1150/400, "
+    "Defaults are the published run (docs/models.md): 3 layers 400/1150/400, "
     "chunk 10, batch 20,\nBPTT 70, lr 30, clip 0.25, seed 141, 1000 epochs "
     "(about 82 hours on a V100). The run folder holds metrics.csv, "
     "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n\n"
@@ -505,7 +505,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
            ev.ppl, ev.loss, ev.loss / log(2.0));
     if (compat) {
         printf("perplexity  %.2f   reference-compatible (summed window losses "
-               "/ %lld rows, on_lstm.md §8.4)\n",
+               "/ %lld rows, docs/models.md)\n",
                ev.ppl_compat, (long long)ev.rows);
     }
     nlp_lm_loaded_free(&ld);

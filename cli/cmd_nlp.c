@@ -494,7 +494,7 @@ const struct cli_command cmd_nlp_parse = {
     "per-label recall, depth.",
     "",
     "Reads the gold trees and preprocesses them as the ON-LSTM reference does "
-    "(lm_and_parsing.md section 2),\nthen scores the chosen parser. Examples:\n"
+    "(docs/tasks.md),\nthen scores the chosen parser. Examples:\n"
     "  grove nlp parse --trees treebank.zip --baseline right --max-len 10   "
     "# NLTK-sample WSJ10\n"
     "  grove nlp parse --trees /data/wsj --baseline left --split test       "

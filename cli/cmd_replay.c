@@ -56,7 +56,7 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
                 "a keyframe (full state) every K steps, and at t = 0",
                 &every),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive on a map (default 1, craft.md §3; "
+                "copies of each primitive on a map (default 1, docs/craft.md; "
                 "kept in the replay's header, so train bc --demos trains in "
                 "that world)",
                 &n_each),
@@ -148,7 +148,7 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
                     gr_progress_finish(&progress);
                     gr_error(GR_EINVAL, "task '%s': the expert could not "
                              "finish %llu maps (%llu done); it plans no "
-                             "bridge or axe (craft.md §8)",
+                             "bridge or axe (docs/craft.md)",
                              tasks[ti].name, (unsigned long long)s->skipped,
                              (unsigned long long)s->episodes);
                     return cli_fail(cmd);
@@ -224,7 +224,7 @@ const struct cli_command cmd_craft_demos = {
     "Record N expert demonstrations per task as a replay.",
     "",
     "Demonstration n of a task uses seed mix64(mix64(S ^ (0xD3 << 56 | tau)) "
-    "^ n), tau = low 32 bits of FNV-1a 64 of the task's name (craft.md §9); "
+    "^ n), tau = low 32 bits of FNV-1a 64 of the task's name (docs/craft.md); "
     "maps the expert cannot finish are skipped and counted. The replay "
     "(agent kind 'expert') is written to FILE.tmp.PID and renamed when "
     "complete; check it with 'grove replay verify'.\n\n"
@@ -584,7 +584,7 @@ static int run_replay_dump(const struct cli_command *cmd, int argc,
                         "(re-simulates)",
                  &d.obs),
         CLI_FLAG("state", "print each keyframe's decoded state array "
-                          "(craft.md §9.1) instead of the steps",
+                          "(docs/craft.md) instead of the steps",
                  &d.state),
         CLI_FLAG("recover",
                  "read the complete episodes of a truncated file",
