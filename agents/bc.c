@@ -876,6 +876,26 @@ int bc_train_policy(const struct bc_policy *pol, struct gr_optim *opt,
         }
         train_note_last_saved(run, update);
     }
+    if (o->updates == 0 && !(run != NULL && run->spec.resume)) {
+        /* --updates 0 (issue 21 §2): the initial model as best.ckpt and
+         * last.ckpt, nothing evaluated, no metrics row; --resume from it
+         * evaluates update 0 as a fresh run does (best_update -1) */
+        rc = save_state(state, 0, -1, INFINITY);
+        if (rc == 0 && writer) {
+            rc = train_save(run, TRAIN_BEST, ctx, o->config_text,
+                            GR_CKPT_PARAMS, 0);
+        }
+        if (rc == 0 && writer) {
+            rc = train_save(run, TRAIN_LAST, ctx, o->config_text,
+                            GR_CKPT_ALL, 0);
+        }
+        if (rc == 0 && res != NULL) {
+            memset(res, 0, sizeof *res);
+            res->best_update = -1;
+            res->best_nll = NAN;
+        }
+        return rc;
+    }
     int64_t n_train = ds->n_train;
     int64_t *perm = malloc((size_t)n_train * 2 * sizeof *perm);
     int64_t *ids = malloc((size_t)o->batch * sizeof *ids);
@@ -902,7 +922,8 @@ int bc_train_policy(const struct bc_policy *pol, struct gr_optim *opt,
         /* validation, checkpoints, metrics row */
         int at_end = update == o->updates;
         int do_eval = (update % o->eval_every == 0) || at_end;
-        if (do_eval && !(resumed && update == start_update)) {
+        if (do_eval &&
+            !(resumed && update == start_update && best_update >= 0)) {
             row.update = update;
             row.nll = row.action_acc = row.f1_tol0 = row.f1_tol1 = NAN;
             row.align_acc = row.nmi = row.greedy_return = NAN;

@@ -292,11 +292,12 @@ const struct cli_command cmd_eval_options = {
     "option i plays the one-subtask task alone and greedily from its initial "
     "state (end signal ignored) on the same --episodes maps, maps the expert "
     "can solve (as for demonstrations); success = the subtask done within "
-    "the time limit (ocn.md §9). Prints a Markdown table "
+    "the time limit. Prints a Markdown table "
     "and the best one-to-one assignment; --out writes it as CSV. Then, "
     "on --demos-per-task new expert demonstrations of each training task "
     "(teacher-forced, as the validation metrics), which option is in force "
-    "during each subtask, the NMI of ocn.md §9, and the mean end "
+    "during each subtask, their NMI (docs/formats.md, train bc's "
+    "nmi), and the mean end "
     "probability right after a subtask ends and elsewhere.\n\n"
     "Example:\n"
     "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
@@ -679,7 +680,8 @@ static int run_bench_ocn(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("batch", "B", "512", "demonstrations per update", &o.batch),
         CLI_INT("updates", "N", "5", "timed updates per run", &o.updates),
         CLI_INT("runs", "K", "3", "timed runs; the median is shown", &o.runs),
-        CLI_FLAG("no-torch", "skip the PyTorch baseline", &no_torch),
+        CLI_FLAG("no-baseline", "do not run the PyTorch baseline",
+                 &no_torch),
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the baseline", &python),
         CLI_STRING("script", "FILE", NULL,

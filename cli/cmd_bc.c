@@ -120,10 +120,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("options", "K", "3", "number of options", &options),
         CLI_STRING("recipe", "s1|thesis", NULL,
                    "s1 (the default for S1/S2 task sets, i.e. OCN letters "
-                   "only): grove's S1 recipe of ocn.md §6.1, the departures "
+                   "only): grove's S1 recipe (docs/ocn/ppo.md), the departures "
                    "--n-each 4, --demos-per-task 24000, --blind-controller, "
                    "--options-without-inventory and --balance-options 0.1; "
-                   "thesis (the default for other tasks): ocn.md §3-§6 "
+                   "thesis (the default for other tasks): the thesis's settings "
                    "exactly (n_each 1, 6000 demos, every cell reads the "
                    "whole observation, no balance term). --n-each, "
                    "--demos-per-task and --balance-options override either; "
@@ -131,8 +131,8 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                    &recipe),
         CLI_STRING("model", "ocn|moe|ompn|compile", "ocn",
                    "the OCN, the mixture-of-experts baseline (e = 1), OMPN "
-                   "(ocn.md §8: ordered memory, no options; agents/ompn.h) "
-                   "or compILE (ocn.md §8: a segmenting VAE; agents/"
+                   "(ordered memory, no options; agents/ompn.h) "
+                   "or compILE (a segmenting VAE; agents/"
                    "compile.h)",
                    &model),
         CLI_INT("max-segs", "S", "4", "compILE's segments (--model compile)",
@@ -154,18 +154,19 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "(default: 24000 in the s1 recipe, 6000 in thesis)",
                 &per_task),
         CLI_U64("demo-seed", "S", "1",
-                "base seed of generated demonstrations (craft.md §9; the "
-                "same maps as grove craft demos --seed S)",
+                "base seed of generated demonstrations (docs/craft.md, "
+                "Seeds; the same maps as grove craft demos --seed S)",
                 &demo_seed),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive on the generated maps (default 4 "
-                "in the s1 recipe (psketch's maps), 1 in thesis, craft.md "
-                "§3); the checkpoints keep the world, so eval options, "
-                "craft run and watch use it. With --demos FILE the world is "
-                "the file's, and another N is refused (exit 2)",
+                "in the s1 recipe (psketch's maps), 1 in thesis; "
+                "docs/craft.md); the checkpoints keep the world, so eval "
+                "options, craft run and watch use it. With --demos FILE the "
+                "world is the file's, and another N is refused (exit 2)",
                 &n_each),
         CLI_INT("updates", "N", NULL,
-                "total updates (default 10000; 3000 for --model compile)",
+                "total updates (default 10000; 3000 for --model compile; 0: "
+                "write the initial model and stop)",
                 &updates_i),
         CLI_INT("batch", "B", NULL,
                 "demonstrations per update (default 512; 256 for --model "
@@ -191,13 +192,13 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
                 "greedy episodes per task for the returns", &return_episodes),
         CLI_FLAG("blind-controller",
                  "the controller reads only its own state, not the "
-                 "observation (not ocn.md: a variant of docs/ocn that "
+                 "observation (not the thesis's OCN: a variant, docs/ocn, that "
                  "routes subtasks by progress, not by map)",
                  &blind),
         CLI_FLAG("options-without-inventory",
-                 "the options do not read the inventory counts (not ocn.md: "
-                 "a variant of docs/ocn; an option then acts the same "
-                 "whatever was collected before it)",
+                 "the options do not read the inventory counts (not the "
+                 "thesis's OCN: a variant, docs/ocn; an option then acts "
+                 "the same whatever was collected before it)",
                  &no_inventory),
         CLI_DOUBLE("balance-options", "L", NULL,
                    "add L * KL(mean option use || uniform) to the loss, so "
@@ -331,6 +332,9 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     struct craft_config world;
     craft_config_default(&world);
     if (demos != NULL) {
+        if ((rc = cli_need_path(cmd, "--demos", demos)) != CLI_CONTINUE) {
+            return rc;
+        }
         /* the file's world; a world asked for (--n-each, or an explicit
          * --recipe) must be it */
         if (replay_world(demos, &world) < 0) {
@@ -441,9 +445,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     spec.check_config = 1;
     spec.columns = bc_metrics_columns(&spec.n_columns);
     spec.what = "train bc";
-    if ((rank == 0 || resume) && train_run_open(&run, &spec) < 0) {
-        return run.config_mismatch ? cli_usage_error(cmd, "%s", gr_last_error())
-                                   : cli_fail(cmd);
+    /* every check runs before the run folder exists (train_run_open
+     * comes last): a failed start leaves nothing behind */
+    if ((rank == 0 || resume) && train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
     }
 
     /* demonstrations */
@@ -464,12 +469,10 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         gr_progress_finish(&p);
     }
     if (rc < 0) {
-        train_run_close(&run);
         return cli_fail(cmd);
     }
     if (demo_set_split(&ds, 0.8) < 0) {
         demo_set_free(&ds);
-        train_run_close(&run);
         return cli_fail(cmd);
     }
     if (!common.quiet) {
@@ -503,6 +506,11 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     }
     if (rc == 0) {
         rc = bc_optimizer_ctx(&opt, ctx, (float)lr);
+    }
+    int mismatch = 0;
+    if (rc == 0 && (rank == 0 || resume)) {
+        rc = train_run_open(&run, &spec);
+        mismatch = rc < 0 && run.config_mismatch;
     }
     char metrics[GR_PATH_MAX], png[GR_PATH_MAX];
     gr_path_join(metrics, sizeof metrics, common.out, "metrics.csv");
@@ -544,8 +552,9 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
             if (balance > 0) {
                 snprintf(bal, sizeof bal, " (option balance %g)", balance);
             }
-            fprintf(stderr, "recipe: %s (ocn.md %s), world n_each %d\n",
-                    s1 ? "s1" : "thesis", s1 ? "§6.1" : "§3-§6",
+            fprintf(stderr, "recipe: %s (%s), world n_each %d\n",
+                    s1 ? "s1" : "thesis",
+                    s1 ? "docs/ocn/ppo.md" : "the thesis's settings",
                     world.n_each);
             fprintf(stderr, "model: %s%s%s%s, K = %d, d = %d, w = %d, "
                             "tau = %g, %lld parameters, on %s\n",
@@ -567,8 +576,19 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
         train_print_stopped(&run, res.stopped_at);
     }
     train_run_close(&run);
+    if (mismatch) {
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     if (rc < 0) {
         return cli_fail(cmd);
+    }
+    if (updates == 0 && !resume) {
+        if (rank == 0) {
+            printf("run %s: 0 updates\nwrote the initial model to "
+                   "%s/best.ckpt and last.ckpt\n",
+                   common.out, common.out);
+        }
+        return CLI_EXIT_OK;
     }
     if (res.stopped) {
         return 128 + train_stop_requested(); /* as a shell reports a signal */
@@ -604,11 +624,11 @@ const struct cli_command cmd_train_bc = {
     "compILE) on Craft demonstrations.",
     "",
     "For S1/S2 task sets (OCN letters only) the default is grove's S1 "
-    "recipe (ocn.md §6.1: the four-copy world, 24000 demonstrations per "
+    "recipe (docs/ocn/ppo.md: the four-copy world, 24000 demonstrations per "
     "task, a controller blind to the observation, options that do not read "
-    "the inventory, option-balance term 0.1); --recipe thesis gives ocn.md "
-    "§3-§6 exactly, and is the default for other tasks. The other "
-    "hyperparameters are ocn.md §6's. Writes into --out: "
+    "the inventory, option-balance term 0.1); --recipe thesis gives the "
+    "thesis's settings exactly (docs/models.md, OCN), and is the default "
+    "for other tasks. Writes into --out: "
     "command, config, metrics.csv (update, nll, action_acc, f1_tol0, "
     "f1_tol1, align_acc, nmi, train_nll, greedy_return, greedy_success, "
     "wall_s; agents/README.md), curves.png, best.ckpt (lowest validation "

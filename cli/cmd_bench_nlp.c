@@ -37,7 +37,7 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
                 &o.rounds),
         CLI_FLAG("quick", "tiny sizes (a CI smoke run, not the issue's "
                  "cases)", &o.quick),
-        CLI_FLAG("no-baseline", "do not run the PyTorch reference",
+        CLI_FLAG("no-baseline", "do not run the PyTorch baseline",
                  &no_baseline),
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the reference", &o.python),

@@ -27,7 +27,8 @@ static int run_bench_ppo(const struct cli_command *cmd, int argc, char **argv)
                    "the frozen options (default: fresh S1-shaped options, "
                    "K = 3, d = w = 128)",
                    &options),
-        CLI_FLAG("no-torch", "skip the PyTorch baseline", &no_torch),
+        CLI_FLAG("no-baseline", "do not run the PyTorch baseline",
+                 &no_torch),
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the baseline", &python),
         CLI_STRING("script", "FILE", NULL,

@@ -178,8 +178,8 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("agent", "random|expert|ocn", "random",
-                   "who acts: uniform random actions, the scripted expert of "
-                   "craft.md §8, or a trained model (ocn: see below)",
+                   "who acts: uniform random actions, the scripted expert "
+                   "(docs/craft.md), or a trained model (ocn: see below)",
                    &agent),
         /* never parsed here: --checkpoint sends the command line to the
          * ocn agent's table (cli/cmd_craft_ocn.c); listed for --help */
@@ -197,8 +197,8 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
                  &sparse),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive on a map (default: 4 for S1/S2 "
-                "task sets, i.e. OCN letters only (ocn.md §6.1), else 1, "
-                "craft.md §3); with --checkpoint, the checkpoint's world "
+                "task sets, i.e. OCN letters only (docs/ocn/ppo.md), else 1; "
+                "docs/craft.md); with --checkpoint, the checkpoint's world "
                 "(a different N is refused)",
                 &n_each),
         CLI_FLAG("print", "draw the grid as text after every step (one "
@@ -409,7 +409,7 @@ const struct cli_command cmd_craft_run = {
     "Prints one line per task (episodes, maps skipped by the expert, mean "
     "return, success rate, mean length) and a total with steps per second. "
     "Episode n of the i-th task uses seed mix64(mix64(S ^ i) ^ n) "
-    "(craft.md §9); results do not depend on --threads.\n\n"
+    "(docs/craft.md); results do not depend on --threads.\n\n"
     "--agent ocn (or --checkpoint FILE alone) plays a model of grove train "
     "bc: --checkpoint FILE is required, --tasks defaults to the "
     "checkpoint's training tasks, --device cpu|cuda|auto picks where it "

@@ -330,7 +330,7 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
         }
         printf("total: %llu episodes, %llu steps in %.3f s (agent ocn, %s, "
                "greedy; switches = changes of the option in control; "
-               "expert_success = the expert of craft.md §8 on the same maps)\n",
+               "expert_success = the expert on the same maps)\n",
                (unsigned long long)total, (unsigned long long)steps_total,
                secs, gr_device_name(gr_ctx_device(pol.ctx)));
         if (record != NULL) {

@@ -139,13 +139,14 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    &options_text),
         CLI_STRING_REQUIRED("task", "TASK", "the fine-tuning task, e.g. DCA",
                             &task),
-        CLI_STRING("reward", "dense|sparse", "dense", "craft.md §6.2",
+        CLI_STRING("reward", "dense|sparse", "dense",
+                   "the reward (docs/craft.md)",
                    &reward),
         CLI_STRING("policy", "ocn|moe|flat|oracle", "ocn",
-                   "ocn: a decision when the option ends (ocn.md §7); moe: "
-                   "a decision every step (§8); flat: a recurrent policy "
-                   "over the actions from scratch; oracle: the expert per "
-                   "subtask as options (§11, no --options)",
+                   "ocn: a decision when the option ends; moe: a decision "
+                   "every step; flat: a recurrent policy over the actions "
+                   "from scratch; oracle: the expert per subtask as options "
+                   "(no --options); docs/models.md",
                    &policy),
         CLI_INT("total-timesteps", "N", "2000000",
                 "frames of the run (the learning rate decays to 0 over "
@@ -153,8 +154,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 &total),
         CLI_INT("num-envs", "N", "16", "parallel worlds", &num_envs),
         CLI_INT("num-steps", "N", "64",
-                "controller decisions per world per rollout (ocn.md §7: "
-                "16 x 64 = 1024 decisions per update)",
+                "controller decisions per world per rollout (16 x 64 = "
+                "1024 decisions per update)",
                 &num_steps),
         CLI_DOUBLE("learning-rate", "LR", "0.0003", "Adam learning rate",
                    &lr),
@@ -186,7 +187,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("width", "W", "128", "MLP width, idem", &width),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive (flat/oracle: default 4 for "
-                "S1/S2 tasks (ocn.md §6.1), else 1; ocn/moe: the options' "
+                "S1/S2 tasks (docs/ocn/ppo.md), else 1; ocn/moe: the options' "
                 "world, and another N is refused, exit 2)",
                 &n_each),
         CLI_INT("eval-every", "N", "10",
@@ -281,6 +282,19 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
 
+    for (int i = 0; i < n_paths; i++) {
+        if ((rc = cli_need_path(cmd, "--options", paths[i])) != CLI_CONTINUE) {
+            return rc;
+        }
+    }
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "train ppo";
+    if (train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
+    }
     /* the trainer first: a bad options' file fails before the run folder */
     struct gr_ctx *ctx = NULL;
     struct ppo_trainer *t = NULL;
@@ -325,7 +339,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
     struct train_run run;
-    struct train_run_spec spec = train_run_spec_default();
+    spec = train_run_spec_default();
     spec.dir = common.out;
     spec.force = common.force;
     spec.resume = resume;
@@ -510,10 +524,11 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_train_ppo = {
     "train ppo",
-    "PPO fine-tuning of a new controller over frozen options (ocn.md §7).",
+    "PPO fine-tuning of a new controller over frozen options.",
     "",
-    "cleanrl's ppo.py names; the hyperparameters of ocn.md §7 are the "
-    "defaults. Writes into --out: command, config, metrics.csv (global_step, "
+    "cleanrl's ppo.py names; the defaults are the thesis's (docs/models.md, "
+    "PPO with frozen options). Writes into --out: command, config, "
+    "metrics.csv (global_step, "
     "episodes, episodic_return, episodic_length, success_rate, eval_return, "
     "eval_success, policy_loss, value_loss, entropy, approx_kl, clipfrac, "
     "explained_variance, decisions_per_episode, mean_option_duration, "

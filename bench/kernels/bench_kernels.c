@@ -541,7 +541,7 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
         }
         gr_progress_finish(&pr);
         if (o->no_torch) {
-            snprintf(tinfo, sizeof tinfo, "not run (--no-torch)");
+            snprintf(tinfo, sizeof tinfo, "not run (--no-baseline)");
         } else {
             if (!o->quiet) {
                 fprintf(stderr, "bench kernels: running the PyTorch baseline "

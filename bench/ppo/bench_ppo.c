@@ -336,7 +336,7 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     char why[512] = "", version[64] = "?", tblas[1024] = "";
     int have_torch = o->python != NULL;
     if (!have_torch) {
-        snprintf(why, sizeof why, "skipped (--no-torch)");
+        snprintf(why, sizeof why, "skipped (--no-baseline)");
     }
     if (rc == 0 && !o->quiet) {
         fprintf(stderr, "bench ppo: %d rounds of %d iterations (%d worlds x "

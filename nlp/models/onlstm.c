@@ -130,7 +130,7 @@ int nlp_lm_config_check(const struct nlp_lm_config *cfg)
             if (h % cfg->chunk != 0) {
                 return gr_error(GR_EINVAL,
                                 "layer %d has %d units, not a multiple of "
-                                "chunk-size %d (on_lstm.md §1: every layer "
+                                "chunk-size %d (docs/models.md: every layer "
                                 "size, nhid and emsize, must be one)",
                                 l + 1, (int)h, (int)cfg->chunk);
             }

@@ -268,8 +268,7 @@ static int load_listops(struct nlp_cls_data *d,
         struct nlp_listops_gen_stats st;
         rc = nlp_listops_generate(&tr, o->listops_generate, o->seed,
                                   NLP_LISTOPS_MAX_DEPTH, &st);
-        snprintf(src, sizeof src, "generated (seed %llu, formal_tasks.md "
-                 "§2.5)", (unsigned long long)o->seed);
+        snprintf(src, sizeof src, "generated (seed %llu, docs/tasks.md)", (unsigned long long)o->seed);
     }
     if (rc < 0) {
         return rc;

@@ -878,28 +878,37 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     /* with MPI, process 0 writes the run folder; the others only read
      * last.ckpt on --resume */
     int writer = train_mpi_rank() == 0;
-    if (tr.tc.out_dir != NULL && (writer || tr.tc.resume)) {
-        rc = run_dir_setup(&tr, &tr.tc);
+    if (tr.tc.bptt < 1 || tr.tc.epochs < 0 || tr.tc.lr <= 0.0f) {
+        return gr_error(GR_EINVAL, "bptt must be >= 1, epochs >= 0, lr > 0");
     }
-    if (rc == 0 && tr.tc.resume) {
+    if (tr.tc.resume) {
+        /* the model comes from last.ckpt; the folder exists already */
         int32_t epochs = tr.tc.epochs;
         int quiet = tr.tc.quiet;
-        rc = resume_setup(&tr, ctx_cfg);
+        rc = run_dir_setup(&tr, &tr.tc);
+        if (rc == 0) {
+            rc = resume_setup(&tr, ctx_cfg);
+        }
         tr.tc.epochs = epochs;
         tr.tc.quiet = quiet;
-    } else if (rc == 0) {
+        if (rc == 0) {
+            rc = prepare_data(&tr);
+        }
+    } else {
+        /* every check (model, device, data) before the run folder: a
+         * failed start leaves nothing behind */
         if ((rc = nlp_lm_config_check(&tr.tc.model)) == 0 &&
             (rc = make_ctx(&tr.ctx, ctx_cfg)) == 0 &&
             (rc = nlp_lm_init(&tr.lm, tr.ctx, &tr.tc.model, tr.tc.seed)) ==
                 0) {
             rc = make_optimizers(&tr, 0);
         }
-    }
-    if (rc == 0 && (tr.tc.bptt < 1 || tr.tc.epochs < 0 || tr.tc.lr <= 0.0f)) {
-        rc = gr_error(GR_EINVAL, "bptt must be >= 1, epochs >= 0, lr > 0");
-    }
-    if (rc == 0) {
-        rc = prepare_data(&tr);
+        if (rc == 0) {
+            rc = prepare_data(&tr);
+        }
+        if (rc == 0 && tr.tc.out_dir != NULL && writer) {
+            rc = run_dir_setup(&tr, &tr.tc);
+        }
     }
     if (rc < 0) {
         trainer_free(&tr);
@@ -910,7 +919,9 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
      * it equals the fresh run, and --epochs 0 exports the initial weights
      * (the deterministic comparison in bench/nlp reads them). */
     if (!tc->resume && tr.have_run && writer &&
-        (rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0) {
+        ((rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0 ||
+         (tc->epochs == 0 &&
+          (rc = save_ckpt(&tr, tr.run.path_best, 0)) < 0))) {
         trainer_free(&tr);
         return rc;
     }
@@ -1058,9 +1069,8 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     res->asgd = tr.asgd_phase;
     res->asgd_switch_epoch = tr.switch_epoch;
     res->wall_s = tr.wall;
-    /* --epochs 0 (or a resume with nothing left): the initial (or
-     * resumed) model is written, nothing is evaluated. */
-    if (rc == 0 && !tc->skip_test && !tr.stopped && n_run > 0) {
+    /* no epoch at all (--epochs 0): nothing is evaluated */
+    if (rc == 0 && !tc->skip_test && !tr.stopped && tr.epoch_done > 0) {
         if (tr.have_run && gr_path_exists(tr.run.path_best)) {
             rc = gr_checkpoint_load(tr.ctx, tr.run.path_best, GR_CKPT_PARAMS,
                                     NULL);

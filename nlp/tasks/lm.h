@@ -18,7 +18,7 @@
  * `best.ckpt` (parameters of the best validation epoch, averaged ones in
  * the ASGD phase), `last.ckpt` (parameters, optimizer state and the
  * schedule's state, for resume). `grove nlp lm train` adds `summary.txt`
- * and `curve.png`.
+ * and `curves.png`.
  *
  * A checkpoint's config text (kernels/checkpoint.h) is "grove-lm 1", the
  * model configuration (nlp_lm_config_write), the training configuration

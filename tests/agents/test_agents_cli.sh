@@ -182,7 +182,7 @@ expect 2 "--n-each 30" craft demos --n-each 30 --out "$tmp/x.replay"
 expect 2 "--n-each" craft run --n-each -3
 
 # the benchmark runs (tiny, without the PyTorch child)
-ok bench ocn --quick --no-torch --threads 1 --quiet
+ok bench ocn --quick --no-baseline --threads 1 --quiet
 grep -q "^| case | grove | baseline | ratio |" "$tmp/out" || fail "bench table: $(cat "$tmp/out")"
 grep -q "^| case | grove | baseline | ratio | spread |$" "$tmp/out" || fail "bench: no spread column"
 grep -Eq "^grove BLAS: .+" "$tmp/out" || fail "bench: grove's BLAS not named"

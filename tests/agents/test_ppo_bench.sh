@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # grove bench ppo at tiny sizes (issue 20 §5), so that the benchmark cannot
-# rot: exit status and table with --no-torch and with the PyTorch baseline
+# rot: exit status and table with --no-baseline and with the PyTorch baseline
 # (its numbers required wherever /usr/bin/python3 has torch and can load
 # this build's libgrove.so, else the line saying why it did not run), the
 # breakdown's rows, --help, and bad command lines (exit 2, one line).
@@ -18,14 +18,14 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 num='[0-9][0-9.e+]*'
 
 # no baseline: grove's numbers, n/a and the reason
-"$grove" bench ppo --quick --no-torch --device cpu --threads 1 --quiet \
-    >"$tmp/a" 2>"$tmp/a.err" || fail "--no-torch: exit $?: $(cat "$tmp/a.err")"
+"$grove" bench ppo --quick --no-baseline --device cpu --threads 1 --quiet \
+    >"$tmp/a" 2>"$tmp/a.err" || fail "--no-baseline: exit $?: $(cat "$tmp/a.err")"
 grep -q "^| PPO training frames/s, CPU, 4 worlds (baseline: PyTorch, .*) | $num | n/a | n/a | grove " \
-    "$tmp/a" || fail "--no-torch: no frames/s row with n/a"
+    "$tmp/a" || fail "--no-baseline: no frames/s row with n/a"
 grep -q "^| PPO iterations/s, CPU, 4 worlds .* | $num | n/a | n/a |" "$tmp/a" ||
-    fail "--no-torch: no iterations/s row"
-grep -q "^baseline not measured: skipped (--no-torch)" "$tmp/a" ||
-    fail "--no-torch: the reason is missing"
+    fail "--no-baseline: no iterations/s row"
+grep -q "^baseline not measured: skipped (--no-baseline)" "$tmp/a" ||
+    fail "--no-baseline: the reason is missing"
 [ -s "$tmp/a.err" ] && fail "--quiet printed on stderr: $(cat "$tmp/a.err")"
 
 # with the baseline where it can run
@@ -53,7 +53,7 @@ cat "$tmp/b"
 
 # --help, and bad command lines: exit 2, one line
 "$grove" bench ppo --help >"$tmp/h" 2>&1 || fail "--help: exit $?"
-for f in --no-torch --quick --num-envs --num-steps --options --threads; do
+for f in --no-baseline --quick --num-envs --num-steps --options --threads; do
     grep -q -- "$f" "$tmp/h" || fail "--help lacks $f"
 done
 for bad in "--num-envs 0" "--runs 0" "--bogus" "--quick --quick"; do
@@ -63,7 +63,7 @@ for bad in "--num-envs 0" "--runs 0" "--bogus" "--quick --quick"; do
     [ "$rc" -eq 2 ] || fail "bench ppo $bad: exit $rc, want 2"
     [ "$(wc -l <"$tmp/e")" -eq 1 ] || fail "bench ppo $bad: not one line: $(cat "$tmp/e")"
 done
-"$grove" bench ppo --quick --no-torch --quiet --options "$tmp/none.ckpt" \
+"$grove" bench ppo --quick --no-baseline --quiet --options "$tmp/none.ckpt" \
     >"$tmp/o" 2>"$tmp/e"
 rc=$?
 [ "$rc" -ne 0 ] || fail "missing --options file: exit 0"

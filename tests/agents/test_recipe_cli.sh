@@ -63,7 +63,7 @@ cmp -s "$tmp/run_default" "$tmp/run_4" && ! cmp -s "$tmp/run_default" "$tmp/run_
 # train bc: the s1 recipe by default, its departures in the config
 small="--updates 2 --options 3 --hidden 8 --width 8 --batch 8 --eval-every 2 --return-every 0 --device cpu --threads 1"
 ok train bc --tasks AC,CD --updates 0 --hidden 8 --width 8 --batch 8 --return-every 0 --device cpu --threads 1 --out "$tmp/s1"
-grep -q "^recipe: s1 (ocn.md §6.1), world n_each 4$" "$tmp/err" || fail "no recipe line: $(cat "$tmp/err")"
+grep -q "^recipe: s1 (docs/ocn/ppo.md), world n_each 4$" "$tmp/err" || fail "no recipe line: $(cat "$tmp/err")"
 grep -q "^demonstrations: 48000 (38400 train, 9600 validation)" "$tmp/err" ||
     fail "the s1 recipe does not generate 24000 demonstrations per task: $(grep demonstrations "$tmp/err")"
 for line in "controller blind" "options_ignore 1050:1071" "balance 0.100000001" "world n_each 4" \

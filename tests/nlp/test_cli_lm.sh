@@ -61,7 +61,7 @@ small=(--data "$tmp/ptb" --emsize 16 --nhid 24 --nlayers 3 --chunk-size 4
        --batch-size 8 --bptt 20 --max-batches 15 --test-batch-size 4 --quiet)
 
 expect 0 "best valid: ppl" nlp lm train "${small[@]}" --out "$tmp/run" --epochs 2
-for f in best.ckpt last.ckpt metrics.csv summary.txt command config curve.png; do
+for f in best.ckpt last.ckpt metrics.csv summary.txt command config curves.png; do
     checks=$((checks + 1))
     [ -s "$tmp/run/$f" ] || fail "run folder lacks $f"
 done
