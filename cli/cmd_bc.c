@@ -447,8 +447,9 @@ static int run_train_bc(const struct cli_command *cmd, int argc, char **argv)
     spec.what = "train bc";
     /* every check runs before the run folder exists (train_run_open
      * comes last): a failed start leaves nothing behind */
-    if ((rank == 0 || resume) && train_run_check(&spec) < 0) {
-        return cli_fail(cmd);
+    if ((rank == 0 || resume) && (rc = train_run_check(&spec)) < 0) {
+        return rc == GR_EINVAL ? cli_usage_error(cmd, "%s", gr_last_error())
+                               : cli_fail(cmd);
     }
 
     /* demonstrations */

@@ -115,9 +115,21 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
            dropout = -1, dropoutm = -1, dropouto = -1;
     struct cli_common common;
     int first = 0;
-    char models_help[256];
+    /* the names comma-separated, so that the help can wrap between them */
+    char names[256], models_help[320];
+    size_t nn = 0;
+    for (const char *c = nlp_encoder_names(); *c && nn + 3 < sizeof names;
+         c++) {
+        if (*c == '|') {
+            names[nn++] = ',';
+            names[nn++] = ' ';
+        } else {
+            names[nn++] = *c;
+        }
+    }
+    names[nn] = '\0';
     snprintf(models_help, sizeof models_help,
-             "the encoder (%s); om is Ordered Memory", nlp_encoder_names());
+             "the encoder: %s; om is Ordered Memory", names);
     const struct cli_option opts[] = {
         CLI_STRING("task", "logic|listops|sst2|sst5|snli", NULL,
                    "the task (required; grove nlp tasks lists them)", &task),

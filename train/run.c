@@ -84,6 +84,26 @@ int train_run_check(const struct train_run_spec *spec)
             return gr_error(GR_EIO, "--resume: %s: %s", last,
                             strerror(errno));
         }
+        /* the config check too: it reads only the checkpoint's config,
+         * and a trainer should not build its data to learn it */
+        if (spec->check_config && spec->config_text != NULL) {
+            char *had = NULL;
+            rc = gr_checkpoint_read_config(last, &had);
+            if (rc < 0) {
+                return gr_error_wrap(rc, "--resume");
+            }
+            if (strcmp(had, spec->config_text) != 0) {
+                char diff[512];
+                train_config_first_difference(had, spec->config_text, diff,
+                                              sizeof diff);
+                free(had);
+                return gr_error(GR_EINVAL, "--resume: the options differ "
+                                           "from the run's (first "
+                                           "difference: %s)",
+                                diff);
+            }
+            free(had);
+        }
         return 0;
     }
     if (stat(spec->dir, &st) == 0) {

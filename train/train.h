@@ -102,7 +102,10 @@ int train_run_open(struct train_run *run, const struct train_run_spec *spec);
 /* The checks of train_run_open that read nothing big and write nothing,
  * for a trainer to run first, before its data, device and model: --out
  * given, not --resume with --force; a fresh run's folder absent (or a
- * folder, with force); a resumed run's last.ckpt present. A trainer then
+ * folder, with force); a resumed run's last.ckpt present, and with
+ * check_config its config equal to config_text (GR_EINVAL otherwise, as
+ * for the other usage errors; GR_EIO and others when a file cannot be
+ * read). A trainer then
  * checks everything else it can and calls train_run_open last, so a start
  * that fails leaves no folder behind (issue 21 §2). */
 int train_run_check(const struct train_run_spec *spec);

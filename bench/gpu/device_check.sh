@@ -72,7 +72,7 @@ if [ "${GROVE_DEVICE_BENCH:-1}" = 0 ]; then
 fi
 echo "== grove bench kernels --device cuda (skinny GEMM off, then on)"
 GROVE_CUDA_GEMM=cublas $bin/grove bench kernels --device cuda \
-    --threads 1 --no-torch --rounds 3 --quiet >"$out/bench_kernels_cublas.md" 2>&1
+    --threads 1 --no-baseline --rounds 3 --quiet >"$out/bench_kernels_cublas.md" 2>&1
 $bin/grove bench kernels --device cuda --threads 1 --python $py \
     --rounds 3 --quiet >"$out/bench_kernels.md" 2>&1
 echo "== grove bench om --device cuda"
@@ -88,7 +88,7 @@ for model in ocn ompn compile; do
 done
 echo "== grove bench ppo at 4,096 worlds on CUDA (no baseline)"
 for dev in cuda; do
-    $bin/grove bench ppo --device $dev --threads 0 --no-torch --num-envs 4096 \
+    $bin/grove bench ppo --device $dev --threads 0 --no-baseline --num-envs 4096 \
         --iterations 2 --runs 1 --quiet >"$out/bench_ppo_$dev.md" 2>&1 ||
         { echo "FAIL bench ppo --device $dev"; status=1; }
 done

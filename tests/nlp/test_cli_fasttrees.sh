@@ -61,19 +61,19 @@ fi
 # 13,439,840, are nlp_fasttrees's, at a small size here to stay quick:
 # 10,000 x 40 + 10,000 + the layers 40 -> 60 -> 60 -> 40, chunk 10,
 # counted by hand in Python),
-# last.ckpt, no evaluation
+# best.ckpt and last.ckpt (the initial model), no evaluation
 for pair in "ft:481,792 parameters$" "cft:482,528 parameters$" "fft:445,952 parameters: 0.45M \(reference allocates 0.48M, 0.04M unused\)"; do
     m=${pair%%:*}
     expect 0 "^model: +$m, ${pair#*:}" nlp lm train --model "$m" --data "$data/ptb" --emsize 40 --nhid 60 --out "$tmp/z$m" --epochs 0 --threads 1
     checks=$((checks + 1))
-    grep -q "nothing evaluated" "$tmp/out" || fail "$m --epochs 0: $(cat "$tmp/out")"
+    grep -q "wrote the initial model to $tmp/z$m/best.ckpt and last.ckpt" "$tmp/out" || fail "$m --epochs 0: $(cat "$tmp/out")"
     checks=$((checks + 1))
     grep -q "^test:" "$tmp/out" && fail "$m --epochs 0 evaluated the test set"
     checks=$((checks + 1))
-    [ -s "$tmp/z$m/last.ckpt" ] && [ ! -e "$tmp/z$m/best.ckpt" ] || fail "$m --epochs 0: want last.ckpt only"
+    [ -s "$tmp/z$m/last.ckpt" ] && [ -s "$tmp/z$m/best.ckpt" ] && [ ! -e "$tmp/z$m/summary.txt" ] || fail "$m --epochs 0: want best.ckpt and last.ckpt (the initial model), no summary"
 done
 # a last.ckpt of one cell resumed as another: one line
-expect 1 "holds a ft model; --model fft cannot resume it" nlp lm train --model fft --data "$data/ptb" --out "$tmp/zft" --resume --epochs 1
+expect 1 "holds a ft model; --model fft cannot resume it" nlp lm train --model fft --data "$data/ptb" --out "$tmp/zft" --resume --epochs 1 --quiet
 
 # A slice of PTB: each cell trains, evaluates, parses, scores
 mkdir -p "$tmp/ptb"
