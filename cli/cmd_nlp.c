@@ -145,6 +145,7 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "train --task snli --data DIR),\n"
         "           tested only on a 12-pair sample written by hand in the "
         "SNLI format (tests/fixtures/snli)\n"
+        "\n"
         "seq2seq  sequence to sequence: parallel text (TSV source TAB "
         "target), MLU (Wangperawong 2018)\n"
         "  data:    bring your own parallel text (IWSLT, WMT are not on "
