@@ -70,6 +70,20 @@ if [ "${GROVE_DEVICE_BENCH:-1}" = 0 ]; then
     echo "== benchmarks skipped (GROVE_DEVICE_BENCH=0)"
     exit $status
 fi
+if [ "${GROVE_DEVICE_BENCH:-1}" = rnn ]; then
+    # the recurrent layers only: bench kernels, and the FastTrees cells'
+    # epoch time against ON-LSTM's (grove's and the PyTorch reference's)
+    echo "== grove bench kernels --device cuda"
+    $bin/grove bench kernels --device cuda --threads 1 --python $py \
+        --rounds 3 --quiet >"$out/bench_kernels.md" 2>&1
+    echo "== grove bench nlp --models onlstm,lstm,ft,cft,fft --device cuda"
+    $bin/grove bench nlp --models onlstm,lstm,ft,cft,fft --cases published,small \
+        --device cuda --threads 1 --python $py --rounds 2 --quiet \
+        >"$out/bench_nlp.md" 2>&1 || { echo "FAIL bench nlp"; status=1; }
+    grep -E "^\| (LSTM|ON-LSTM|GEMM)" "$out/bench_kernels.md" | grep -v peak
+    cat "$out/bench_nlp.md"
+    exit $status
+fi
 echo "== grove bench kernels --device cuda (skinny GEMM off, then on)"
 GROVE_CUDA_GEMM=cublas $bin/grove bench kernels --device cuda \
     --threads 1 --no-baseline --rounds 3 --quiet >"$out/bench_kernels_cublas.md" 2>&1
