@@ -368,6 +368,14 @@ static double now_s(void)
 int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
                   const struct gr_ctx_config *cc)
 {
+    if (tc->batch < 1 || tc->batch > 4096 || tc->eval_every < 1 ||
+        tc->max_steps < 1 || tc->max_len < 2 || tc->warmup < 1) {
+        return gr_error(GR_EINVAL, "seq2seq: batch %d (1..4096), eval-every "
+                        "%d, max-steps %d, warmup %d (>= 1), max-len %d "
+                        "(>= 2)", (int)tc->batch, (int)tc->eval_every,
+                        (int)tc->max_steps, (int)tc->warmup,
+                        (int)tc->max_len);
+    }
     struct pairs tr, va;
     int rc = read_tsv(tc->train, &tr);
     if (rc < 0) {
