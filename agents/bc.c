@@ -122,14 +122,44 @@ int bc_world_parse(const char *text, struct craft_config *c)
     return 0;
 }
 
-int bc_optimizer_new(struct gr_optim **out, struct ocn_model *m, float lr)
+int bc_optimizer_ctx(struct gr_optim **out, struct gr_ctx *ctx, float lr)
 {
     struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
     oc.lr = lr;
     oc.beta1 = 0.9f;
     oc.beta2 = 0.999f;
     oc.eps = 1e-8f;
-    return gr_optim_new(out, m->ctx, "adam", &oc);
+    return gr_optim_new(out, ctx, "adam", &oc);
+}
+
+int bc_optimizer_new(struct gr_optim **out, struct ocn_model *m, float lr)
+{
+    return bc_optimizer_ctx(out, m->ctx, lr);
+}
+
+static int ocn_policy_forward(void *model, const struct demo_batch *b,
+                              struct ocn_forward_out *out)
+{
+    return ocn_forward(model, b, out);
+}
+
+static int ocn_policy_returns(void *model, const struct craft_config *config,
+                              int episodes, uint64_t base_seed,
+                              double *mean_return, double *success)
+{
+    return bc_greedy_returns(model, config, episodes, base_seed, mean_return,
+                             success, NULL, NULL);
+}
+
+void bc_policy_ocn(struct bc_policy *p, struct ocn_model *m)
+{
+    memset(p, 0, sizeof *p);
+    p->ctx = m->ctx;
+    p->n_tasks = m->cfg.n_tasks;
+    p->n_options = m->cfg.n_options;
+    p->model = m;
+    p->forward = ocn_policy_forward;
+    p->greedy_returns = ocn_policy_returns;
 }
 
 /* ---- subtasks and tasks of a model ------------------------------------------ */
@@ -217,12 +247,12 @@ static void add_segments(struct bc_alignment *al, const uint8_t *boundary,
 /* bc_validate, and when `al` is not NULL the counts of bc_alignment
  * (its steps, sums and counts must start at zero; labels are the set's
  * subtasks in order of first appearance). */
-static int validate(struct ocn_model *m, const struct demo_set *ds,
+static int validate(const struct bc_policy *pol, const struct demo_set *ds,
                     const int64_t *ids, int64_t n, int batch,
                     struct bc_row *row, struct bc_alignment *al)
 {
-    struct gr_ctx *ctx = m->ctx;
-    const int K = m->cfg.n_options;
+    struct gr_ctx *ctx = pol->ctx;
+    const int K = pol->n_options; /* 0: no options, no NMI */
     if (n < 1 || batch < 1) {
         return gr_error(GR_EINVAL, "validation: %lld demonstrations in "
                                    "batches of %d",
@@ -254,7 +284,7 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
     }
     int64_t cap_rows = (int64_t)batch * ds->max_len;
     float *end = malloc((size_t)cap_rows * sizeof *end);
-    float *pic = malloc((size_t)(cap_rows * K) * sizeof *pic);
+    float *pic = malloc((size_t)(cap_rows * (K > 0 ? K : 1)) * sizeof *pic);
     float *ap = malloc((size_t)cap_rows * sizeof *ap);
     int32_t *am = malloc((size_t)cap_rows * sizeof *am);
     if (end == NULL || pic == NULL || ap == NULL || am == NULL) {
@@ -289,10 +319,10 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
         struct ocn_forward_out fo;
         memset(&fo, 0, sizeof fo);
         fo.end = end;
-        fo.pi_c = pic;
+        fo.pi_c = K > 0 ? pic : NULL;
         fo.act_prob = ap;
         fo.act_argmax = am;
-        rc = ocn_forward(m, &b, &fo);
+        rc = pol->forward(pol->model, &b, &fo);
         if (rc < 0) {
             break;
         }
@@ -328,7 +358,9 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
                         best = k;
                     }
                 }
-                seg_nmi_add(nmi, best, labels[t]);
+                if (K > 0) {
+                    seg_nmi_add(nmi, best, labels[t]);
+                }
                 in_force[t] = best;
                 if (al != NULL) {
                     al->steps[best][labels[t]]++;
@@ -364,7 +396,7 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
         row->f1_tol0 = f1_0 / (double)n;
         row->f1_tol1 = f1_1 / (double)n;
         row->align_acc = (double)aligned / (double)steps;
-        row->nmi = seg_nmi_value(nmi);
+        row->nmi = K > 0 ? seg_nmi_value(nmi) : NAN;
     }
     if (rc == 0 && al != NULL) {
         al->n_options = K;
@@ -392,10 +424,19 @@ static int validate(struct ocn_model *m, const struct demo_set *ds,
     return rc;
 }
 
+int bc_validate_policy(const struct bc_policy *p, const struct demo_set *ds,
+                       const int64_t *ids, int64_t n, int batch,
+                       struct bc_row *row)
+{
+    return validate(p, ds, ids, n, batch, row, NULL);
+}
+
 int bc_validate(struct ocn_model *m, const struct demo_set *ds,
                 const int64_t *ids, int64_t n, int batch, struct bc_row *row)
 {
-    return validate(m, ds, ids, n, batch, row, NULL);
+    struct bc_policy p;
+    bc_policy_ocn(&p, m);
+    return validate(&p, ds, ids, n, batch, row, NULL);
 }
 
 int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
@@ -430,7 +471,9 @@ int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
         ids[i] = i;
     }
     struct bc_row row;
-    rc = validate(m, &ds, ids, ds.n, 512, &row, out);
+    struct bc_policy pol;
+    bc_policy_ocn(&pol, m);
+    rc = validate(&pol, &ds, ids, ds.n, 512, &row, out);
     free(ids);
     demo_set_free(&ds);
     if (rc == 0) {
@@ -759,7 +802,16 @@ static int save_state(struct gr_tensor *t, int64_t update, int64_t best_update,
 int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
              const struct bc_options *o, struct bc_result *res)
 {
-    struct gr_ctx *ctx = m->ctx;
+    struct bc_policy p;
+    bc_policy_ocn(&p, m);
+    return bc_train_policy(&p, opt, ds, o, res);
+}
+
+int bc_train_policy(const struct bc_policy *pol, struct gr_optim *opt,
+                    struct demo_set *ds, const struct bc_options *o,
+                    struct bc_result *res)
+{
+    struct gr_ctx *ctx = pol->ctx;
     if (ds->train == NULL || ds->n_train < 1 || ds->n_val < 1) {
         return gr_error(GR_EINVAL, "behaviour cloning: the demonstrations "
                                    "are not split (demo_set_split)");
@@ -771,10 +823,10 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                         o->batch, (long long)o->updates, o->eval_every,
                         o->return_every);
     }
-    if (ds->n_tasks != m->cfg.n_tasks) {
+    if (ds->n_tasks != pol->n_tasks) {
         return gr_error(GR_EINVAL, "behaviour cloning: %d tasks in the "
                                    "demonstrations, %d in the model",
-                        ds->n_tasks, m->cfg.n_tasks);
+                        ds->n_tasks, pol->n_tasks);
     }
     /* With MPI every process trains and evaluates (the weights stay
      * identical); only process 0 writes. Another process has a run only to
@@ -824,6 +876,26 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         }
         train_note_last_saved(run, update);
     }
+    if (o->updates == 0 && !(run != NULL && run->spec.resume)) {
+        /* --updates 0 (issue 21 §2): the initial model as best.ckpt and
+         * last.ckpt, nothing evaluated, no metrics row; --resume from it
+         * evaluates update 0 as a fresh run does (best_update -1) */
+        rc = save_state(state, 0, -1, INFINITY);
+        if (rc == 0 && writer) {
+            rc = train_save(run, TRAIN_BEST, ctx, o->config_text,
+                            GR_CKPT_PARAMS, 0);
+        }
+        if (rc == 0 && writer) {
+            rc = train_save(run, TRAIN_LAST, ctx, o->config_text,
+                            GR_CKPT_ALL, 0);
+        }
+        if (rc == 0 && res != NULL) {
+            memset(res, 0, sizeof *res);
+            res->best_update = -1;
+            res->best_nll = NAN;
+        }
+        return rc;
+    }
     int64_t n_train = ds->n_train;
     int64_t *perm = malloc((size_t)n_train * 2 * sizeof *perm);
     int64_t *ids = malloc((size_t)o->batch * sizeof *ids);
@@ -850,21 +922,24 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         /* validation, checkpoints, metrics row */
         int at_end = update == o->updates;
         int do_eval = (update % o->eval_every == 0) || at_end;
-        if (do_eval && !(resumed && update == start_update)) {
+        if (do_eval &&
+            !(resumed && update == start_update && best_update >= 0)) {
             row.update = update;
             row.nll = row.action_acc = row.f1_tol0 = row.f1_tol1 = NAN;
             row.align_acc = row.nmi = row.greedy_return = NAN;
             row.greedy_success = NAN;
             row.train_nll = train_n > 0 ? train_sum / train_n : NAN;
-            rc = bc_validate(m, ds, ds->val, ds->n_val, o->val_batch, &row);
+            rc = validate(pol, ds, ds->val, ds->n_val, o->val_batch, &row,
+                          NULL);
             if (rc < 0) {
                 break;
             }
-            if (o->return_every > 0 &&
+            if (o->return_every > 0 && pol->greedy_returns != NULL &&
                 (update % o->return_every == 0 || at_end)) {
-                rc = bc_greedy_returns(m, &ds->config, o->return_episodes,
-                                       BC_EVAL_SEED, &row.greedy_return,
-                                       &row.greedy_success, NULL, NULL);
+                rc = pol->greedy_returns(pol->model, &ds->config,
+                                         o->return_episodes, BC_EVAL_SEED,
+                                         &row.greedy_return,
+                                         &row.greedy_success);
                 if (rc < 0) {
                     break;
                 }
@@ -896,8 +971,12 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
                 break;
             }
             char extra[96];
-            snprintf(extra, sizeof extra, "val nll %.4f acc %.3f nmi %.3f",
-                     row.nll, row.action_acc, row.nmi);
+            int ne = snprintf(extra, sizeof extra, "val nll %.4f acc %.3f",
+                              row.nll, row.action_acc);
+            if (!isnan(row.nmi) && ne > 0 && (size_t)ne < sizeof extra) {
+                snprintf(extra + ne, sizeof extra - (size_t)ne, " nmi %.3f",
+                         row.nmi);
+            }
             gr_progress_set_extra(&prog, extra);
             if (o->on_row != NULL && writer) {
                 o->on_row(o->on_row_arg, &row);
@@ -943,7 +1022,7 @@ int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
         gr_step_reset(ctx);
         struct ocn_forward_out fo;
         memset(&fo, 0, sizeof fo);
-        rc = ocn_forward(m, &b, &fo);
+        rc = pol->forward(pol->model, &b, &fo);
         /* the whole batch's NLL and steps (one process: as they are) */
         double part[2] = {fo.nll_sum, (double)b.rows};
         if (rc == 0) {

@@ -1,4 +1,5 @@
-/* agents/bc.h — behaviour cloning of an OCN (or MoE) on demonstrations
+/* agents/bc.h — behaviour cloning of an OCN (or MoE; or, through struct
+ * bc_policy, OMPN and compILE: agents/ompn.h, agents/compile.h) on demonstrations
  * (spec/ocn.md §6), its validation metrics (§9), greedy returns, and the
  * option → subtask success matrix (§9, thesis Table 5.2).
  *
@@ -119,6 +120,39 @@ int bc_optimizer_new(struct gr_optim **out, struct ocn_model *m, float lr);
 /* Trains. `opt` from bc_optimizer_new; ds split (demo_set_split). */
 int bc_train(struct ocn_model *m, struct gr_optim *opt, struct demo_set *ds,
              const struct bc_options *o, struct bc_result *res);
+
+/* Any model behaviour cloning can train, as hooks: the OCN (bc_policy_ocn)
+ * and the baselines without options (OMPN: agents/ompn.h ompn_bc_policy).
+ * forward runs the model teacher-forced over a packed batch and fills
+ * struct ocn_forward_out's loss and nll_sum, and when asked end (a
+ * boundary score: the larger, the likelier a boundary before step t; P_top
+ * reads it), act_prob and act_argmax; pi_c [N, n_options] only when
+ * n_options > 0. n_options = 0: the model has no options, metrics.csv's
+ * nmi stays empty. greedy_returns: NULL leaves the greedy columns empty. */
+struct bc_policy {
+    struct gr_ctx *ctx;
+    int n_tasks;
+    int n_options;
+    void *model;
+    int (*forward)(void *model, const struct demo_batch *b,
+                   struct ocn_forward_out *out);
+    int (*greedy_returns)(void *model, const struct craft_config *config,
+                          int episodes, uint64_t base_seed,
+                          double *mean_return, double *success);
+};
+
+/* The OCN / MoE m as a bc_policy (ocn_forward, bc_greedy_returns). */
+void bc_policy_ocn(struct bc_policy *p, struct ocn_model *m);
+
+/* bc_train and bc_validate for any policy; bc_optimizer_ctx is
+ * bc_optimizer_new over every parameter of ctx. */
+int bc_train_policy(const struct bc_policy *p, struct gr_optim *opt,
+                    struct demo_set *ds, const struct bc_options *o,
+                    struct bc_result *res);
+int bc_validate_policy(const struct bc_policy *p, const struct demo_set *ds,
+                       const int64_t *ids, int64_t n, int batch,
+                       struct bc_row *row);
+int bc_optimizer_ctx(struct gr_optim **out, struct gr_ctx *ctx, float lr);
 
 /* Validation metrics of ocn.md §9 on demonstrations ids[0..n) of ds,
  * teacher-forced, in forwards of `batch`: fills row->nll, action_acc,

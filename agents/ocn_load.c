@@ -19,6 +19,32 @@ int ocn_load(struct ocn_loaded *out, const char *path,
         return rc;
     }
     struct ocn_config cfg;
+    if (strncmp(out->config, "kind ompn\n", 10) == 0) {
+        /* OMPN (agents/ompn.h) has a memory, not options */
+        rc = gr_error(GR_EINVAL,
+                      "%s: an OMPN checkpoint (train bc --model ompn), not an "
+                      "OCN or MoE: OMPN has no options, so it has no option "
+                      "success matrix or alignment (and no options to play "
+                      "or fine-tune); its boundary metrics f1_tol0, f1_tol1 "
+                      "and align_acc are in its run's metrics.csv",
+                      path);
+        free(out->config);
+        out->config = NULL;
+        return rc;
+    }
+    if (strncmp(out->config, "kind compile\n", 13) == 0) {
+        /* compILE (agents/compile.h) has segment latents, not options */
+        rc = gr_error(GR_EINVAL,
+                      "%s: a compILE checkpoint (train bc --model compile), "
+                      "not an OCN or MoE: compILE has no options, so it has "
+                      "no option success matrix or alignment (and no options "
+                      "to play or fine-tune); its boundary metrics f1_tol0, "
+                      "f1_tol1 and align_acc are in its run's metrics.csv",
+                      path);
+        free(out->config);
+        out->config = NULL;
+        return rc;
+    }
     rc = ocn_config_parse(out->config, &cfg);
     if (rc < 0) {
         rc = gr_error_wrap(rc, "%s: not an OCN checkpoint", path);

@@ -651,9 +651,15 @@ struct ppo_trainer {
     struct actor act;
     uint64_t sample_seed;
     uint64_t env_seed;
-    /* rollout storage: decision i of world e at e·S + i */
-    int32_t *d_idx;   /* [D, PPO_NZ_MAX] */
+    /* rollout storage: decision i of world e at e·S + i; its sparse
+     * observation is d_nz[j] entries of the pool d_idx/d_val from d_off[j]
+     * (in the order the decisions were taken; the pool grows by doubling
+     * while the observations need more, so it ends at most twice their
+     * size instead of PPO_NZ_MAX slots a decision) */
+    int32_t *d_idx;   /* [pool_cap] */
     float *d_val;
+    int64_t *d_off;   /* [D] */
+    size_t pool_cap, pool_used;
     int32_t *d_nz;
     float *d_hc;      /* [D, d] */
     float *d_first, *d_logp, *d_value, *d_R, *d_boot, *d_adv, *d_ret;
@@ -667,10 +673,12 @@ struct ppo_trainer {
     float *row_val;
     float *z, *u, *head, *prob, *hnext; /* [max(w, nh, K, d)] */
     int32_t *perm;    /* [D] */
-    int32_t *mb_idx, *mb_opt;
+    int32_t *mb_idx, *mb_opt; /* mb_idx, mb_val: [M, mb_nz] */
     float *mb_val, *mb_hc, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    int mb_nz;
     /* progress */
     int64_t iteration, global_step, total_episodes;
+    volatile sig_atomic_t *part; /* ppo_set_profile */
     /* provenance */
     char sources[PPO_MAX_SOURCES][512];
     int n_sources;
@@ -996,6 +1004,73 @@ static int step_world(struct ppo_trainer *t, struct craft_batch *b, float *obs,
     return craft_batch_step_range(b, e, e + 1, actions, &out, log);
 }
 
+void ppo_set_profile(struct ppo_trainer *t, volatile sig_atomic_t *part)
+{
+    t->part = part;
+}
+
+/* Marks the part the trainer enters (ppo_set_profile). */
+static void part(struct ppo_trainer *t, enum ppo_part p)
+{
+    if (t->part != NULL) {
+        *t->part = (sig_atomic_t)p;
+    }
+}
+
+/* Room for `need` entries in the rollout's sparse pool (doubling). */
+static int pool_reserve(struct ppo_trainer *t, size_t need)
+{
+    if (need <= t->pool_cap) {
+        return 0;
+    }
+    size_t cap = 2 * t->pool_cap > need ? 2 * t->pool_cap : need;
+    int32_t *idx = realloc(t->d_idx, cap * sizeof *idx);
+    if (idx != NULL) {
+        t->d_idx = idx;
+    }
+    float *val = idx != NULL ? realloc(t->d_val, cap * sizeof *val) : NULL;
+    if (val == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory for %zu sparse "
+                                   "observation entries", cap);
+    }
+    t->d_val = val;
+    t->pool_cap = cap;
+    return 0;
+}
+
+/* Room for minibatch rows of `nz` sparse entries. */
+static int mb_reserve(struct ppo_trainer *t, int64_t M, int nz)
+{
+    if (nz <= t->mb_nz) {
+        return 0;
+    }
+    size_t n = (size_t)M * (size_t)nz;
+    int32_t *idx = realloc(t->mb_idx, n * sizeof *idx);
+    if (idx != NULL) {
+        t->mb_idx = idx;
+    }
+    float *val = idx != NULL ? realloc(t->mb_val, n * sizeof *val) : NULL;
+    if (val == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory for a minibatch of "
+                                   "%lld rows of %d entries",
+                        (long long)M, nz);
+    }
+    t->mb_val = val;
+    t->mb_nz = nz;
+    return 0;
+}
+
+size_t ppo_storage_bytes(const struct ppo_trainer *t)
+{
+    const size_t D = (size_t)t->E * (size_t)t->S, d = (size_t)t->d;
+    const size_t M = D / (size_t)t->cfg.num_minibatches;
+    size_t per_d = sizeof(int64_t) + 4 /* d_nz */ + d * 4 /* d_hc */ +
+                   7 * 4 /* first, logp, value, R, boot, adv, ret */ +
+                   4 + 4 + 1 + 1 /* opt, n, term, trunc */ + 4 /* perm */;
+    size_t per_m = (size_t)t->mb_nz * 8 + d * 4 + 5 * 4 + 4;
+    return D * per_d + t->pool_cap * 8 + M * per_m;
+}
+
 static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
 {
     const int E = t->E, S = t->S, O = t->O, d = t->d;
@@ -1016,6 +1091,8 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     }
     int n_active = E;
     int rc = 0;
+    t->pool_used = 0;
+    part(t, PPO_PART_ROLLOUT);
     while (n_active > 0 && rc == 0) {
         for (int e = 0; e < E && rc == 0; e++) {
             if (t->count[e] > S) {
@@ -1029,13 +1106,16 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
             }
             int act = -1;
             if (!a->ask[e]) {
+                part(t, PPO_PART_OPTIONS);
                 act = option_continue(t, a, b, e, t->row_idx, t->row_val, nz,
                                       0);
+                part(t, PPO_PART_ROLLOUT);
                 if (act < 0) {
                     a->ask[e] = 1;
                 }
             }
             if (act < 0) {
+                part(t, PPO_PART_CTRL);
                 const float *h =
                     a->first[e] ? t->hc.h_init : a->hc + (size_t)e * d;
                 float v;
@@ -1046,14 +1126,21 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                     t->last_value[e] = v;
                     t->count[e] = S + 1;
                     n_active--;
+                    part(t, PPO_PART_ROLLOUT);
                     continue;
+                }
+                rc = pool_reserve(t, t->pool_used + (size_t)nz);
+                if (rc < 0) {
+                    break;
                 }
                 int64_t j = (int64_t)e * S + t->count[e]++;
                 int k = sample_p(t, a, e, t->prob, t->K);
-                memcpy(t->d_idx + j * PPO_NZ_MAX, t->row_idx,
+                memcpy(t->d_idx + t->pool_used, t->row_idx,
                        (size_t)nz * sizeof *t->d_idx);
-                memcpy(t->d_val + j * PPO_NZ_MAX, t->row_val,
+                memcpy(t->d_val + t->pool_used, t->row_val,
                        (size_t)nz * sizeof *t->d_val);
+                t->d_off[j] = (int64_t)t->pool_used;
+                t->pool_used += (size_t)nz;
                 t->d_nz[j] = nz;
                 memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
                 t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
@@ -1071,12 +1158,15 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 a->cur[e] = (int32_t)j;
                 a->disc[e] = 1.0f;
                 a->ep_dec[e]++;
+                part(t, PPO_PART_OPTIONS);
                 act = option_start(t, a, b, e, k, t->row_idx, t->row_val, nz,
                                    0);
             }
             int final_ready;
+            part(t, PPO_PART_ENV);
             rc = step_world(t, b, t->obs, t->actions, e, act, reward, term,
                             trunc, &final_ready, &log);
+            part(t, PPO_PART_ROLLOUT);
             if (rc < 0) {
                 break;
             }
@@ -1089,6 +1179,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 t->d_term[j] = term[e];
                 t->d_trunc[j] = trunc[e];
                 if (trunc[e] && final_ready) {
+                    part(t, PPO_PART_CTRL);
                     int fnz = sparse_row(t->final_obs, O, t->row_idx,
                                          t->row_val);
                     if (fnz < 0) {
@@ -1099,6 +1190,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                     ctrl_forward(t, t->row_idx, t->row_val, fnz,
                                  a->hc + (size_t)e * d, &v);
                     t->d_boot[j] = v;
+                    part(t, PPO_PART_ROLLOUT);
                 }
                 dec_sum += a->ep_dec[e];
                 a->ep_dec[e] = 0;
@@ -1200,12 +1292,16 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
             for (int64_t i = 0; i < M; i++) {
                 nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
             }
+            rc = mb_reserve(t, M, nzm);
+            if (rc < 0) {
+                break;
+            }
             for (int64_t i = 0; i < M; i++) {
                 int64_t j = rows[i];
                 int nz = t->d_nz[j];
-                memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
+                memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
                        (size_t)nz * sizeof *t->mb_idx);
-                memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
+                memcpy(t->mb_val + i * nzm, t->d_val + t->d_off[j],
                        (size_t)nz * sizeof *t->mb_val);
                 for (int c = nz; c < nzm; c++) {
                     t->mb_idx[i * nzm + c] = -1;
@@ -1283,8 +1379,10 @@ int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
     int rc = rollout(t, st);
     double t1 = now_s();
     if (rc == 0) {
+        part(t, PPO_PART_UPDATE);
         rc = update(t, st);
     }
+    part(t, PPO_PART_OTHER);
     if (rc < 0) {
         return rc;
     }
@@ -1662,6 +1760,7 @@ void ppo_trainer_free(struct ppo_trainer *t)
     craft_batch_free(&t->batch);
     actor_free(&t->act);
     void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
+                    t->d_off,
                     t->d_nz,    t->d_hc,      t->d_first, t->d_logp,
                     t->d_value, t->d_R,       t->d_boot,  t->d_adv,
                     t->d_ret,   t->d_opt,     t->d_n,     t->d_term,
@@ -1798,8 +1897,12 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     if (rc == 0) {
         t->obs = malloc((size_t)E * O * sizeof(float));
         t->final_obs = malloc((size_t)O * sizeof(float));
-        t->d_idx = malloc(D * PPO_NZ_MAX * sizeof(int32_t));
-        t->d_val = malloc(D * PPO_NZ_MAX * sizeof(float));
+        /* the sparse pool starts at PPO_NZ_START entries a decision and
+         * grows to what the observations need (pool_reserve) */
+        t->pool_cap = D * PPO_NZ_START;
+        t->d_idx = malloc(t->pool_cap * sizeof(int32_t));
+        t->d_val = malloc(t->pool_cap * sizeof(float));
+        t->d_off = calloc(D, sizeof(int64_t));
         t->d_nz = calloc(D, sizeof(int32_t));
         t->d_hc = malloc(D * d * sizeof(float));
         t->d_first = calloc(D, sizeof(float));
@@ -1825,15 +1928,17 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->hnext = malloc(scr * sizeof(float));
         t->perm = malloc(D * sizeof(int32_t));
         size_t M = D / (size_t)cfg->num_minibatches;
-        t->mb_idx = malloc(M * PPO_NZ_MAX * sizeof(int32_t));
-        t->mb_val = malloc(M * PPO_NZ_MAX * sizeof(float));
+        t->mb_nz = PPO_NZ_START;
+        t->mb_idx = malloc(M * PPO_NZ_START * sizeof(int32_t));
+        t->mb_val = malloc(M * PPO_NZ_START * sizeof(float));
         t->mb_hc = malloc(M * d * sizeof(float));
         t->mb_first = malloc(M * sizeof(float));
         t->mb_opt = malloc(M * sizeof(int32_t));
         t->mb_logp = malloc(M * sizeof(float));
         t->mb_adv = malloc(M * sizeof(float));
         t->mb_ret = malloc(M * sizeof(float));
-        if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val || !t->d_nz ||
+        if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val ||
+            !t->d_off || !t->d_nz ||
             !t->d_hc || !t->d_first || !t->d_logp || !t->d_value || !t->d_R ||
             !t->d_boot || !t->d_adv || !t->d_ret || !t->d_opt || !t->d_n ||
             !t->d_term || !t->d_trunc || !t->last_value || !t->count ||

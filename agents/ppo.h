@@ -49,7 +49,9 @@
  *
  * Memory: ppo_trainer_new allocates everything (worlds, rollout storage,
  * host weights, scratch) once; an iteration allocates only step tensors in
- * the context's arena. Threads: one thread per trainer. Errors: 0 or a
+ * the context's arena, but for the rollout's sparse observation pool and
+ * the minibatch rows, which grow (doubling) while the observations need
+ * more: a few times in the first iteration, then never. Threads: one thread per trainer. Errors: 0 or a
  * negative GR_E* code with a message (core/error.h).
  *
  *   struct ppo_config c; ppo_config_default(&c);
@@ -67,6 +69,7 @@
 #ifndef GROVE_AGENTS_PPO_H
 #define GROVE_AGENTS_PPO_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,8 +81,11 @@
  * this base seed (craft_episode_seed(PPO_EVAL_SEED, j, 0)). */
 #define PPO_EVAL_SEED 0x70706F6576616C01ull
 /* Most non-zero features of one observation the rollout stores (Craft's
- * default world has at most ~120). */
+ * default world has at most ~120). The rollout keeps its observations in
+ * one sparse pool that starts at PPO_NZ_START entries a decision and
+ * doubles while they need more (ppo_storage_bytes). */
 #define PPO_NZ_MAX 256
+#define PPO_NZ_START 32
 #define PPO_MAX_SOURCES 8
 
 enum ppo_policy {
@@ -223,6 +229,11 @@ const struct ppo_config *ppo_trainer_config(const struct ppo_trainer *t);
 void ppo_untrained_subtasks(const struct ppo_trainer *t, char *out,
                             size_t cap);
 
+/* Bytes of the rollout storage and the minibatch buffers now (they grow
+ * to fit the observations seen: about 8 bytes a non-zero feature, the
+ * controller state and ~60 bytes a decision). */
+size_t ppo_storage_bytes(const struct ppo_trainer *t);
+
 /* Frames stepped so far (cleanrl's global_step), iterations done. */
 int64_t ppo_global_step(const struct ppo_trainer *t);
 int64_t ppo_iterations(const struct ppo_trainer *t);
@@ -247,6 +258,26 @@ struct ppo_stats {
     int epochs;             /* epochs run (fewer when target_kl stops) */
     double rollout_s, update_s; /* wall time of the two halves */
 };
+
+/* Where the trainer is, for a sampling profiler (`grove bench ppo`): after
+ * ppo_set_profile(t, part), each iteration stores into *part the part it
+ * enters and PPO_PART_OTHER when it returns; a SIGPROF handler that reads
+ * *part counts where the time goes at the cost of a store per part (a
+ * clock read per part per frame would cost a third of the rollout). NULL
+ * (the default): off. Results are unchanged either way. */
+enum ppo_part {
+    PPO_PART_OTHER = 0,  /* outside ppo_iteration */
+    PPO_PART_ROLLOUT,    /* the rollout's own bookkeeping (sparse rows,
+                            rewards, storage copies of rows) */
+    PPO_PART_ENV,        /* the worlds' steps, truncation copies included */
+    PPO_PART_OPTIONS,    /* the options' forward and sampling (oracle: the
+                            expert's search) */
+    PPO_PART_CTRL,       /* the controller's forward, sampling, storage,
+                            truncation bootstraps */
+    PPO_PART_UPDATE,     /* GAE, the epochs of minibatches, the host copy */
+    PPO_PART_N
+};
+void ppo_set_profile(struct ppo_trainer *t, volatile sig_atomic_t *part);
 
 /* One rollout (num_envs · num_steps decisions) and one PPO update.
  * GR_EINVAL with "non-finite loss at iteration N (epoch E, minibatch B)"

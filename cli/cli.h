@@ -131,6 +131,13 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 /* Prints "grove CMD: <gr_last_error()>" on stderr; returns CLI_EXIT_FAIL. */
 int cli_fail(const struct cli_command *cmd);
 
+/* An input path given to `flag` must exist (docs/data.md: a path that
+ * does not exist is a wrong command line): CLI_CONTINUE when path is NULL
+ * or exists, else the usage line "FLAG PATH: it does not exist" and
+ * CLI_EXIT_USAGE. */
+int cli_need_path(const struct cli_command *cmd, const char *flag,
+                  const char *path);
+
 /* Splits a comma-separated list in place into at most `cap` items;
  * returns the count, or -1 when there are more than `cap` or an empty item. */
 int cli_split_list(char *text, char **items, int cap);

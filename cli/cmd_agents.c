@@ -148,7 +148,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                             char **argv)
 {
     const char *ckpt = NULL;
-    int episodes = 100, align_demos = 200;
+    int episodes = 100, align_demos = 200, n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -159,6 +159,11 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                 "expert demonstrations per task for the option-in-force "
                 "table (new maps; 0: skip it)",
                 &align_demos),
+        CLI_INT("n-each", "N", NULL,
+                "the world the checkpoint must have been trained in (the "
+                "world always comes from the checkpoint; another N is "
+                "refused, exit 2)",
+                &n_each),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -185,6 +190,13 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
         return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    rc = cli_check_file_world(cmd, ckpt, &pol.world, n_each, asked);
+    if (rc != 0) {
+        ocn_loaded_free(&pol);
+        return rc;
     }
     struct craft_subtask subs[CRAFT_MAX_SUBTASKS];
     int S = bc_model_subtasks(&pol.model, subs, CRAFT_MAX_SUBTASKS);
@@ -280,11 +292,12 @@ const struct cli_command cmd_eval_options = {
     "option i plays the one-subtask task alone and greedily from its initial "
     "state (end signal ignored) on the same --episodes maps, maps the expert "
     "can solve (as for demonstrations); success = the subtask done within "
-    "the time limit (ocn.md §9). Prints a Markdown table "
+    "the time limit. Prints a Markdown table "
     "and the best one-to-one assignment; --out writes it as CSV. Then, "
     "on --demos-per-task new expert demonstrations of each training task "
     "(teacher-forced, as the validation metrics), which option is in force "
-    "during each subtask, the NMI of ocn.md §9, and the mean end "
+    "during each subtask, their NMI (docs/formats.md, train bc's "
+    "nmi), and the mean end "
     "probability right after a subtask ends and elsewhere.\n\n"
     "Example:\n"
     "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
@@ -300,7 +313,8 @@ static const int watch_speeds[] = {1, 2, 4, 8, 15, 30, 60};
 static int run_watch(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *tasks_text = NULL, *keys = NULL;
-    int episodes = 3, headless = 0, speed = 4, frames = 0, scale = 0;
+    int episodes = 3, headless = 0, speed = 4, frames = 0, scale = 0,
+        n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -324,6 +338,11 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
                    "n, s, q; '.' none)",
                    &keys),
         CLI_INT("scale", "N", "0", "initial window scale (0: fit)", &scale),
+        CLI_INT("n-each", "N", NULL,
+                "the world the checkpoint must have been trained in (the "
+                "world always comes from the checkpoint; another N is "
+                "refused, exit 2)",
+                &n_each),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -372,6 +391,13 @@ static int run_watch(const struct cli_command *cmd, int argc, char **argv)
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
         return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    rc = cli_check_file_world(cmd, ckpt, &pol.world, n_each, asked);
+    if (rc != 0) {
+        ocn_loaded_free(&pol);
+        return rc;
     }
     struct craft_task tasks[OCN_MAX_TASKS];
     int n_tasks;
@@ -654,7 +680,8 @@ static int run_bench_ocn(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("batch", "B", "512", "demonstrations per update", &o.batch),
         CLI_INT("updates", "N", "5", "timed updates per run", &o.updates),
         CLI_INT("runs", "K", "3", "timed runs; the median is shown", &o.runs),
-        CLI_FLAG("no-torch", "skip the PyTorch baseline", &no_torch),
+        CLI_FLAG("no-baseline", "do not run the PyTorch baseline",
+                 &no_torch),
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the baseline", &python),
         CLI_STRING("script", "FILE", NULL,

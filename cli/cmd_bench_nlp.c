@@ -19,6 +19,16 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     const struct cli_option opts[] = {
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
+        CLI_STRING("models", "LIST", "onlstm",
+                   "LM kinds to time, comma-separated (onlstm,lstm,ft,cft,"
+                   "fft); beside onlstm each row gives its epoch time as a "
+                   "fraction of grove's ON-LSTM and of the PyTorch ON-LSTM "
+                   "reference",
+                   &o.models),
+        CLI_FLAG("same-cell",
+                 "the baseline of each --models row is the PyTorch version "
+                 "of its own cell (onlstm, ft, fft), not the ON-LSTM",
+                 &o.same_cell),
         CLI_INT("windows", "N", "3", "timed windows per side (median)",
                 &o.windows),
         CLI_INT("warmup", "N", "1", "untimed windows first", &o.warmup),
@@ -27,7 +37,7 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
                 &o.rounds),
         CLI_FLAG("quick", "tiny sizes (a CI smoke run, not the issue's "
                  "cases)", &o.quick),
-        CLI_FLAG("no-baseline", "do not run the PyTorch reference",
+        CLI_FLAG("no-baseline", "do not run the PyTorch baseline",
                  &no_baseline),
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the reference", &o.python),
@@ -54,6 +64,9 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
+    if (bench_nlp_models_check(&o) < 0) {
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     o.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
     o.threads = common.threads;
     o.baseline = !no_baseline;
@@ -77,6 +90,7 @@ const struct cli_command cmd_bench_nlp = {
     "PyTorch, the median of the rounds' ratios; spread = their range), and "
     "the BLAS and threads the PyTorch side ran on.\n\n"
     "Example:\n"
-    "  grove bench nlp --quick --threads 1",
+    "  grove bench nlp --quick --threads 1\n"
+    "  grove bench nlp --models onlstm,ft,cft,fft --cases small",
     run_bench_nlp,
 };

@@ -31,7 +31,7 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
         CLI_FLAG("quick", "tiny sizes on synthetic batches (a CI smoke run, "
                  "not the issue's case)",
                  &o.quick),
-        CLI_FLAG("no-baseline", "do not run the PyTorch reference",
+        CLI_FLAG("no-baseline", "do not run the PyTorch baseline",
                  &no_baseline),
         CLI_STRING("python", "PATH", "/usr/bin/python3",
                    "interpreter with torch for the reference", &o.python),

@@ -93,6 +93,12 @@ static int task_options(const struct cli_command *cmd, const char *task,
                                     "trees) or --train, --valid and --test",
                                task);
     }
+    if (strcmp(task, "snli") == 0 && data == NULL &&
+        (train == NULL || valid == NULL || test == NULL)) {
+        return cli_usage_error(cmd, "--task snli needs --data DIR (the "
+                                    "snli_1.0_*.jsonl files) or --train, "
+                                    "--valid and --test");
+    }
     return CLI_CONTINUE;
 }
 
@@ -105,7 +111,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
     int head_hidden = -2, layers = -1, heads = -1, ffn = -1, post_norm = 0;
     double dropouta = -1;
-    double lr = 1e-3, clip = 1.0, wdecay = 1.2e-6, dropouti = -1,
+    double lr = NAN, clip = 1.0, wdecay = 1.2e-6, dropouti = -1,
            dropout = -1, dropoutm = -1, dropouto = -1;
     struct cli_common common;
     int first = 0;
@@ -113,12 +119,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     snprintf(models_help, sizeof models_help,
              "the encoder (%s); om is Ordered Memory", nlp_encoder_names());
     const struct cli_option opts[] = {
-        CLI_STRING("task", "logic|listops|sst2|sst5", NULL,
+        CLI_STRING("task", "logic|listops|sst2|sst5|snli", NULL,
                    "the task (required; grove nlp tasks lists them)", &task),
         CLI_STRING("model", "NAME", "om", models_help, &model),
         CLI_STRING("split", "full|A|B|C", "full",
-                   "logic: the training pairs kept (formal_tasks.md §1.6's "
-                   "systematic splits A, B, C)",
+                   "logic: the training pairs kept (the systematic splits A, "
+                   "B, C of docs/tasks.md)",
                    &split),
         CLI_STRING("data", "DIR", NULL,
                    "the task's folder (logic: train0..12/test0..12; sst: the "
@@ -140,7 +146,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("max-batches", "N", "0",
                 "cut every epoch after N batches (smoke runs; 0: all)",
                 &max_batches),
-        CLI_DOUBLE("lr", "LR", "0.001", "Adam learning rate", &lr),
+        CLI_DOUBLE("lr", "LR", NULL,
+                   "Adam learning rate (default 0.001, snli 4e-4)", &lr),
         CLI_DOUBLE("clip", "NORM", "1", "global gradient-norm clipping",
                    &clip),
         CLI_DOUBLE("wdecay", "W", "1.2e-6", "weight decay", &wdecay),
@@ -193,8 +200,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("eval-batch", "N", "256", "batch of evaluation", &eval_batch),
         CLI_FLAG("select-on-test",
                  "pick the model and drive the schedule on test accuracy "
-                 "(the ListOps reference's protocol; ordered_memory.md §9 "
-                 "note); default: on validation",
+                 "(the ListOps reference's protocol, which has no "
+                 "validation set); default: on validation",
                  &select_on_test),
         CLI_FLAG("resume", "continue the run in --out from its last.ckpt",
                  &resume),
@@ -207,11 +214,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if (task == NULL) {
         return cli_usage_error(cmd, "--task is required (logic, listops, "
-                                    "sst2 or sst5)");
+                                    "sst2, sst5 or snli)");
     }
     if (!nlp_cls_task_known(task)) {
-        return cli_usage_error(cmd, "--task '%s' is not logic, listops, sst2 "
-                                    "or sst5",
+        return cli_usage_error(cmd, "--task '%s' is not logic, listops, sst2, "
+                                    "sst5 or snli",
                                task);
     }
     if (common.out == NULL) {
@@ -221,11 +228,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--resume and --force exclude each other");
     }
     /* cheap refusals before the data is read */
-    if (!resume && !common.force && gr_path_exists(common.out)) {
-        gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
-                            "reuse it, --resume to continue it, or pick "
-                            "another --out)",
-                 common.out);
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "nlp classify train";
+    if (train_run_check(&spec) < 0) {
         return cli_fail(cmd);
     }
     struct nlp_cls_train_config tc;
@@ -235,7 +243,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     if ((epochs != -1 && epochs < 0) || (batch != -1 && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||
-        !(lr > 0) || !(clip >= 0) || !(wdecay >= 0)) {
+        (!isnan(lr) && !(lr > 0)) || !(clip >= 0) || !(wdecay >= 0)) {
         return cli_usage_error(cmd, "--epochs >= 0, --batch >= 1, "
                                     "--max-batches >= 0, --test-every >= 1, "
                                     "--lr > 0, --clip and --wdecay >= 0");
@@ -304,7 +312,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         }
         tc.head_hidden = head_hidden;
     }
-    tc.lr = (float)lr;
+    if (!isnan(lr)) {
+        tc.lr = (float)lr;
+    }
     tc.clip = (float)clip;
     tc.wdecay = (float)wdecay;
     tc.max_batches = max_batches;
@@ -387,8 +397,8 @@ const struct cli_command cmd_nlp_classify_train = {
     "nlp classify train",
     "Train a sentence (pair) classifier: logic inference, ListOps, SST.",
     "",
-    "Defaults are the reference's (ordered_memory.md §9; on_lstm.md §11 for "
-    "lstm and onlstm). Prints a data summary first. Writes into --out: "
+    "Defaults are the references' (docs/models.md, Sentence classifiers). "
+    " Prints a data summary first. Writes into --out: "
     "command, config, metrics.csv (epoch, global_step, train_loss, "
     "train_acc, valid_acc, test_acc, lr, wall_s and, for logic, test_acc_1 "
     "to test_acc_12 by number of operators), curves.png, best.ckpt (best "
@@ -847,10 +857,10 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
     if (r.evaluated > 0) {
         printf("corpus F1 %.2f %% (EVALB-style: brackets pooled over all "
                "sequences, the whole-sequence bracket included; "
-               "formal_tasks.md §3)\n",
+               "docs/tasks.md)\n",
                sc.f1_corpus_evalb);
         printf("sentence-level mean F1 %.2f %% (per sequence, brackets "
-               "strictly below the root; lm_and_parsing.md §3)\n",
+               "strictly below the root; docs/tasks.md)\n",
                sc.f1_sentence_mean);
     }
     trees_free(&r);
@@ -859,17 +869,17 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_classify_trees = {
     "nlp classify trees",
-    "Induced trees of a trained om or onlstm classifier, and their parsing "
-    "F1 against the gold trees (logic, ListOps).",
+    "Induced trees of a trained om, onlstm, ft, cft or fft classifier, and "
+    "their parsing F1 against the gold trees (logic, ListOps).",
     "",
     "Encodes every test sequence alone (batch of one, evaluation mode, the "
     "eval slot count for om) and writes its tree in brackets, one example "
-    "a line (logic: premise TAB hypothesis). Ordered Memory: "
-    "ordered_memory.md §8 (distances from the pointers' argmax, build_tree); "
-    "onlstm: its distances and the greedy top-down parser. Logic trees are "
+    "a line (logic: premise TAB hypothesis). Ordered Memory: its pointers "
+    "(docs/models.md); onlstm and the FastTrees cells (ft, cft, fft): their "
+    "forget distances and the greedy top-down parser. Logic trees are "
     "built over the input with its parentheses, which are then deleted and "
-    "unary nodes collapsed. Gold: formal_tasks.md §1.2 (logic) and §2.3 "
-    "(ListOps). Prints the corpus F1 (formal_tasks.md §3, the published "
+    "unary nodes collapsed. Gold trees and F1: docs/tasks.md. Prints the "
+    "corpus F1 (the published "
     "number) and the sentence-level mean F1; sequences of fewer than 2 "
     "tokens are skipped. Example: grove nlp classify trees --checkpoint "
     "runs/om-listops/best.ckpt --data ../shared/data/listops --out "

@@ -172,14 +172,14 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     const char *agent = "random";
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int sparse = 0, print = 0, n_each = -1;
+    int sparse = 0, print = 0, n_each = CLI_N_EACH_UNSET;
     const char *record = NULL, *checkpoint = NULL;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("agent", "random|expert|ocn", "random",
-                   "who acts: uniform random actions, the scripted expert of "
-                   "craft.md §8, or a trained model (ocn: see below)",
+                   "who acts: uniform random actions, the scripted expert "
+                   "(docs/craft.md), or a trained model (ocn: see below)",
                    &agent),
         /* never parsed here: --checkpoint sends the command line to the
          * ocn agent's table (cli/cmd_craft_ocn.c); listed for --help */
@@ -196,7 +196,10 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
         CLI_FLAG("sparse", "sparse reward (1 only when the task is done)",
                  &sparse),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive on a map (default 1, craft.md §3)",
+                "copies of each primitive on a map (default: 4 for S1/S2 "
+                "task sets, i.e. OCN letters only (docs/ocn/ppo.md), else 1; "
+                "docs/craft.md); with --checkpoint, the checkpoint's world "
+                "(a different N is refused)",
                 &n_each),
         CLI_FLAG("print", "draw the grid as text after every step (one "
                           "thread)",
@@ -247,14 +250,21 @@ static int run_craft_run(const struct cli_command *cmd, int argc, char **argv)
     if (sparse) {
         base.reward = CRAFT_REWARD_SPARSE;
     }
-    rc = cli_world_n_each(cmd, n_each, &base);
-    if (rc != 0) {
-        return rc;
-    }
     for (int i = 0; i < n_tasks; i++) {
         if (craft_task_parse(items[i], &plan.tasks[i]) < 0) {
             return cli_usage_error(cmd, "--tasks: %s", gr_last_error());
         }
+    }
+    /* S1/S2 task sets default to their four-copy world (ocn.md §6.1) */
+    rc = cli_world_n_each(cmd,
+                          n_each != CLI_N_EACH_UNSET
+                              ? n_each
+                              : cli_default_n_each(plan.tasks, n_tasks),
+                          &base);
+    if (rc != 0) {
+        return rc;
+    }
+    for (int i = 0; i < n_tasks; i++) {
         craft_config_for_task(&base, &plan.tasks[i], &plan.configs[i]);
     }
     plan.n_tasks = n_tasks;
@@ -399,12 +409,13 @@ const struct cli_command cmd_craft_run = {
     "Prints one line per task (episodes, maps skipped by the expert, mean "
     "return, success rate, mean length) and a total with steps per second. "
     "Episode n of the i-th task uses seed mix64(mix64(S ^ i) ^ n) "
-    "(craft.md §9); results do not depend on --threads.\n\n"
+    "(docs/craft.md); results do not depend on --threads.\n\n"
     "--agent ocn (or --checkpoint FILE alone) plays a model of grove train "
     "bc: --checkpoint FILE is required, --tasks defaults to the "
     "checkpoint's training tasks, --device cpu|cuda|auto picks where it "
     "runs, --record also stores the option in control and the controller's "
-    "probabilities, and --n-each comes from the checkpoint's world. All of "
+    "probabilities, and the world comes from the checkpoint (--n-each N "
+    "other than the checkpoint's is refused, exit 2). All of "
     "its options: grove craft run --agent ocn --help.\n\n"
     "Example:\n"
     "  grove craft run --agent expert --tasks AC --episodes 10",

@@ -82,7 +82,7 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
     const char *agent = "ocn", *ckpt = NULL, *tasks_text = NULL,
                *record = NULL;
     uint64_t episodes = 100;
-    int sparse = 0, print = 0;
+    int sparse = 0, print = 0, n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -101,6 +101,11 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
                  &sparse),
         CLI_FLAG("print", "draw the grid as text after every step",
                  &print),
+        CLI_INT("n-each", "N", NULL,
+                "the world the checkpoint must have been trained in (the "
+                "world always comes from the checkpoint; another N is "
+                "refused, exit 2)",
+                &n_each),
         CLI_STRING("record", "FILE", NULL,
                    "record every episode as a replay with the option in "
                    "control, the controller's distribution and the end "
@@ -128,6 +133,13 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
         return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    rc = cli_check_file_world(cmd, ckpt, &pol.world, n_each, asked);
+    if (rc != 0) {
+        ocn_loaded_free(&pol);
+        return rc;
     }
     struct craft_task tasks[OCN_MAX_TASKS];
     int n_tasks;
@@ -318,7 +330,7 @@ int cli_craft_run_ocn(const struct cli_command *cmd, int argc, char **argv)
         }
         printf("total: %llu episodes, %llu steps in %.3f s (agent ocn, %s, "
                "greedy; switches = changes of the option in control; "
-               "expert_success = the expert of craft.md §8 on the same maps)\n",
+               "expert_success = the expert on the same maps)\n",
                (unsigned long long)total, (unsigned long long)steps_total,
                secs, gr_device_name(gr_ctx_device(pol.ctx)));
         if (record != NULL) {

@@ -40,7 +40,7 @@ int lm_cli_ctx_config(const struct cli_command *cmd,
 
 /* ---- grove nlp lm train ------------------------------------------------- */
 
-/* After every epoch: curve.png (train and valid perplexity per epoch) from
+/* After every epoch: curves.png (train and valid perplexity per epoch) from
  * the run's metrics.csv. A failure to draw is reported once and does not
  * stop training. */
 struct curve {
@@ -55,7 +55,7 @@ static int write_curve(void *user, const struct nlp_lm_epoch_log *e)
     char csv_path[GR_PATH_MAX], png_path[GR_PATH_MAX];
     if (cv->failed ||
         gr_path_join(csv_path, sizeof csv_path, cv->dir, "metrics.csv") < 0 ||
-        gr_path_join(png_path, sizeof png_path, cv->dir, "curve.png") < 0) {
+        gr_path_join(png_path, sizeof png_path, cv->dir, "curves.png") < 0) {
         return 0;
     }
     struct render_csv csv;
@@ -76,7 +76,7 @@ static int write_curve(void *user, const struct nlp_lm_epoch_log *e)
         render_csv_free(&csv);
     }
     if (cv->failed) {
-        fprintf(stderr, "grove nlp lm train: no curve.png: %s\n",
+        fprintf(stderr, "grove nlp lm train: warning: curves.png: %s\n",
                 gr_last_error());
     }
     return 0;
@@ -118,7 +118,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     struct cli_common common;
     int first = 0;
-    const char *model = "onlstm", *data = NULL, *when = NULL;
+    const char *model = NULL, *data = NULL, *when = NULL;
+    const char *conv_axis = NULL;
     int emsize = -1, nhid = -1, nlayers = -1, chunk = -1, bptt = -1,
         batch = -1, nonmono = -1, finetuning = -1, epochs = -1,
         max_batches = 0, eval_batch = -1, test_batch = -1, resume = 0,
@@ -128,8 +129,23 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
            alpha = NAN, beta = NAN;
     uint64_t seed = 141;
     const struct cli_option opts[] = {
-        CLI_STRING("model", "onlstm|lstm", "onlstm",
-                   "ON-LSTM (on_lstm.md) or AWD-LSTM", &model),
+        CLI_STRING("model", NLP_LM_KINDS, NULL,
+                   "ON-LSTM, AWD-LSTM, or FastTrees (docs/models.md; "
+                   "default onlstm): ft master gates from "
+                   "x_t; cft a convolution on the first 2n inputs first; "
+                   "fft every gate from x_t, the recurrence a linear scan "
+                   "(no recurrent weights, so --wdrop does nothing); ftlstm "
+                   "the repositories' LSTM baseline: an LSTM with the "
+                   "ON-LSTM recipe",
+                   &model),
+        CLI_STRING("conv-axis", "time|batch_compat", NULL,
+                   "cft only (default time): time = causal over time "
+                   "(kernel 2, dilation 2; the last 2 inputs of a window "
+                   "are carried into the next); batch_compat = the "
+                   "reference's convolution along the batch axis "
+                   "(a defect of the reference: it mixes batch neighbours), "
+                   "only for parity with the published model",
+                   &conv_axis),
         CLI_STRING_REQUIRED("data", "DIR",
                             "PTB folder: ptb.{train,valid,test}.txt", &data),
         CLI_INT("emsize", "N", "400", "embedding size (= last layer, tied)",
@@ -177,7 +193,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 "epoch restarting the ASGD averaging (default 500 onlstm, 0 = "
                 "never for lstm)",
                 &finetuning),
-        CLI_INT("epochs", "N", "1000", "epochs (the published run)", &epochs),
+        CLI_INT("epochs", "N", "1000",
+                "epochs (the published run; 0: write the initial model and "
+                "stop)",
+                &epochs),
         CLI_INT("max-batches", "N", "0",
                 "cut every epoch after N windows (smoke tests; 0 = whole "
                 "epochs)",
@@ -203,9 +222,18 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     enum nlp_lm_kind kind;
-    if (nlp_lm_kind_parse(model, &kind) < 0) {
-        return cli_usage_error(cmd, "--model expects onlstm or lstm, got '%s'",
-                               model);
+    if (nlp_lm_kind_parse(model ? model : "onlstm", &kind) < 0) {
+        return cli_usage_error(cmd, "--model expects one of %s, got '%s'",
+                               NLP_LM_KINDS, model);
+    }
+    enum gr_conv_axis axis = GR_CONV_TIME;
+    if (conv_axis != NULL && gr_conv_axis_parse(conv_axis, &axis) < 0) {
+        return cli_usage_error(cmd, "--conv-axis expects time or "
+                               "batch_compat, got '%s'", conv_axis);
+    }
+    if (conv_axis != NULL && kind != NLP_LM_CFT) {
+        return cli_usage_error(cmd, "--conv-axis applies to --model cft "
+                               "only");
     }
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
@@ -216,6 +244,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.model.nhid = nhid;
     tc.model.nlayers = nlayers;
     tc.model.chunk = chunk;
+    tc.model.conv_axis = axis;
+    tc.model_given = model != NULL;
     if (!isnan(dropout)) {
         tc.model.dropout = (float)dropout;
     }
@@ -274,21 +304,39 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
         return rc;
     }
-    struct nlp_corpus corpus;
-    if (nlp_corpus_load(&corpus, data) < 0) {
-        return cli_fail(cmd);
-    }
-    struct nlp_lm_train_result res;
-    struct curve cv = {common.out, 0};
-    train_signals_install();
     if (train_mpi_size() > batch) {
-        nlp_corpus_free(&corpus);
         return cli_usage_error(cmd, "--batch-size %d is smaller than the %d "
                                     "MPI processes",
                                batch, train_mpi_size());
     }
-    /* with MPI, process 0 draws the curve and reports (train/mpi.h) */
+    if ((rc = cli_need_path(cmd, "--data", data)) != CLI_CONTINUE) {
+        return rc;
+    }
+    /* the run folder's own checks first; nlp_lm_train creates it after
+     * every other check, so a failed start leaves nothing behind */
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "nlp lm train";
     int writer = train_mpi_rank() == 0;
+    if ((writer || resume) && train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
+    }
+    struct nlp_corpus corpus;
+    if (nlp_corpus_load(&corpus, data) < 0) {
+        return cli_fail(cmd);
+    }
+    if (!tc.quiet) {
+        fprintf(stderr, "data: %s: %zu / %zu / %zu tokens (train / valid / "
+                        "test), %d word types\n",
+                data, corpus.n_tokens[NLP_TRAIN], corpus.n_tokens[NLP_VALID],
+                corpus.n_tokens[NLP_TEST], (int)corpus.vocab.size);
+    }
+    struct nlp_lm_train_result res;
+    struct curve cv = {common.out, 0};
+    train_signals_install();
+    /* with MPI, process 0 draws the curve and reports (train/mpi.h) */
     rc = nlp_lm_train(&tc, &corpus, &cc, writer ? write_curve : NULL, &cv,
                       &res);
     train_signals_restore();
@@ -304,6 +352,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     printf("run:        %s (%s, %d epochs, %.1f s)\n", common.out,
            nlp_lm_kind_name(tc.model.kind), (int)res.epochs_done, res.wall_s);
+    if (res.epochs_done == 0) {
+        /* --epochs 0: the initial model, nothing evaluated */
+        printf("wrote the initial model to %s/best.ckpt and last.ckpt\n",
+               common.out);
+        return CLI_EXIT_OK;
+    }
     printf("best valid: ppl %.2f (reference-compatible loss %.4f)\n",
            res.best_val_ppl, res.best_val_loss);
     if (res.asgd_switch_epoch > 0) {
@@ -330,8 +384,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
             return cli_fail(cmd);
         }
     }
-    /* Only what exists: a run of 0 epochs has no curve and no best.ckpt. */
-    static const char *const files[] = {"metrics.csv", "curve.png",
+    /* Only what exists (a run whose validation never improved has no
+     * best.ckpt). */
+    static const char *const files[] = {"metrics.csv", "curves.png",
                                         "best.ckpt", "last.ckpt",
                                         "summary.txt"};
     printf("files:      ");
@@ -350,13 +405,15 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_lm_train = {
     "nlp lm train",
-    "Train the ON-LSTM or AWD-LSTM language model on PTB (SGD -> NT-ASGD, "
-    "the published hyperparameters).",
+    "Train the ON-LSTM, AWD-LSTM or a FastTrees language model on PTB (SGD "
+    "-> NT-ASGD, the published hyperparameters).",
     "",
-    "Defaults are the published run (on_lstm.md §7): 3 layers 400/1150/400, "
+    "Defaults are the published run (docs/models.md): 3 layers 400/1150/400, "
     "chunk 10, batch 20,\nBPTT 70, lr 30, clip 0.25, seed 141, 1000 epochs "
     "(about 82 hours on a V100). The run folder holds metrics.csv, "
-    "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n\n"
+    "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n"
+    "The parameter count is printed in digits first; --epochs 0 writes the "
+    "initial model (last.ckpt) and evaluates nothing.\n\n"
     "Examples (a smoke run of a minute, the published run, its resumption):\n"
     "  grove nlp lm train --data data/ptb --out runs/smoke --emsize 40 "
     "--nhid 60 --epochs 2 --max-batches 50\n"
@@ -477,7 +534,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
            ev.ppl, ev.loss, ev.loss / log(2.0));
     if (compat) {
         printf("perplexity  %.2f   reference-compatible (summed window losses "
-               "/ %lld rows, on_lstm.md §8.4)\n",
+               "/ %lld rows, docs/models.md)\n",
                ev.ppl_compat, (long long)ev.rows);
     }
     nlp_lm_loaded_free(&ld);
@@ -535,10 +592,11 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
         nlp_lm_loaded_free(&ld);
         return rc;
     }
-    if (ld.lm.cfg.kind != NLP_LM_ONLSTM) {
+    if (!nlp_lm_kind_ordered(ld.lm.cfg.kind)) {
         nlp_lm_loaded_free(&ld);
         return gr_error(GR_EINVAL, "%s is an LSTM language model: parsing "
-                                   "needs the ON-LSTM's distances",
+                                   "needs the ON-LSTM's (or a FastTrees "
+                                   "cell's) distances",
                         ckpt);
     }
     if (layer < 1 || layer > ld.lm.cfg.nlayers) {
@@ -599,10 +657,11 @@ int lm_cli_parse_distances(const char *ckpt, const struct gr_ctx_config *cc,
     free(lens);
     if (rc == 0) {
         snprintf(desc, cap,
-                 "ON-LSTM syntactic distances (layer %d of %d, forget "
+                 "%s syntactic distances (layer %d of %d, forget "
                  "distance), greedy top-down split; %s, %lld of %lld words "
                  "unknown (-> <unk>)",
-                 layer, (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
+                 nlp_lm_kind_title(ld.lm.cfg.kind), layer,
+                 (int)ld.lm.cfg.nlayers, ckpt, (long long)n_unknown,
                  (long long)n_words);
         *dist_out = dist;
     } else {
@@ -630,14 +689,15 @@ int lm_cli_syneval(const char *ckpt, const struct gr_ctx_config *cc,
     struct gr_progress prog;
     gr_progress_start(&prog, "scoring", 0, "sentences", quiet);
     struct nlp_lm_scorer sc = {&ld.lm, batch, &prog};
-    rc = nlp_syneval_run(set, &ld.vocab, eos, unk, nlp_lm_syneval_score, &sc,
-                         4096, res);
+    rc = nlp_syneval_run_progress(set, &ld.vocab, eos, unk,
+                                  nlp_lm_syneval_score, &sc, 4096, &prog,
+                                  res);
     gr_progress_finish(&prog);
     *vocab_size = ld.vocab.size;
     snprintf(desc, cap,
              "%s language model from %s (%d layers; sum of log p over the "
              "words and the final '.')",
-             ld.lm.cfg.kind == NLP_LM_ONLSTM ? "ON-LSTM" : "LSTM", ckpt,
+             nlp_lm_kind_title(ld.lm.cfg.kind), ckpt,
              (int)ld.lm.cfg.nlayers);
     nlp_lm_loaded_free(&ld);
     return rc;

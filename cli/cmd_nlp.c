@@ -51,21 +51,25 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "lm       word-level language modelling\n"
         "  data:    Mikolov's PTB (10k words): ptb.train.txt, ptb.valid.txt, "
         "ptb.test.txt\n"
-        "  models:  lstm (AWD-LSTM), onlstm (ON-LSTM)\n"
+        "  models:  lstm (AWD-LSTM), onlstm (ON-LSTM), ft / cft / fft "
+        "(FastTrees, Conv. FastTrees,\n"
+        "           Faster FastTrees: docs/models.md), ftlstm (the LSTM "
+        "with the ON-LSTM recipe)\n"
         "  metrics: perplexity (exact mean; reference-compatible with "
         "--compat), bits per token\n"
         "  status:  corpus, vocabulary, batching and the unigram oracle: "
         "available (grove nlp corpus --data DIR);\n"
         "           the language models: available (grove nlp lm train "
-        "--model onlstm|lstm, grove nlp lm eval)\n"
+        "--model onlstm|lstm|ft|cft|fft|ftlstm, grove nlp lm eval)\n"
         "\n"
         "parse    unsupervised constituency parsing\n"
         "  data:    WSJ trees: NLTK's treebank.zip (sections 00-01, read "
         "directly), or the full WSJ\n"
         "           (LDC99T42) as a folder or zip of wsj_NNNN.mrg; "
         "WSJ10 = <= 10 words, WSJ test = section 23\n"
-        "  models:  onlstm (syntactic distances, greedy top-down parser); "
-        "baselines right, left, balanced, random\n"
+        "  models:  onlstm, ft, cft, fft (syntactic distances, greedy "
+        "top-down parser); baselines right,\n"
+        "           left, balanced, random\n"
         "  metrics: f1_sentence_mean (the reference's \"Mean F1\"), "
         "f1_corpus_evalb (EVALB-style),\n"
         "           f1_corpus_nontrivial, per-label recall (ADJP NP PP INTJ), "
@@ -78,7 +82,8 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "syneval  targeted syntactic evaluation (Marvin & Linzen 2018)\n"
         "  data:    marvin_linzen_2018.tsv (22 tasks, 163,124 minimal pairs "
         "and NPI triples)\n"
-        "  models:  lstm, onlstm; a unigram LM as a baseline scorer\n"
+        "  models:  lstm, onlstm, ft, cft, fft; a unigram LM as a baseline "
+        "scorer\n"
         "  metrics: accuracy per case (pairs: G > U; NPI: G > I, I > U, "
         "G > U; ties are wrong), items skipped\n"
         "           because they collapse after the <unk> mapping\n"
@@ -92,9 +97,9 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "^ | # v); train on k <= 6 operators\n"
         "           (135,529 pairs, every 10th for validation), test per k "
         "7-12; splits A/B/C (128,969 / 87,948 / 51,896)\n"
-        "  models:  lstm, onlstm, om (Ordered Memory), transformer, ftt, "
-        "ftt-conv, hybrid (encoders of the\n"
-        "           classifier harness)\n"
+        "  models:  lstm, onlstm, om (Ordered Memory), ft, cft, fft "
+        "(FastTrees), transformer, ftt,\n"
+        "           ftt-conv, hybrid: encoders of the classifier harness\n"
         "  metrics: accuracy per k and on the split's test pairs; tree F1 "
         "against the formulas' brackets\n"
         "  status:  reader, truth-table labeller (agrees with every released "
@@ -108,7 +113,8 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "listops  ListOps, nested list operations (Nangia & Bowman 2018)\n"
         "  data:    test_d20s.tsv (10,000); the 90,000 training trees are "
         "generated (seeded, same distribution)\n"
-        "  models:  lstm, onlstm, om, transformer, ftt, ftt-conv, hybrid\n"
+        "  models:  lstm, onlstm, om, ft, cft, fft, transformer, ftt, "
+        "ftt-conv, hybrid\n"
         "  metrics: test accuracy (model selection on 1,000 held-out training "
         "examples); tree F1 against the\n"
         "           gold binarised trees\n"
@@ -121,12 +127,24 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "  data:    the PTB-bracket trees train/dev/test.txt; SST-2 6,920 / "
         "872 / 1,821 sentences (98,794\n"
         "           non-neutral train nodes); SST-5 8,544 / 1,101 / 2,210\n"
-        "  models:  lstm, onlstm, om, transformer, ftt, ftt-conv, hybrid; "
-        "the Tree-LSTM to come\n"
+        "  models:  lstm, onlstm, om, ft, cft, fft (the FastTrees paper's "
+        "256 -> 512, chunk 8),\n"
+        "           transformer, ftt, ftt-conv, hybrid; the Tree-LSTM to "
+        "come\n"
         "  metrics: sentence accuracy on dev (selection) and test\n"
         "  status:  reader and both label sets: available (grove nlp data "
         "--task sst2|sst5); training: as logic\n"
         "\n"
+        "snli     Stanford NLI, sentence pairs (Bowman et al. 2015)\n"
+        "  data:    snli_1.0_{train,dev,test}.jsonl (about 550k / 10k / 10k "
+        "pairs; not on these machines)\n"
+        "  models:  lstm, onlstm, om, ft, cft, fft (pairs encoded apart, "
+        "[u; v; u*v; |u-v|], MLP 1024)\n"
+        "  metrics: test accuracy (selection on dev)\n"
+        "  status:  reader and classifier: available (grove nlp classify "
+        "train --task snli --data DIR),\n"
+        "           tested only on a 12-pair sample written by hand in the "
+        "SNLI format (tests/fixtures/snli)\n"
         "seq2seq  sequence to sequence: parallel text (TSV source TAB "
         "target), MLU (Wangperawong 2018)\n"
         "  data:    bring your own parallel text (IWSLT, WMT are not on "
@@ -512,7 +530,7 @@ const struct cli_command cmd_nlp_parse = {
     "per-label recall, depth.",
     "",
     "Reads the gold trees and preprocesses them as the ON-LSTM reference does "
-    "(lm_and_parsing.md section 2),\nthen scores the chosen parser. Examples:\n"
+    "(docs/tasks.md),\nthen scores the chosen parser. Examples:\n"
     "  grove nlp parse --trees treebank.zip --baseline right --max-len 10   "
     "# NLTK-sample WSJ10\n"
     "  grove nlp parse --trees /data/wsj --baseline left --split test       "
@@ -556,12 +574,20 @@ static void print_acc(const struct nlp_syneval_case *c, int k)
 
 /* Prints a syneval run's results (stdout). */
 static void print_syneval(const char *data, const struct nlp_syneval *setp,
+                          int64_t all_items,
                           const struct nlp_syneval_results *resp,
                           const char *scorer, int32_t vocab_size)
 {
     char a[32], b[32];
-    printf("data:       %s (%s items, %d tasks)\n", data,
-           thousands(setp->n_items, a, sizeof a), setp->tasks.size);
+    if (setp->n_items < all_items) {
+        printf("data:       %s (%s of its %s items, spread evenly "
+               "(--limit), %d tasks)\n",
+               data, thousands(setp->n_items, a, sizeof a),
+               thousands(all_items, b, sizeof b), setp->tasks.size);
+    } else {
+        printf("data:       %s (%s items, %d tasks)\n", data,
+               thousands(setp->n_items, a, sizeof a), setp->tasks.size);
+    }
     printf("scorer:     %s\n", scorer);
     printf("vocabulary: %d word types of the data are not in the %s-word "
            "vocabulary (-> <unk>)%s; %s items collapse to identical "
@@ -611,12 +637,14 @@ static void print_syneval(const char *data, const struct nlp_syneval *setp,
 /* grove nlp syneval --checkpoint: the language model as scorer. */
 static int syneval_report(const struct cli_command *cmd, const char *data,
                           const char *ckpt, const struct gr_ctx_config *cc,
-                          int32_t batch, int quiet)
+                          int32_t batch, int64_t limit, int quiet)
 {
     struct nlp_syneval set;
     if (nlp_syneval_read(&set, data) < 0) {
         return cli_fail(cmd);
     }
+    int64_t all_items = set.n_items;
+    nlp_syneval_limit(&set, limit);
     struct nlp_syneval_results res;
     char scorer[1024];
     int32_t vocab_size = 0;
@@ -625,7 +653,7 @@ static int syneval_report(const struct cli_command *cmd, const char *data,
         nlp_syneval_free(&set);
         return cli_fail(cmd);
     }
-    print_syneval(data, &set, &res, scorer, vocab_size);
+    print_syneval(data, &set, all_items, &res, scorer, vocab_size);
     nlp_syneval_results_free(&res);
     nlp_syneval_free(&set);
     return CLI_EXIT_OK;
@@ -636,12 +664,16 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
     struct cli_common common;
     int first = 0;
     const char *data = NULL, *ptb = NULL, *model = NULL, *ckpt = NULL;
-    int batch = 64;
+    int batch = 64, limit = 0;
     const struct cli_option opts[] = {
         CLI_STRING_REQUIRED("data", "FILE",
                             "the Marvin & Linzen TSV "
                             "(marvin_linzen_2018.tsv)",
                             &data),
+        CLI_INT("limit", "N", "0",
+                "score N items spread evenly over the file, every case "
+                "keeping its share (a quick look; 0: all)",
+                &limit),
         CLI_STRING("model", "unigram", "unigram",
                    "the scorer without --checkpoint: unigram (estimated on "
                    "PTB train)",
@@ -665,15 +697,24 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE) {
         return rc;
     }
+    if (limit < 0) {
+        return cli_usage_error(cmd, "--limit must be 0 (all) or more, got "
+                                    "%d",
+                               limit);
+    }
     if (ckpt != NULL) {
         if (batch < 1) {
             return cli_usage_error(cmd, "--batch-size must be 1 or more");
+        }
+        if ((rc = cli_need_path(cmd, "--data", data)) != CLI_CONTINUE) {
+            return rc;
         }
         struct gr_ctx_config cc;
         if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
             return rc;
         }
-        return syneval_report(cmd, data, ckpt, &cc, batch, common.quiet);
+        return syneval_report(cmd, data, ckpt, &cc, batch, limit,
+                              common.quiet);
     }
     if (strcmp(model, "unigram") != 0) {
         return cli_usage_error(cmd, "--model expects unigram (the LSTM and "
@@ -683,6 +724,9 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
     if (ptb == NULL) {
         return cli_usage_error(cmd, "--ptb DIR is required (vocabulary and "
                                "unigram counts)");
+    }
+    if ((rc = cli_need_path(cmd, "--data", data)) != CLI_CONTINUE) {
+        return rc;
     }
     struct nlp_corpus c;
     if (nlp_corpus_load(&c, ptb) < 0) {
@@ -700,14 +744,17 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
         nlp_corpus_free(&c);
         return cli_fail(cmd);
     }
+    int64_t all_items = set.n_items;
+    nlp_syneval_limit(&set, limit);
     struct unigram_scorer us;
     memset(&us, 0, sizeof us);
     us.u = &u;
-    /* The number of distinct sequences is known only inside the run. */
+    /* the run sets the total (distinct sentences) before scoring */
     gr_progress_start(&us.progress, "scoring", 0, "sentences", common.quiet);
     struct nlp_syneval_results res;
-    rc = nlp_syneval_run(&set, &c.vocab, c.eos, c.unk, score_unigram, &us,
-                         4096, &res);
+    rc = nlp_syneval_run_progress(&set, &c.vocab, c.eos, c.unk,
+                                  score_unigram, &us, 4096, &us.progress,
+                                  &res);
     gr_progress_finish(&us.progress);
     if (rc < 0) {
         nlp_syneval_free(&set);
@@ -719,7 +766,7 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
     snprintf(scorer, sizeof scorer,
              "unigram LM estimated on %s/train (sum of log p over the words "
              "and the final '.')", ptb);
-    print_syneval(data, &set, &res, scorer, c.vocab.size);
+    print_syneval(data, &set, all_items, &res, scorer, c.vocab.size);
     nlp_syneval_results_free(&res);
     nlp_syneval_free(&set);
     nlp_unigram_free(&u);
@@ -732,8 +779,12 @@ const struct cli_command cmd_nlp_syneval = {
     "Targeted syntactic evaluation (Marvin & Linzen 2018) with a language "
     "model as scorer.",
     "",
-    "Without --checkpoint the scorer is PTB's unigram model (--ptb).\n\n"
-    "Examples:\n"
+    "Without --checkpoint the scorer is PTB's unigram model (--ptb). A "
+    "progress line shows the sentences scored, the total and the ETA.\n\n"
+    "Examples (a quick look at 2,000 items, the whole file, a trained "
+    "model):\n"
+    "  grove nlp syneval --data data/marvin_linzen_2018.tsv --ptb data/ptb "
+    "--limit 2000\n"
     "  grove nlp syneval --data data/marvin_linzen_2018.tsv --ptb data/ptb\n"
     "  grove nlp syneval --data data/marvin_linzen_2018.tsv --checkpoint "
     "runs/smoke/best.ckpt",

@@ -322,8 +322,8 @@ static int run_listops_generate(const struct cli_command *cmd, int argc,
 
 const struct cli_command cmd_nlp_listops_generate = {
     "nlp listops generate",
-    "Generate a ListOps set (formal_tasks.md §2.5) in the released TSV "
-    "format, deterministic per seed.",
+    "Generate a ListOps set (the published generator's distribution, "
+    "docs/tasks.md) in the released TSV format, deterministic per seed.",
     "",
     "Trees are distinct; each line is ANSWER<TAB>bracketed expression, as "
     "test_d20s.tsv. Example:\n"
@@ -533,8 +533,8 @@ static int run_logic_generate(const struct cli_command *cmd, int argc,
 
 const struct cli_command cmd_nlp_logic_generate = {
     "nlp logic generate",
-    "Generate logical-inference pairs (formal_tasks.md §1.7) in the "
-    "released files' format, labelled by truth tables.",
+    "Generate logical-inference pairs (the released set's recipe, "
+    "docs/tasks.md) in its files' format, labelled by truth tables.",
     "",
     "Pairs are distinct; each line is RELATION<TAB>LEFT<TAB>RIGHT as in "
     "train0-12/test0-12. --layout released writes a folder that grove nlp "

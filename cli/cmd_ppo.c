@@ -123,7 +123,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                *policy = "ocn";
     int total = 2000000, num_envs = pc.num_envs, num_steps = pc.num_steps;
     int num_minibatches = pc.num_minibatches, update_epochs = pc.update_epochs;
-    int anneal = 1, norm_adv = 1, hidden = 128, width = 128, n_each = -1;
+    int anneal = 1, norm_adv = 1, hidden = 128, width = 128,
+        n_each = CLI_N_EACH_UNSET;
     int eval_every = 10, eval_episodes = 100, resume = 0;
     double lr = pc.learning_rate, gamma = pc.gamma, lam = pc.gae_lambda,
            clip = pc.clip_coef, ent = pc.ent_coef, vf = pc.vf_coef,
@@ -138,13 +139,14 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    &options_text),
         CLI_STRING_REQUIRED("task", "TASK", "the fine-tuning task, e.g. DCA",
                             &task),
-        CLI_STRING("reward", "dense|sparse", "dense", "craft.md §6.2",
+        CLI_STRING("reward", "dense|sparse", "dense",
+                   "the reward (docs/craft.md)",
                    &reward),
         CLI_STRING("policy", "ocn|moe|flat|oracle", "ocn",
-                   "ocn: a decision when the option ends (ocn.md §7); moe: "
-                   "a decision every step (§8); flat: a recurrent policy "
-                   "over the actions from scratch; oracle: the expert per "
-                   "subtask as options (§11, no --options)",
+                   "ocn: a decision when the option ends; moe: a decision "
+                   "every step; flat: a recurrent policy over the actions "
+                   "from scratch; oracle: the expert per subtask as options "
+                   "(no --options); docs/models.md",
                    &policy),
         CLI_INT("total-timesteps", "N", "2000000",
                 "frames of the run (the learning rate decays to 0 over "
@@ -152,8 +154,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 &total),
         CLI_INT("num-envs", "N", "16", "parallel worlds", &num_envs),
         CLI_INT("num-steps", "N", "64",
-                "controller decisions per world per rollout (ocn.md §7: "
-                "16 x 64 = 1024 decisions per update)",
+                "controller decisions per world per rollout (16 x 64 = "
+                "1024 decisions per update)",
                 &num_steps),
         CLI_DOUBLE("learning-rate", "LR", "0.0003", "Adam learning rate",
                    &lr),
@@ -184,8 +186,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 &hidden),
         CLI_INT("width", "W", "128", "MLP width, idem", &width),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive, flat/oracle only (default 4, the "
-                "S1/S2 world; ocn/moe use the options' world)",
+                "copies of each primitive (flat/oracle: default 4 for "
+                "S1/S2 tasks (docs/ocn/ppo.md), else 1; ocn/moe: the options' "
+                "world, and another N is refused, exit 2)",
                 &n_each),
         CLI_INT("eval-every", "N", "10",
                 "greedy evaluation every N updates (and at the last)",
@@ -224,10 +227,6 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     if (!needs && options_text != NULL) {
         return cli_usage_error(cmd, "--policy %s takes no --options", policy);
     }
-    if (needs && n_each != -1) {
-        return cli_usage_error(cmd, "--n-each is for flat/oracle; the "
-                                    "options' checkpoint brings its world");
-    }
     if (eval_every < 1 || eval_episodes < 1 || eval_episodes > 65535) {
         return cli_usage_error(cmd, "--eval-every >= 1, --eval-episodes in "
                                     "1..65535");
@@ -249,8 +248,12 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     pc.policy = (enum ppo_policy)pol;
     snprintf(pc.task, sizeof pc.task, "%s", tk.name);
-    if (!needs && n_each != -1) {
-        rc = cli_world_n_each(cmd, n_each, &pc.world);
+    if (!needs) {
+        /* S1/S2 tasks default to their four-copy world (ocn.md §6.1) */
+        rc = cli_world_n_each(cmd,
+                              n_each != CLI_N_EACH_UNSET ? n_each
+                                           : cli_default_n_each(&tk, 1),
+                              &pc.world);
         if (rc != 0) {
             return rc;
         }
@@ -279,6 +282,19 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
 
+    for (int i = 0; i < n_paths; i++) {
+        if ((rc = cli_need_path(cmd, "--options", paths[i])) != CLI_CONTINUE) {
+            return rc;
+        }
+    }
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.force = common.force;
+    spec.resume = resume;
+    spec.what = "train ppo";
+    if (train_run_check(&spec) < 0) {
+        return cli_fail(cmd);
+    }
     /* the trainer first: a bad options' file fails before the run folder */
     struct gr_ctx *ctx = NULL;
     struct ppo_trainer *t = NULL;
@@ -298,6 +314,17 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         gr_ctx_free(ctx);
         return cli_fail(cmd);
     }
+    if (needs && n_each != CLI_N_EACH_UNSET) {
+        /* the options bring their world; --n-each only states it */
+        char asked[32];
+        snprintf(asked, sizeof asked, "--n-each %d", n_each);
+        rc = cli_check_file_world(cmd, paths[0], ppo_world(t), n_each, asked);
+        if (rc != 0) {
+            ppo_trainer_free(t);
+            gr_ctx_free(ctx);
+            return rc;
+        }
+    }
     char missing[256];
     ppo_untrained_subtasks(t, missing, sizeof missing);
     if (missing[0] != '\0') {
@@ -312,7 +339,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
     struct train_run run;
-    struct train_run_spec spec = train_run_spec_default();
+    spec = train_run_spec_default();
     spec.dir = common.out;
     spec.force = common.force;
     spec.resume = resume;
@@ -497,10 +524,11 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_train_ppo = {
     "train ppo",
-    "PPO fine-tuning of a new controller over frozen options (ocn.md §7).",
+    "PPO fine-tuning of a new controller over frozen options.",
     "",
-    "cleanrl's ppo.py names; the hyperparameters of ocn.md §7 are the "
-    "defaults. Writes into --out: command, config, metrics.csv (global_step, "
+    "cleanrl's ppo.py names; the defaults are the thesis's (docs/models.md, "
+    "PPO with frozen options). Writes into --out: command, config, "
+    "metrics.csv (global_step, "
     "episodes, episodic_return, episodic_length, success_rate, eval_return, "
     "eval_success, policy_loss, value_loss, entropy, approx_kl, clipfrac, "
     "explained_variance, decisions_per_episode, mean_option_duration, "

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/craft_common.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/progress.h"
 #include "envs/craft.h"
 #include "envs/expert.h"
@@ -42,7 +43,8 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
 {
     const char *tasks_text = "AC,CD";
     uint64_t episodes = 100;
-    int every = REPLAY_KEYFRAME_EVERY_DEFAULT, n_each = -1;
+    int every = REPLAY_KEYFRAME_EVERY_DEFAULT;
+    int n_each = CLI_N_EACH_UNSET;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -55,9 +57,10 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
                 "a keyframe (full state) every K steps, and at t = 0",
                 &every),
         CLI_INT("n-each", "N", NULL,
-                "copies of each primitive on a map (default 1, craft.md §3; "
-                "kept in the replay's header, so train bc --demos trains in "
-                "that world)",
+                "copies of each primitive on a map (default: 4 for S1/S2 "
+                "task sets, i.e. OCN letters only (docs/ocn/ppo.md), else 1; "
+                "docs/craft.md; kept in the replay's header, so train bc "
+                "--demos trains in that world)",
                 &n_each),
         CLI_END,
     };
@@ -91,14 +94,20 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
     static struct craft_task tasks[MAX_TASKS];
     struct craft_config base, cfg;
     craft_config_default(&base);
-    rc = cli_world_n_each(cmd, n_each, &base);
-    if (rc != 0) {
-        return rc;
-    }
     for (int i = 0; i < n_tasks; i++) {
         if (craft_task_parse(items[i], &tasks[i]) < 0) {
             return cli_usage_error(cmd, "--tasks: %s", gr_last_error());
         }
+    }
+    /* S1/S2 task sets default to their four-copy world (ocn.md §6.1) */
+    rc = cli_world_n_each(cmd,
+                          n_each != CLI_N_EACH_UNSET ? n_each
+                                       : cli_default_n_each(tasks, n_tasks),
+                          &base);
+    if (rc != 0) {
+        return rc;
+    }
+    for (int i = 0; i < n_tasks; i++) {
         struct craft_config c;
         craft_config_for_task(&base, &tasks[i], &c);
         if (i == 0) {
@@ -147,7 +156,7 @@ static int run_craft_demos(const struct cli_command *cmd, int argc,
                     gr_progress_finish(&progress);
                     gr_error(GR_EINVAL, "task '%s': the expert could not "
                              "finish %llu maps (%llu done); it plans no "
-                             "bridge or axe (craft.md §8)",
+                             "bridge or axe (docs/craft.md)",
                              tasks[ti].name, (unsigned long long)s->skipped,
                              (unsigned long long)s->episodes);
                     return cli_fail(cmd);
@@ -223,7 +232,7 @@ const struct cli_command cmd_craft_demos = {
     "Record N expert demonstrations per task as a replay.",
     "",
     "Demonstration n of a task uses seed mix64(mix64(S ^ (0xD3 << 56 | tau)) "
-    "^ n), tau = low 32 bits of FNV-1a 64 of the task's name (craft.md §9); "
+    "^ n), tau = low 32 bits of FNV-1a 64 of the task's name (docs/craft.md); "
     "maps the expert cannot finish are skipped and counted. The replay "
     "(agent kind 'expert') is written to FILE.tmp.PID and renamed when "
     "complete; check it with 'grove replay verify'.\n\n"
@@ -325,9 +334,11 @@ static int run_replay_info(const struct cli_command *cmd, int argc,
            c->workshops ? "on" : "off", craft_treasure_name(c->treasure),
            c->coarse_view ? "on" : "off", c->max_steps,
            craft_reward_name(c->reward), h->recipes);
+    char ckpt[4 * sizeof h->agent_checkpoint]; /* bytes not UTF-8: \xNN */
+    gr_escape_bytes(h->agent_checkpoint, ckpt, sizeof ckpt);
     printf("agent:      %s, checkpoint %s, options %" PRIu32 "%s\n",
-           h->agent_kind, h->agent_checkpoint[0] ? h->agent_checkpoint : "-",
-           h->agent_n_options, opt_steps ? " (recorded per step)" : "");
+           h->agent_kind, ckpt[0] ? ckpt : "-", h->agent_n_options,
+           opt_steps ? " (recorded per step)" : "");
     if (h->keyframe_every > 0) {
         printf("keyframes:  %" PRIu64 ", at t = 0 and every %" PRIu32
                " steps\n", keyframes, h->keyframe_every);
@@ -581,7 +592,7 @@ static int run_replay_dump(const struct cli_command *cmd, int argc,
                         "(re-simulates)",
                  &d.obs),
         CLI_FLAG("state", "print each keyframe's decoded state array "
-                          "(craft.md §9.1) instead of the steps",
+                          "(docs/craft.md) instead of the steps",
                  &d.state),
         CLI_FLAG("recover",
                  "read the complete episodes of a truncated file",

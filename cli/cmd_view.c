@@ -7,6 +7,7 @@
 #include "cli/build_info.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "envs/craft.h"
 #include "render/plot.h"
 #include "render/pngfile.h"
@@ -63,30 +64,263 @@ static int check_window_options(const struct cli_command *cmd,
 
 /* ---- grove plot ------------------------------------------------------------ */
 
+/* The default group of a run: the name of the folder holding FILE, with
+ * a trailing "_seedN" / "-seedN" removed ("runs/ocn_seed3/metrics.csv" ->
+ * "ocn"); FILE's own name when it has no folder. */
+static void default_group(const char *file, char *out, size_t cap)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", file);
+    char *slash = strrchr(buf, '/');
+    const char *name = buf;
+    if (slash != NULL) {
+        *slash = '\0';
+        char *up = strrchr(buf, '/');
+        name = up != NULL ? up + 1 : buf;
+        if (*name == '\0') {
+            name = slash + 1;
+        }
+    }
+    size_t n = strlen(name);
+    n = n < cap - 1 ? n : cap - 1;
+    memcpy(out, name, n);
+    out[n] = '\0';
+    size_t d = n;
+    while (d > 0 && out[d - 1] >= '0' && out[d - 1] <= '9') {
+        d--;
+    }
+    if (d < n && d >= 5 && strncmp(out + d - 4, "seed", 4) == 0 &&
+        (out[d - 5] == '_' || out[d - 5] == '-') && d > 5) {
+        out[d - 5] = '\0';
+    }
+}
+
+#define PLOT_MAX_RUNS 256
+
+/* Several runs: one mean line and band per group (render_band_compute). */
+static int plot_runs(const struct cli_command *cmd, char **files, int n_files,
+                     const char *x, const char *y, const char *groups_text,
+                     const char *band, int print,
+                     const struct render_plot_options *po,
+                     const struct cli_common *common)
+{
+    enum render_band_kind kind;
+    if (strcmp(band, "minmax") == 0) {
+        kind = RENDER_BAND_MINMAX;
+    } else if (strcmp(band, "std") == 0) {
+        kind = RENDER_BAND_STD;
+    } else {
+        return cli_usage_error(cmd, "--band '%s' is not minmax or std", band);
+    }
+    if (n_files > PLOT_MAX_RUNS) {
+        return cli_usage_error(cmd, "at most %d files (got %d)",
+                               PLOT_MAX_RUNS, n_files);
+    }
+    static char label[PLOT_MAX_RUNS][128];
+    char gbuf[8192];
+    if (groups_text != NULL) {
+        if (strlen(groups_text) >= sizeof gbuf) {
+            return cli_usage_error(cmd, "--group is too long");
+        }
+        snprintf(gbuf, sizeof gbuf, "%s", groups_text);
+        char *items[PLOT_MAX_RUNS];
+        int n = cli_split_list(gbuf, items, PLOT_MAX_RUNS);
+        if (n != n_files) {
+            return cli_usage_error(cmd, "--group names %d labels for %d files "
+                                   "(one per file, comma-separated, none "
+                                   "empty)", n < 0 ? 0 : n, n_files);
+        }
+        for (int i = 0; i < n_files; i++) {
+            snprintf(label[i], sizeof label[i], "%s", items[i]);
+        }
+    } else {
+        for (int i = 0; i < n_files; i++) {
+            default_group(files[i], label[i], sizeof label[i]);
+        }
+    }
+    /* groups in order of first appearance */
+    int group_of[PLOT_MAX_RUNS], first_of[RENDER_PLOT_MAX_SERIES];
+    int n_groups = 0;
+    for (int i = 0; i < n_files; i++) {
+        int g = 0;
+        while (g < n_groups && strcmp(label[first_of[g]], label[i]) != 0) {
+            g++;
+        }
+        if (g == n_groups) {
+            if (n_groups == RENDER_PLOT_MAX_SERIES) {
+                return cli_usage_error(cmd, "more than %d groups (the %dth is "
+                                       "'%s'); name them with --group",
+                                       RENDER_PLOT_MAX_SERIES,
+                                       RENDER_PLOT_MAX_SERIES + 1, label[i]);
+            }
+            first_of[n_groups++] = i;
+        }
+        group_of[i] = g;
+    }
+    /* every file's x and y */
+    double *xs[PLOT_MAX_RUNS], *ys[PLOT_MAX_RUNS];
+    size_t ns[PLOT_MAX_RUNS];
+    int rc = 0, loaded = 0;
+    for (int i = 0; rc == 0 && i < n_files; i++) {
+        struct render_csv csv;
+        rc = render_csv_read(files[i], &csv);
+        if (rc < 0) {
+            break;
+        }
+        int xc = render_csv_column(&csv, x), yc = xc < 0 ? -1
+                                                   : render_csv_column(&csv, y);
+        xs[i] = malloc((csv.n_rows ? csv.n_rows : 1) * sizeof(double));
+        ys[i] = malloc((csv.n_rows ? csv.n_rows : 1) * sizeof(double));
+        ns[i] = csv.n_rows;
+        loaded = i + 1;
+        if (xc < 0 || yc < 0) {
+            rc = -1;
+        } else if (xs[i] == NULL || ys[i] == NULL) {
+            rc = gr_error(GR_ENOMEM, "out of memory reading %s", files[i]);
+        } else {
+            rc = render_csv_numbers(&csv, xc, xs[i]);
+            if (rc == 0) {
+                rc = render_csv_numbers(&csv, yc, ys[i]);
+            }
+        }
+        render_csv_free(&csv);
+    }
+    struct render_band bands[RENDER_PLOT_MAX_SERIES];
+    memset(bands, 0, sizeof bands);
+    struct render_plot_series series[RENDER_PLOT_MAX_SERIES];
+    static char names[RENDER_PLOT_MAX_SERIES][160];
+    for (int g = 0; rc == 0 && g < n_groups; g++) {
+        const double *gx[PLOT_MAX_RUNS], *gy[PLOT_MAX_RUNS];
+        size_t gn[PLOT_MAX_RUNS];
+        int m = 0;
+        for (int i = 0; i < n_files; i++) {
+            if (group_of[i] == g) {
+                gx[m] = xs[i];
+                gy[m] = ys[i];
+                gn[m++] = ns[i];
+            }
+        }
+        char what[256];
+        snprintf(what, sizeof what, "group '%s' (%s against %s)",
+                 label[first_of[g]], y, x);
+        rc = render_band_compute(gx, gy, gn, m, kind, what, &bands[g]);
+        snprintf(names[g], sizeof names[g], "%s (%d run%s)",
+                 label[first_of[g]], m, m == 1 ? "" : "s");
+        series[g].name = names[g];
+        series[g].x = bands[g].x;
+        series[g].y = bands[g].mean;
+        series[g].n = bands[g].n;
+        series[g].lo = bands[g].lo;
+        series[g].hi = bands[g].hi;
+        if (rc == 0 && print) {
+            if (g == 0) {
+                printf("group,runs,%s,mean,std,min,max,lo,hi\n", x);
+            }
+            for (size_t k = 0; k < bands[g].n; k++) {
+                printf("%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+                       label[first_of[g]], m, bands[g].x[k], bands[g].mean[k],
+                       bands[g].std[k], bands[g].min[k], bands[g].max[k],
+                       bands[g].lo[k], bands[g].hi[k]);
+            }
+        }
+    }
+    struct render_image img;
+    memset(&img, 0, sizeof img);
+    if (rc == 0) {
+        struct render_plot_options o = *po;
+        char title[256];
+        if (o.title == NULL) {
+            snprintf(title, sizeof title, "%s: mean over runs, band %s", y,
+                     kind == RENDER_BAND_STD ? "+-1 std" : "min-max");
+            o.title = title;
+        }
+        o.x_label = x;
+        rc = render_plot(&img, &o, series, n_groups);
+        if (rc == 0) {
+            rc = render_png_write(common->out, &img, common->force);
+        }
+        render_image_free(&img);
+    }
+    for (int g = 0; g < n_groups; g++) {
+        render_band_free(&bands[g]);
+    }
+    for (int i = 0; i < loaded; i++) {
+        free(xs[i]);
+        free(ys[i]);
+    }
+    if (rc < 0) {
+        return cli_fail(cmd);
+    }
+    if (!print) {
+        printf("wrote %s (%d group%s, %d run%s)\n", common->out, n_groups,
+               n_groups == 1 ? "" : "s", n_files, n_files == 1 ? "" : "s");
+    } else {
+        fprintf(stderr, "wrote %s\n", common->out);
+    }
+    return CLI_EXIT_OK;
+}
+
 static int run_plot(const struct cli_command *cmd, int argc, char **argv)
 {
-    const char *x = NULL, *y = NULL, *title = NULL;
-    int width = 800, height = 480;
+    const char *x = NULL, *y = NULL, *title = NULL, *groups = NULL,
+               *band = NULL;
+    int width = 800, height = 480, print = 0;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING_REQUIRED("x", "COL", "column for the x axis", &x),
         CLI_STRING_REQUIRED("y", "COL[,COL...]",
-                            "columns to plot against x, up to 8", &y),
+                            "columns to plot against x, up to 8 (one when "
+                            "several files are given)",
+                            &y),
         CLI_STRING("title", "TEXT", NULL, "title (default: the file name)",
                    &title),
         CLI_INT("width", "PX", "800", "image width", &width),
         CLI_INT("height", "PX", "480", "image height", &height),
+        CLI_STRING("group", "LABEL[,LABEL...]", NULL,
+                   "runs mode: one label per file; files with the same "
+                   "label are one group, drawn as its mean and a band "
+                   "(default: the file's folder name without a trailing "
+                   "_seedN, e.g. runs/ocn_seed3/metrics.csv -> ocn)",
+                   &groups),
+        CLI_STRING("band", "minmax|std", NULL,
+                   "runs mode: the band around each group's mean: min to "
+                   "max over its runs, or mean -+ one standard deviation "
+                   "(population) (default minmax)",
+                   &band),
+        CLI_FLAG("print", "runs mode: also print each group's curve as CSV "
+                          "(group, runs, x, mean, std, min, max, lo, hi)",
+                 &print),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts, CLI_COMMON_OUT_REQUIRED | CLI_COMMON_FORCE,
-                       1, 1, argc, argv, &common, &first);
+                       1, PLOT_MAX_RUNS, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
     if (width < 160 || height < 120 || width > 8192 || height > 8192) {
         return cli_usage_error(cmd, "--width/--height must be 160..8192 and "
                                "120..8192 (got %dx%d)", width, height);
+    }
+    struct render_plot_options po = render_plot_defaults();
+    po.width = width;
+    po.height = height;
+    po.title = title;
+    int n_files = argc - first;
+    if (n_files > 1 || groups != NULL || band != NULL || print) {
+        if (strchr(y, ',') != NULL) {
+            return cli_usage_error(cmd, "--y names one column when runs are "
+                                   "averaged (got '%s'); one plot per "
+                                   "column",
+                                   y);
+        }
+        if (!common.force && gr_path_exists(common.out)) {
+            gr_error(GR_EEXIST, "%s exists (use --force to overwrite)",
+                     common.out);
+            return cli_fail(cmd);
+        }
+        return plot_runs(cmd, argv + first, n_files, x, y, groups,
+                         band != NULL ? band : "minmax", print, &po, &common);
     }
     char ybuf[1024];
     if (strlen(y) >= sizeof ybuf) {
@@ -104,10 +338,6 @@ static int run_plot(const struct cli_command *cmd, int argc, char **argv)
     if (render_csv_read(argv[first], &csv) < 0) {
         return cli_fail(cmd);
     }
-    struct render_plot_options po = render_plot_defaults();
-    po.width = width;
-    po.height = height;
-    po.title = title;
     struct render_image img;
     rc = render_plot_csv(&csv, x, (const char *const *)ys, n_y, &po, &img);
     render_csv_free(&csv);
@@ -125,14 +355,24 @@ static int run_plot(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_plot = {
     "plot",
-    "Line plot of CSV columns (learning curves) as a PNG.",
-    "FILE.csv",
+    "Line plot of CSV columns (learning curves) as a PNG; several runs as "
+    "mean and band.",
+    "FILE.csv [FILE.csv ...]",
     "The first line of the CSV names the columns. Empty cells are gaps in "
     "the line; any other cell that is not a number is an error naming its "
     "line.\n\n"
-    "Example:\n"
+    "Several files (runs mode, also with --group, --band or --print): one "
+    "--y column; the files are grouped (--group, or by folder name without "
+    "_seedN) and each group is drawn as the mean over its runs with a "
+    "shaded band (min-max, or -+1 std). The runs of a group are read on a "
+    "common x grid: the union of their x values inside the range every run "
+    "covers, each run interpolated linearly between its own points (exact "
+    "where runs share x values, as updates do).\n\n"
+    "Examples:\n"
     "  grove plot runs/s1/metrics.csv --x update --y nll,train_nll --out "
-    "nll.png",
+    "nll.png\n"
+    "  grove plot runs/dca/ocn_seed*/metrics.csv runs/dca/flat_seed*/"
+    "metrics.csv --x global_step --y eval_return --band std --out dca.png",
     run_plot,
 };
 

@@ -38,5 +38,6 @@ extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_bench_ocn;
 extern const struct cli_command cmd_bench_nlp;
 extern const struct cli_command cmd_bench_om;
+extern const struct cli_command cmd_bench_ppo;
 
 #endif

@@ -99,10 +99,42 @@ int cli_argmax_f(const float *p, int n)
     return best;
 }
 
+int cli_tasks_s1s2(const struct craft_task *tasks, int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < tasks[i].n; j++) {
+            if (craft_subtask_letter(&tasks[i].sub[j]) == 0) {
+                return 0;
+            }
+        }
+    }
+    return n > 0;
+}
+
+int cli_default_n_each(const struct craft_task *tasks, int n)
+{
+    return cli_tasks_s1s2(tasks, n) ? CLI_S1S2_N_EACH : 1;
+}
+
+int cli_check_file_world(const struct cli_command *cmd, const char *file,
+                         const struct craft_config *have, int n_each,
+                         const char *asked_by)
+{
+    if (n_each == CLI_N_EACH_UNSET || have->n_each == n_each) {
+        return 0;
+    }
+    fprintf(stderr,
+            "grove %s: %s is of the world n_each %d, not the n_each %d that "
+            "%s asks for (give a file of that world, or leave the world to "
+            "the file)\n",
+            cmd->name, file, have->n_each, n_each, asked_by);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_world_n_each(const struct cli_command *cmd, int n_each,
                      struct craft_config *c)
 {
-    if (n_each == -1) {
+    if (n_each == CLI_N_EACH_UNSET) {
         return 0;
     }
     c->n_each = n_each;

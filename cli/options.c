@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/files.h"
 
 #define MAX_OPTIONS 96
 
@@ -56,6 +57,15 @@ int cli_fail(const struct cli_command *cmd)
 {
     fprintf(stderr, "grove %s: %s\n", cmd->name, gr_last_error());
     return CLI_EXIT_FAIL;
+}
+
+int cli_need_path(const struct cli_command *cmd, const char *flag,
+                  const char *path)
+{
+    if (path == NULL || gr_path_exists(path)) {
+        return CLI_CONTINUE;
+    }
+    return cli_usage_error(cmd, "%s %s: it does not exist", flag, path);
 }
 
 int cli_split_list(char *text, char **items, int cap)
@@ -258,6 +268,33 @@ void cli_print_help(const struct cli_command *cmd,
     }
 }
 
+/* Flags that were renamed (issue 21: one name across commands): an old
+ * name is refused with its new one, where the command takes the new one. */
+static const char *const renamed[][2] = {
+    {"no-torch", "no-baseline"},
+};
+
+static const char *renamed_to(const char *arg, const struct cli_option *table,
+                              int n)
+{
+    if (strncmp(arg, "--", 2) != 0) {
+        return NULL;
+    }
+    size_t len = strcspn(arg + 2, "=");
+    for (size_t r = 0; r < sizeof renamed / sizeof renamed[0]; r++) {
+        if (strlen(renamed[r][0]) != len ||
+            strncmp(arg + 2, renamed[r][0], len) != 0) {
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            if (strcmp(table[i].name, renamed[r][1]) == 0) {
+                return renamed[r][1];
+            }
+        }
+    }
+    return NULL;
+}
+
 int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
               unsigned common_mask, int min_pos, int max_pos, int argc,
               char **argv, struct cli_common *common, int *first_pos)
@@ -342,6 +379,10 @@ int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
             const char *bad = argv[optind - 1];
             if (optopt != 0 && optopt < 1000) {
                 return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+            }
+            const char *now = renamed_to(bad, table, n);
+            if (now != NULL) {
+                return cli_usage_error(cmd, "'%s' is now '--%s'", bad, now);
             }
             return cli_usage_error(cmd, "unknown option '%s'", bad);
         }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +16,84 @@ int gr_path_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+/* Length of the well-formed UTF-8 sequence at s[0, n), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80; /* no overlong form */
+        hi = c == 0xed ? 0x9f : 0xbf; /* no surrogate */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf; /* at most U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < len; i++) {
+        if (s[i] < 0x80 || s[i] > 0xbf) {
+            return 0;
+        }
+    }
+    return len;
+}
+
+int gr_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (k == 0) {
+            return 0;
+        }
+        i += k;
+    }
+    return 1;
+}
+
+const char *gr_escape_bytes(const char *s, char *out, size_t cap)
+{
+    size_t n = strlen(s), o = 0;
+    int escape = !gr_utf8_valid(s, n);
+    const unsigned char *p = (const unsigned char *)s;
+    if (cap == 0) {
+        return out;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(p + i, n - i);
+        char piece[8];
+        size_t m;
+        if (k == 0) {
+            m = (size_t)snprintf(piece, sizeof piece, "\\x%02x", p[i]);
+            k = 1;
+        } else if (escape && p[i] == '\\') {
+            memcpy(piece, "\\\\", 2);
+            m = 2;
+        } else {
+            memcpy(piece, p + i, k);
+            m = k;
+        }
+        if (o + m >= cap) {
+            break;
+        }
+        memcpy(out + o, piece, m);
+        o += m;
+        i += k;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 int gr_path_join(char *out, size_t cap, const char *dir, const char *name)

@@ -66,6 +66,21 @@ int gr_read_file(const char *path, size_t max_bytes, char **data,
 int gr_run_dir_create(const char *dir, int force, int argc,
                       char *const argv[], const char *config_text);
 
+/* Paths are bytes (POSIX): one may hold bytes that are not UTF-8 (a
+ * Latin-1 file name, 0xff). A MessagePack file keeps such a string as
+ * `bin`, which a Python msgpack reader returns as bytes, not as `str`
+ * (whose unpacking would fail); a message shows it escaped. */
+
+/* 1 if s[0, n) is well-formed UTF-8 (no overlong forms, no surrogates,
+ * at most U+10FFFF), else 0. */
+int gr_utf8_valid(const char *s, size_t n);
+
+/* Copies the NUL-terminated `s` into out[cap] (always NUL-terminated,
+ * truncated to fit), each byte of an ill-formed UTF-8 sequence as "\xNN"
+ * (and a backslash as "\\" when anything was escaped): printable as is
+ * on a UTF-8 terminal. Returns out. */
+const char *gr_escape_bytes(const char *s, char *out, size_t cap);
+
 /* Joins `dir` and `name` into out[cap]; GR_EINVAL if it does not fit. */
 int gr_path_join(char *out, size_t cap, const char *dir, const char *name);
 

@@ -198,6 +198,18 @@ struct gr_backend {
                       float *gz, float *gc_prev,
                       float *scratch /* [b, 2n] */, int64_t b, int64_t hdim,
                       int64_t chunk);
+    /* The element-wise linear recurrence of Faster FastTrees (kernels/
+     * fasttrees.h, gr_linear_scan) over t steps of n lanes, arrays [t, n]:
+     * c[s] = a[s]⊙c[s-1] + b[s], c[-1] = c0 (NULL: zeros). bwd overwrites
+     * d[s] = gc[s] + a[s+1]⊙d[s+1] (d [t, n]; gc NULL: zero) and
+     * accumulates ga[s] += d[s]⊙c[s-1], gb += d, gc0 += a[0]⊙d[0] (each
+     * may be NULL). CPU: sequential over t, vectorised over n (scan_cpu.c);
+     * CUDA: a parallel prefix scan over t (scan_cuda.cu). */
+    int (*scan_fwd)(void *st, const float *a, const float *b,
+                    const float *c0, float *c, int64_t t, int64_t n);
+    int (*scan_bwd)(void *st, const float *a, const float *c,
+                    const float *c0, const float *gc, float *d, float *ga,
+                    float *gb, float *gc0, int64_t t, int64_t n);
 
     /* optimizers, element-wise over n */
     int (*sgd_step)(void *st, float *p, const float *g, float *buf, int64_t n,

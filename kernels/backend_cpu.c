@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "kernels/backend.h"
+#include "kernels/scan.h"
 #include "kernels/rng.h"
 
 void gr_cpu_set_threads(int n);
@@ -1387,6 +1388,8 @@ static const struct gr_backend cpu_backend = {
     .lstm_bwd = cpu_lstm_bwd,
     .onlstm_fwd = cpu_onlstm_fwd,
     .onlstm_bwd = cpu_onlstm_bwd,
+    .scan_fwd = gr_cpu_scan_fwd,
+    .scan_bwd = gr_cpu_scan_bwd,
     .sgd_step = cpu_sgd_step,
     .adam_step = cpu_adam_step,
     .asgd_step = cpu_asgd_step,

@@ -23,6 +23,7 @@ extern "C" {
 }
 #include "kernels/backend.h"
 #include "kernels/rng.h"
+#include "kernels/scan.h"
 
 namespace {
 
@@ -32,7 +33,12 @@ struct cuda_state {
     double *d_scratch;  /* one double for sumsq */
     float *d_dense;     /* the sparse backward's densified rows */
     size_t d_dense_cap; /* floats */
+    int gemm_mode;      /* GEMM_AUTO, GEMM_CUBLAS or GEMM_SKINNY */
 };
+
+/* Which products go to grove's skinny kernels instead of cuBLAS
+ * (GROVE_CUDA_GEMM=auto|cublas|skinny; see cu_gemm). */
+enum { GEMM_AUTO, GEMM_CUBLAS, GEMM_SKINNY };
 
 const int kBlock = 256;
 
@@ -207,14 +213,16 @@ int cu_d2d(void *st, void *dst, const void *src, size_t n)
     if (!n || dst == src) {
         return 0;
     }
-    return check_rt(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice),
+    /* async on the default stream: ordered with the kernels, and no
+     * blocking runtime call per step of a recurrent layer */
+    return check_rt(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, 0),
                     "copy on the GPU");
 }
 
 int cu_zero(void *st, void *dst, size_t n)
 {
     (void)st;
-    return n ? check_rt(cudaMemset(dst, 0, n), "memset") : 0;
+    return n ? check_rt(cudaMemsetAsync(dst, 0, n, 0), "memset") : 0;
 }
 
 int cu_sync(void *st)
@@ -247,11 +255,205 @@ int cu_scale(void *st, float *x, int64_t n, float s)
 
 /* ---- matrix products (row-major via C^T = B^T A^T) ---- */
 
+/* Skinny products: C [m, n] = alpha · op(A) [m, k] · op(B) [k, n] + beta · C
+ * with few rows (m <= kSkinnyMaxRows), the per-step h U^T and dG U of a
+ * recurrent layer at the agents' sizes (m = batch 16, n and k 128..512).
+ * cuBLAS's kernels for that shape leave most of the chip idle (25 and 52 us
+ * per product on an H200, as PyTorch's). These keep a row group's 16 rows
+ * of C in registers, stage A in shared memory a chunk of k at a time, read
+ * each element of B once per row group with several loads in flight, and
+ * reduce in a fixed order (deterministic, like every grove kernel).
+ *   k_gemm_skinny_dot  (B transposed: rows of B contiguous along k): one
+ *                      warp per output column, lanes stride over k, then
+ *                      a butterfly sum per row.
+ *   k_gemm_skinny_axpy (B as stored: rows of B contiguous along n): one
+ *                      lane per column, the block's warps split k, then a
+ *                      sum over the warps in shared memory. */
+const int kSkinnyRows = 16;    /* rows of C per row group (registers) */
+const int kSkinnyMaxRows = 32; /* auto: m above this goes to cuBLAS */
+const int kSkinnyWarps = 16;   /* warps per block (512 threads) */
+const int kSkinnyChunk = 128;  /* k per shared-memory chunk of A */
+static_assert(kSkinnyWarps * 32 == kSkinnyRows * 32 &&
+                  kSkinnyChunk % kSkinnyWarps == 0 && kSkinnyChunk % 32 == 0,
+              "the axpy kernel's final sum gives each thread one output");
+
+__device__ __forceinline__ float a_at(const float *a, int lda, int ta, int i,
+                                      int k)
+{
+    return ta ? a[(int64_t)k * lda + i] : a[(int64_t)i * lda + k];
+}
+
+/* sa[r][kk] = op(A)[m0 + r][c0 + kk], zero outside the matrix; consecutive
+ * threads read consecutive addresses in either layout. */
+__device__ void skinny_load_a(float (*sa)[kSkinnyChunk], const float *a,
+                              int lda, int ta, int m0, int rows, int c0,
+                              int len)
+{
+    for (int e = threadIdx.x; e < kSkinnyRows * kSkinnyChunk;
+         e += blockDim.x) {
+        int r = ta ? e % kSkinnyRows : e / kSkinnyChunk;
+        int kk = ta ? e / kSkinnyRows : e % kSkinnyChunk;
+        sa[r][kk] = r < rows && kk < len ? a_at(a, lda, ta, m0 + r, c0 + kk)
+                                         : 0.0f;
+    }
+}
+
+__global__ void __launch_bounds__(kSkinnyWarps * 32)
+    k_gemm_skinny_dot(int ta, int m, int n, int k, float alpha,
+                      const float *a, int lda, int64_t sa_, const float *b,
+                      int ldb, int64_t sb, float beta, float *c, int ldc,
+                      int64_t sc)
+{
+    __shared__ float sa[kSkinnyRows][kSkinnyChunk];
+    const int lane = threadIdx.x & 31;
+    const int j = blockIdx.x * kSkinnyWarps + (threadIdx.x >> 5);
+    const int m0 = blockIdx.y * kSkinnyRows;
+    a += blockIdx.z * sa_;
+    b += blockIdx.z * sb;
+    c += blockIdx.z * sc;
+    const int rows = min(kSkinnyRows, m - m0);
+    const bool live = j < n; /* the same across a warp */
+    const float *bj = b + (int64_t)(live ? j : 0) * ldb;
+    float acc[kSkinnyRows];
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        acc[r] = 0.0f;
+    }
+    for (int c0 = 0; c0 < k; c0 += kSkinnyChunk) {
+        const int len = min(kSkinnyChunk, k - c0);
+        skinny_load_a(sa, a, lda, ta, m0, rows, c0, len);
+        __syncthreads();
+        if (live) {
+            float bv[kSkinnyChunk / 32];
+#pragma unroll
+            for (int i = 0; i < kSkinnyChunk / 32; i++) {
+                const int kk = lane + 32 * i;
+                bv[i] = kk < len ? bj[c0 + kk] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < kSkinnyChunk / 32; i++) {
+#pragma unroll
+                for (int r = 0; r < kSkinnyRows; r++) {
+                    acc[r] += sa[r][lane + 32 * i] * bv[i];
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (!live) {
+        return;
+    }
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+        }
+    }
+    /* every lane now holds every row's sum: lane r writes row r */
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        if (lane == r && r < rows) {
+            float *cij = c + (int64_t)(m0 + r) * ldc + j;
+            *cij = alpha * acc[r] + (beta == 0.0f ? 0.0f : beta * *cij);
+        }
+    }
+}
+
+__global__ void __launch_bounds__(kSkinnyWarps * 32)
+    k_gemm_skinny_axpy(int ta, int m, int n, int k, float alpha,
+                       const float *a, int lda, int64_t sa_, const float *b,
+                       int ldb, int64_t sb, float beta, float *c, int ldc,
+                       int64_t sc)
+{
+    __shared__ float sa[kSkinnyRows][kSkinnyChunk];
+    __shared__ float part[kSkinnyWarps][kSkinnyRows][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int j = blockIdx.x * 32 + lane;
+    const int m0 = blockIdx.y * kSkinnyRows;
+    a += blockIdx.z * sa_;
+    b += blockIdx.z * sb;
+    c += blockIdx.z * sc;
+    const int rows = min(kSkinnyRows, m - m0);
+    const int per = kSkinnyChunk / kSkinnyWarps; /* k per warp per chunk */
+    float acc[kSkinnyRows];
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        acc[r] = 0.0f;
+    }
+    for (int c0 = 0; c0 < k; c0 += kSkinnyChunk) {
+        const int len = min(kSkinnyChunk, k - c0);
+        skinny_load_a(sa, a, lda, ta, m0, rows, c0, len);
+        __syncthreads();
+        if (j < n) {
+            float bv[per];
+#pragma unroll
+            for (int i = 0; i < per; i++) {
+                const int kk = warp + kSkinnyWarps * i;
+                bv[i] = kk < len ? b[(int64_t)(c0 + kk) * ldb + j] : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < per; i++) {
+                const int kk = warp + kSkinnyWarps * i;
+#pragma unroll
+                for (int r = 0; r < kSkinnyRows; r++) {
+                    acc[r] += sa[r][kk] * bv[i];
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < kSkinnyRows; r++) {
+        part[warp][r][lane] = acc[r];
+    }
+    __syncthreads();
+    /* 512 threads, 16 x 32 outputs: one each, warps summed in order */
+    const int r = threadIdx.x / 32, col = threadIdx.x % 32;
+    const int jj = blockIdx.x * 32 + col;
+    if (r < rows && jj < n) {
+        float s = 0.0f;
+        for (int w = 0; w < kSkinnyWarps; w++) {
+            s += part[w][r][col];
+        }
+        float *cij = c + (int64_t)(m0 + r) * ldc + jj;
+        *cij = alpha * s + (beta == 0.0f ? 0.0f : beta * *cij);
+    }
+}
+
+bool skinny_wanted(const cuda_state *s, int m, int n, int k, int batch)
+{
+    if (s->gemm_mode == GEMM_CUBLAS || m < 1 || n < 1 || k < 1 ||
+        batch > 65535) {
+        return false;
+    }
+    if (s->gemm_mode == GEMM_SKINNY) {
+        return m <= 4 * kSkinnyRows;
+    }
+    /* auto: few rows, and a B small enough that reading it once per row
+     * group is cheap (the agents' recurrent sizes; the PTB LM's
+     * 20 x 4600 x 1150 stays with cuBLAS, which matched cuDNN there) */
+    return m <= kSkinnyMaxRows && (int64_t)n * k <= ((int64_t)1 << 20);
+}
+
 int cu_gemm(void *st, int ta, int tb, int m, int n, int k, float alpha,
             const float *a, int lda, int64_t sa, const float *b, int ldb,
             int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch)
 {
     cuda_state *s = (cuda_state *)st;
+    if (skinny_wanted(s, m, n, k, batch)) {
+        const int groups = (m + kSkinnyRows - 1) / kSkinnyRows;
+        if (tb) {
+            dim3 grid((n + kSkinnyWarps - 1) / kSkinnyWarps, groups, batch);
+            k_gemm_skinny_dot<<<grid, kSkinnyWarps * 32>>>(
+                ta, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc);
+            return check_launch("k_gemm_skinny_dot");
+        }
+        dim3 grid((n + 31) / 32, groups, batch);
+        k_gemm_skinny_axpy<<<grid, kSkinnyWarps * 32>>>(
+            ta, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc);
+        return check_launch("k_gemm_skinny_axpy");
+    }
     cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t r;
@@ -1674,6 +1876,8 @@ gr_backend make_table()
     t.lstm_bwd = cu_lstm_bwd;
     t.onlstm_fwd = cu_onlstm_fwd;
     t.onlstm_bwd = cu_onlstm_bwd;
+    t.scan_fwd = gr_cu_scan_fwd;
+    t.scan_bwd = gr_cu_scan_bwd;
     t.sgd_step = cu_sgd;
     t.adam_step = cu_adam;
     t.asgd_step = cu_asgd;
@@ -1699,6 +1903,18 @@ extern "C" int gr_cuda_state_new(void **out, int device)
         return gr_error(GR_ENOMEM, "out of memory");
     }
     s->device = device;
+    const char *mode = getenv("GROVE_CUDA_GEMM");
+    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
+        s->gemm_mode = GEMM_AUTO;
+    } else if (strcmp(mode, "cublas") == 0) {
+        s->gemm_mode = GEMM_CUBLAS;
+    } else if (strcmp(mode, "skinny") == 0) {
+        s->gemm_mode = GEMM_SKINNY;
+    } else {
+        free(s);
+        return gr_error(GR_EINVAL, "GROVE_CUDA_GEMM=%s: expected auto, "
+                        "cublas or skinny", mode);
+    }
     int rc = check_rt(cudaSetDevice(device), "selecting the GPU");
     if (rc == 0) {
         cublasStatus_t b = cublasCreate(&s->blas);

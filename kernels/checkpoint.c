@@ -52,9 +52,17 @@ static int host_is_little_endian(void)
     return *(const uint8_t *)&one == 1;
 }
 
+/* A string that is not UTF-8 (a path with other bytes) goes as bin, so
+ * that msgpack readers return it as bytes instead of failing to decode
+ * it (core/files.h). */
 static void pack_str(msgpack_packer *pk, const char *s)
 {
     size_t n = strlen(s);
+    if (!gr_utf8_valid(s, n)) {
+        msgpack_pack_bin(pk, n);
+        msgpack_pack_bin_body(pk, s, n);
+        return;
+    }
     msgpack_pack_str(pk, n);
     msgpack_pack_str_body(pk, s, n);
 }
@@ -209,7 +217,8 @@ static int rd_uint(struct cur *c, uint64_t *out)
     return 0;
 }
 
-/* str or bin: pointer into the buffer and length. */
+/* str (want_bin 0), bin (1) or either (2, the config: bin when its bytes
+ * are not UTF-8): pointer into the buffer and length. */
 static int rd_raw(struct cur *c, int want_bin, const uint8_t **p, size_t *len)
 {
     if (need(c, 1) < 0) {
@@ -219,17 +228,20 @@ static int rd_raw(struct cur *c, int want_bin, const uint8_t **p, size_t *len)
     uint8_t t = c->b[c->pos++];
     int k = -1;
     uint64_t l = 0;
-    if (!want_bin && t >= 0xa0 && t <= 0xbf) {
+    if (want_bin != 1 && t >= 0xa0 && t <= 0xbf) {
         l = t & 0x1f;
         k = 0;
-    } else if (!want_bin && t >= 0xd9 && t <= 0xdb) {
+    } else if (want_bin != 1 && t >= 0xd9 && t <= 0xdb) {
         k = 1 << (t - 0xd9);
-    } else if (want_bin && t >= 0xc4 && t <= 0xc6) {
+    } else if (want_bin != 0 && t >= 0xc4 && t <= 0xc6) {
         k = 1 << (t - 0xc4);
     }
     if (k < 0) {
         return cur_fail(c, GR_EFORMAT, "byte %zu: expected %s, found type "
-                        "0x%02x", at, want_bin ? "binary data" : "a string",
+                        "0x%02x", at,
+                        want_bin == 1   ? "binary data"
+                        : want_bin == 2 ? "a string or binary data"
+                                        : "a string",
                         t);
     }
     if (k > 0) {
@@ -536,7 +548,7 @@ static int parse_file(const char *path, const uint8_t *buf, size_t n,
         } else if (strcmp(key, "config") == 0) {
             const uint8_t *p;
             size_t len;
-            rc = rd_raw(&c, 0, &p, &len);
+            rc = rd_raw(&c, 2, &p, &len);
             if (rc == 0) {
                 free(out->config);
                 out->config = malloc(len + 1);

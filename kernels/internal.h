@@ -122,13 +122,29 @@ struct gr_node *gr_tape_push(struct gr_ctx *ctx, const char *op,
  * (cell GR_RNN_LSTM) and gr_onlstm_forward (GR_RNN_ONLSTM, chunk): one tape
  * node for the window. Arguments already checked by the layer (x [T, B,
  * IN], u [gates, H], h0/c0 [B, H] or NULL); fills *out like the layers. */
-enum { GR_RNN_LSTM = 0, GR_RNN_ONLSTM = 1 };
+enum { GR_RNN_LSTM = 0, GR_RNN_ONLSTM = 1,
+       /* FastTrees (fasttrees.md §2): the ON-LSTM cell, but u [4H, H] and
+        * b_hh [4H] add to the ordinary gates only (columns 2n..); the
+        * master gates come from x alone. */
+       GR_RNN_FT = 2 };
 struct gr_rnn_out;
 int gr_rnn_seq(struct gr_ctx *ctx, int cell, int chunk, struct gr_tensor *x,
                struct gr_tensor *w_ih, struct gr_tensor *b_ih,
                struct gr_tensor *u, struct gr_tensor *b_hh,
                struct gr_tensor *h0, struct gr_tensor *c0,
                struct gr_rnn_out *out);
+
+/* Shared by the layer files (layers.c, fasttrees.c): "<prefix>.<part>"
+ * parameters, U(-bound, bound) init from the parameter's name, and the
+ * argument check of a recurrent window (x [T, B, in], h0/c0 [B, hidden],
+ * w_hh [rows, hidden], each optional but x). */
+struct gr_tensor *gr_layer_param(struct gr_ctx *ctx, const char *prefix,
+                                 const char *part, struct gr_shape s);
+int gr_layer_init_u(struct gr_tensor *t, float bound, struct gr_rng rng);
+int gr_rnn_check_seq(struct gr_ctx *ctx, const char *what,
+                     struct gr_tensor *x, int in, int hidden,
+                     struct gr_tensor *h0, struct gr_tensor *c0,
+                     struct gr_tensor *w_hh, int64_t rows);
 
 int gr_shape_equal(const struct gr_tensor *a, const struct gr_tensor *b);
 void gr_tensor_shape_str(const struct gr_tensor *t, char *out, size_t cap);

@@ -18,8 +18,8 @@ int gr_init_uniform(struct gr_tensor *t, float lo, float hi,
                                   gr_rng_make(rng.seed, rng.stream ^ h));
 }
 
-static struct gr_tensor *new_param(struct gr_ctx *ctx, const char *prefix,
-                                   const char *part, struct gr_shape s)
+struct gr_tensor *gr_layer_param(struct gr_ctx *ctx, const char *prefix,
+                                 const char *part, struct gr_shape s)
 {
     char name[300];
     if (snprintf(name, sizeof name, "%s.%s", prefix, part) >=
@@ -30,7 +30,7 @@ static struct gr_tensor *new_param(struct gr_ctx *ctx, const char *prefix,
     return gr_param_new(ctx, name, s);
 }
 
-static int init_u(struct gr_tensor *t, float bound, struct gr_rng rng)
+int gr_layer_init_u(struct gr_tensor *t, float bound, struct gr_rng rng)
 {
     return gr_init_uniform(t, -bound, bound, rng);
 }
@@ -49,13 +49,13 @@ int gr_linear_init(struct gr_linear_layer *l, struct gr_ctx *ctx,
     l->in = in;
     l->out = out;
     float bound = 1.0f / sqrtf((float)in);
-    l->weight = new_param(ctx, prefix, "weight", gr_shape2(out, in));
-    if (!l->weight || init_u(l->weight, bound, rng) < 0) {
+    l->weight = gr_layer_param(ctx, prefix, "weight", gr_shape2(out, in));
+    if (!l->weight || gr_layer_init_u(l->weight, bound, rng) < 0) {
         return gr_error_wrap(GR_EINVAL, "linear '%s'", prefix);
     }
     if (with_bias) {
-        l->bias = new_param(ctx, prefix, "bias", gr_shape1(out));
-        if (!l->bias || init_u(l->bias, bound, rng) < 0) {
+        l->bias = gr_layer_param(ctx, prefix, "bias", gr_shape1(out));
+        if (!l->bias || gr_layer_init_u(l->bias, bound, rng) < 0) {
             return gr_error_wrap(GR_EINVAL, "linear '%s'", prefix);
         }
     }
@@ -124,7 +124,7 @@ struct gr_tensor *gr_mlp_forward(struct gr_ctx *ctx, const struct gr_mlp *m,
 
 /* ---- recurrent layers ---- */
 
-static int check_seq(struct gr_ctx *ctx, const char *what,
+int gr_rnn_check_seq(struct gr_ctx *ctx, const char *what,
                      struct gr_tensor *x, int in, int hidden,
                      struct gr_tensor *h0, struct gr_tensor *c0,
                      struct gr_tensor *w_hh, int64_t rows)
@@ -171,15 +171,18 @@ int gr_lstm_init(struct gr_lstm *l, struct gr_ctx *ctx, const char *prefix,
     l->hidden = hidden;
     float bound = 1.0f / sqrtf((float)hidden);
     int64_t g = 4 * (int64_t)hidden;
-    l->w_ih = new_param(ctx, prefix, "weight_ih", gr_shape2(g, in));
-    l->w_hh = l->w_ih ? new_param(ctx, prefix, "weight_hh",
+    l->w_ih = gr_layer_param(ctx, prefix, "weight_ih", gr_shape2(g, in));
+    l->w_hh = l->w_ih ? gr_layer_param(ctx, prefix, "weight_hh",
                                   gr_shape2(g, hidden))
                       : NULL;
-    l->b_ih = l->w_hh ? new_param(ctx, prefix, "bias_ih", gr_shape1(g)) : NULL;
-    l->b_hh = l->b_ih ? new_param(ctx, prefix, "bias_hh", gr_shape1(g)) : NULL;
-    if (!l->b_hh || init_u(l->w_ih, bound, rng) < 0 ||
-        init_u(l->w_hh, bound, rng) < 0 || init_u(l->b_ih, bound, rng) < 0 ||
-        init_u(l->b_hh, bound, rng) < 0) {
+    l->b_ih = l->w_hh ? gr_layer_param(ctx, prefix, "bias_ih", gr_shape1(g))
+                      : NULL;
+    l->b_hh = l->b_ih ? gr_layer_param(ctx, prefix, "bias_hh", gr_shape1(g))
+                      : NULL;
+    if (!l->b_hh || gr_layer_init_u(l->w_ih, bound, rng) < 0 ||
+        gr_layer_init_u(l->w_hh, bound, rng) < 0 ||
+        gr_layer_init_u(l->b_ih, bound, rng) < 0 ||
+        gr_layer_init_u(l->b_hh, bound, rng) < 0) {
         return gr_error_wrap(GR_EINVAL, "lstm '%s'", prefix);
     }
     return 0;
@@ -191,8 +194,8 @@ int gr_lstm_forward(struct gr_ctx *ctx, const struct gr_lstm *l,
                     struct gr_rnn_out *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = check_seq(ctx, "gr_lstm_forward", x, l->in, l->hidden, h0, c0,
-                       w_hh, 4 * (int64_t)l->hidden);
+    int rc = gr_rnn_check_seq(ctx, "gr_lstm_forward", x, l->in, l->hidden,
+                              h0, c0, w_hh, 4 * (int64_t)l->hidden);
     if (rc < 0) {
         return rc;
     }
@@ -218,18 +221,19 @@ int gr_onlstm_init(struct gr_onlstm *l, struct gr_ctx *ctx,
     l->chunk = chunk;
     l->n_chunks = hidden / chunk;
     int64_t g = 2 * (int64_t)l->n_chunks + 4 * (int64_t)hidden;
-    l->w_ih = new_param(ctx, prefix, "ih.0.weight", gr_shape2(g, in));
-    l->b_ih = l->w_ih ? new_param(ctx, prefix, "ih.0.bias", gr_shape1(g))
+    l->w_ih = gr_layer_param(ctx, prefix, "ih.0.weight", gr_shape2(g, in));
+    l->b_ih = l->w_ih ? gr_layer_param(ctx, prefix, "ih.0.bias", gr_shape1(g))
                       : NULL;
-    l->w_hh = l->b_ih ? new_param(ctx, prefix, "hh.weight",
+    l->w_hh = l->b_ih ? gr_layer_param(ctx, prefix, "hh.weight",
                                   gr_shape2(g, hidden))
                       : NULL;
-    l->b_hh = l->w_hh ? new_param(ctx, prefix, "hh.bias", gr_shape1(g))
+    l->b_hh = l->w_hh ? gr_layer_param(ctx, prefix, "hh.bias", gr_shape1(g))
                       : NULL;
     float bi = 1.0f / sqrtf((float)in), bh = 1.0f / sqrtf((float)hidden);
-    if (!l->b_hh || init_u(l->w_ih, bi, rng) < 0 ||
-        init_u(l->b_ih, bi, rng) < 0 || init_u(l->w_hh, bh, rng) < 0 ||
-        init_u(l->b_hh, bh, rng) < 0) {
+    if (!l->b_hh || gr_layer_init_u(l->w_ih, bi, rng) < 0 ||
+        gr_layer_init_u(l->b_ih, bi, rng) < 0 ||
+        gr_layer_init_u(l->w_hh, bh, rng) < 0 ||
+        gr_layer_init_u(l->b_hh, bh, rng) < 0) {
         return gr_error_wrap(GR_EINVAL, "onlstm '%s'", prefix);
     }
     return 0;
@@ -241,13 +245,18 @@ int gr_onlstm_forward(struct gr_ctx *ctx, const struct gr_onlstm *l,
                       struct gr_rnn_out *out)
 {
     memset(out, 0, sizeof *out);
-    int64_t rows = 2 * (int64_t)l->n_chunks + 4 * (int64_t)l->hidden;
-    int rc = check_seq(ctx, "gr_onlstm_forward", x, l->in, l->hidden, h0, c0,
-                       w_hh, rows);
+    int64_t rows = 4 * (int64_t)l->hidden;
+    if (!l->master_from_x) {
+        rows += 2 * (int64_t)l->n_chunks;
+    }
+    int rc = gr_rnn_check_seq(ctx, l->master_from_x ? "gr_ft_forward"
+                                                     : "gr_onlstm_forward",
+                              x, l->in, l->hidden, h0, c0, w_hh, rows);
     if (rc < 0) {
         return rc;
     }
-    return gr_rnn_seq(ctx, GR_RNN_ONLSTM, l->chunk, x, l->w_ih, l->b_ih,
+    return gr_rnn_seq(ctx, l->master_from_x ? GR_RNN_FT : GR_RNN_ONLSTM,
+                      l->chunk, x, l->w_ih, l->b_ih,
                       w_hh ? w_hh : l->w_hh, l->b_hh, h0, c0, out);
 }
 

@@ -125,6 +125,9 @@ struct gr_onlstm {
     struct gr_tensor *w_hh; /* [2n+4H, H]  "<prefix>.hh.weight" */
     struct gr_tensor *b_hh; /* [2n+4H]     "<prefix>.hh.bias" */
     int in, hidden, chunk, n_chunks;
+    /* FastTrees (kernels/fasttrees.h, gr_ft_init): master gates from x
+     * only; w_hh [4H, H] and b_hh [4H] feed the ordinary gates. */
+    int master_from_x;
 };
 
 /* GR_EINVAL naming the sizes unless hidden is a positive multiple of

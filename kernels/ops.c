@@ -1533,22 +1533,31 @@ struct gr_tensor *gr_cross_entropy(struct gr_ctx *ctx,
     if (v > INT32_MAX) {
         return gr_fail(ctx, GR_EINVAL, "%s: vocabulary too large", op);
     }
-    /* Exact check of every target: read on the host (a copy on CUDA). */
-    const int32_t *tv = I(targets);
-    if (ctx->device != GR_DEVICE_CPU) {
-        int32_t *h = gr_host_scratch(ctx, (size_t)n * sizeof *h);
-        if (!h) {
-            return NULL;
+    /* Every target is the ignore index or a class. On the CPU each value is
+     * read; on a device the bounds recorded when the targets were uploaded
+     * decide it, so no index travels back to the host. */
+    if (ctx->device == GR_DEVICE_CPU) {
+        const int32_t *tv = I(targets);
+        for (int64_t i = 0; i < n; i++) {
+            if (tv[i] != ignore_index && (tv[i] < 0 || tv[i] >= v)) {
+                return gr_fail(ctx, GR_EINVAL, "%s: targets[%lld] = %d is "
+                               "outside [0, %lld) and not the ignore index "
+                               "%d", op, (long long)i, (int)tv[i],
+                               (long long)v, (int)ignore_index);
+            }
         }
-        CALL(gr_tensor_to_host(targets, h));
-        tv = h;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        if (tv[i] != ignore_index && (tv[i] < 0 || tv[i] >= v)) {
-            return gr_fail(ctx, GR_EINVAL, "%s: targets[%lld] = %d is "
-                           "outside [0, %lld) and not the ignore index %d",
-                           op, (long long)i, (int)tv[i], (long long)v,
-                           (int)ignore_index);
+    } else if (n > 0) {
+        if (targets->imax_ >= v) {
+            return gr_fail(ctx, GR_EINVAL, "%s: targets hold values up to "
+                           "%d, outside [0, %lld)", op, (int)targets->imax_,
+                           (long long)v);
+        }
+        if (targets->imin_ < 0 &&
+            (targets->ineg_many_ || targets->ineg_ != ignore_index)) {
+            return gr_fail(ctx, GR_EINVAL, "%s: targets hold negative "
+                           "values other than the ignore index %d (%d%s)",
+                           op, (int)ignore_index, (int)targets->imin_,
+                           targets->ineg_many_ ? " and others" : "");
         }
     }
     NEED(xent_fwd);

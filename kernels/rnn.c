@@ -26,10 +26,17 @@ static float *F(const struct gr_tensor *t)
     return t ? (float *)t->data : NULL;
 }
 
-/* Gate columns per row: 4H (LSTM) or 2n + 4H (ON-LSTM). */
+/* Gate columns per row: 4H (LSTM) or 2n + 4H (ON-LSTM, FastTrees). */
 static int64_t gate_width(int cell, int64_t hd, int64_t chunk)
 {
-    return cell == GR_RNN_ONLSTM ? 2 * (hd / chunk) + 4 * hd : 4 * hd;
+    return cell != GR_RNN_LSTM ? 2 * (hd / chunk) + 4 * hd : 4 * hd;
+}
+
+/* First gate column the hidden product (u, b_hh) reaches: 2n for
+ * FastTrees (its master gates see x only), 0 otherwise. */
+static int64_t hidden_offset(int cell, int64_t hd, int64_t chunk)
+{
+    return cell == GR_RNN_FT ? 2 * (hd / chunk) : 0;
 }
 
 /* Layout of the node: in = {x, w_ih, b_ih, u, b_hh, h0 (or NULL), c0 (a
@@ -50,8 +57,9 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     int64_t chunk = nd->i[4];
     int cell = (int)nd->i[5];
     int64_t w = gate_width(cell, hd, chunk);
-    int64_t bh = b * hd, bw = b * w, nc = cell == GR_RNN_ONLSTM ? hd / chunk
-                                                                  : 0;
+    int64_t bh = b * hd, bw = b * w, nc = cell != GR_RNN_LSTM ? hd / chunk
+                                                                 : 0;
+    int64_t uo = hidden_offset(cell, hd, chunk), uw = w - uo;
     const float *act = nd->aux[0], *save = nd->aux[1];
     const float *gy = y->grad ? F(y->grad) : NULL;
     const float *gcs = cs->grad ? F(cs->grad) : NULL;
@@ -89,9 +97,9 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
             CALLB(be->zero(st, dh, hbytes));
         }
         if (t + 1 < t_len) {
-            CALLB(be->gemm(st, 0, 0, (int)b, (int)hd, (int)w, 1.0f,
-                           dgt + bw, (int)w, 0, ud, (int)hd, 0, 1.0f, dh,
-                           (int)hd, 0, 1));
+            CALLB(be->gemm(st, 0, 0, (int)b, (int)hd, (int)uw, 1.0f,
+                           dgt + bw + uo, (int)w, 0, ud, (int)hd, 0, 1.0f,
+                           dh, (int)hd, 0, 1));
         }
         /* dc_{t-1} starts from ∂L/∂C_{t-1}; the cell adds dc_t · f. */
         float *gprev = gc0;
@@ -104,7 +112,7 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
             gprev = dn;
         }
         const float *cprev = t > 0 ? cd + (t - 1) * bh : F(c0);
-        if (cell == GR_RNN_ONLSTM) {
+        if (cell != GR_RNN_LSTM) {
             CALLB(be->onlstm_bwd(st, cprev, save + t * b * 4 * nc,
                                  act + t * b * 5 * hd, dh, dc, dgt, gprev,
                                  scratch, b, hd, chunk));
@@ -117,20 +125,20 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
         dn = tmp;
     }
     if (gh0) {
-        CALLB(be->gemm(st, 0, 0, (int)b, (int)hd, (int)w, 1.0f, dg, (int)w,
-                       0, ud, (int)hd, 0, 1.0f, gh0, (int)hd, 0, 1));
+        CALLB(be->gemm(st, 0, 0, (int)b, (int)hd, (int)uw, 1.0f, dg + uo,
+                       (int)w, 0, ud, (int)hd, 0, 1.0f, gh0, (int)hd, 0, 1));
     }
     if (gu) {
         /* dU += Σ_t dG_t^T h_{t-1}: h_{t-1} = y[t-1] for t >= 1, h0 at 0. */
         if (t_len > 1) {
-            CALLB(be->gemm(st, 1, 0, (int)w, (int)hd, (int)((t_len - 1) * b),
-                           1.0f, dg + bw, (int)w, 0, yd, (int)hd, 0, 1.0f, gu,
-                           (int)hd, 0, 1));
+            CALLB(be->gemm(st, 1, 0, (int)uw, (int)hd,
+                           (int)((t_len - 1) * b), 1.0f, dg + bw + uo, (int)w,
+                           0, yd, (int)hd, 0, 1.0f, gu, (int)hd, 0, 1));
         }
         if (h0) {
-            CALLB(be->gemm(st, 1, 0, (int)w, (int)hd, (int)b, 1.0f, dg,
-                           (int)w, 0, F(h0), (int)hd, 0, 1.0f, gu, (int)hd,
-                           0, 1));
+            CALLB(be->gemm(st, 1, 0, (int)uw, (int)hd, (int)b, 1.0f,
+                           dg + uo, (int)w, 0, F(h0), (int)hd, 0, 1.0f, gu,
+                           (int)hd, 0, 1));
         }
     }
     int rows = (int)(t_len * b);
@@ -142,15 +150,18 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
         CALLB(be->gemm(st, 0, 0, rows, (int)in, (int)w, 1.0f, dg, (int)w, 0,
                        F(wih), (int)in, 0, 1.0f, gx, (int)in, 0, 1));
     }
-    /* Both biases get Σ_rows dG: reduce once, add to each. */
-    if (gbi && gbh) {
+    /* Both biases get Σ_rows dG (b_hh only its columns uo..): reduce
+     * once, add to each. */
+    if ((gbi && gbh) || (gbh && uo > 0)) {
         float *db = gr_step_floats(ctx, w);
         if (!db) {
             return ctx->status;
         }
         CALLB(be->reduce(st, dg, db, 1, rows, w, 1.0f, 0));
-        CALLB(be->copy2d(st, gbi, w, db, w, 1, w, 1));
-        CALLB(be->copy2d(st, gbh, w, db, w, 1, w, 1));
+        if (gbi) {
+            CALLB(be->copy2d(st, gbi, w, db, w, 1, w, 1));
+        }
+        CALLB(be->copy2d(st, gbh, uw, db + uo, uw, 1, uw, 1));
     } else if (gbi || gbh) {
         CALLB(be->reduce(st, dg, gbi ? gbi : gbh, 1, rows, w, 1.0f, 1));
     }
@@ -164,19 +175,21 @@ int gr_rnn_seq(struct gr_ctx *ctx, int cell, int chunk, struct gr_tensor *x,
                struct gr_rnn_out *out)
 {
     const char *op = cell == GR_RNN_ONLSTM ? "gr_onlstm_forward"
+                     : cell == GR_RNN_FT   ? "gr_ft_forward"
                                            : "gr_lstm_forward";
     const struct gr_backend *be = ctx->be;
     void *st = ctx->st;
     int64_t t_len = x->shape[0], b = x->shape[1], in = x->shape[2];
     int64_t hd = u->shape[1];
-    int64_t ck = cell == GR_RNN_ONLSTM ? chunk : 1;
+    int64_t ck = cell != GR_RNN_LSTM ? chunk : 1;
     int64_t w = gate_width(cell, hd, ck), nc = hd / ck;
+    int64_t uo = hidden_offset(cell, hd, ck), uw = w - uo;
     int64_t bh = b * hd, bw = b * w;
     if (t_len * b * w > INT32_MAX || t_len * b > INT32_MAX) {
         return gr_fail_code(ctx, GR_EINVAL, "%s: T·B·gates = %lld too large",
                             op, (long long)(t_len * b * w));
     }
-    int have_cell = cell == GR_RNN_ONLSTM ? be->onlstm_fwd && be->onlstm_bwd
+    int have_cell = cell != GR_RNN_LSTM ? be->onlstm_fwd && be->onlstm_bwd
                                           : be->lstm_fwd && be->lstm_bwd;
     if (!have_cell || !be->gemm || !be->rows_set || !be->copy2d ||
         !be->reduce) {
@@ -204,19 +217,20 @@ int gr_rnn_seq(struct gr_ctx *ctx, int cell, int chunk, struct gr_tensor *x,
     float *act = cs ? gr_step_floats(ctx, keep * b * 5 * hd) : NULL;
     float *save = NULL;
     struct gr_tensor *df = NULL, *di = NULL;
-    if (act && cell == GR_RNN_ONLSTM) {
+    if (act && cell != GR_RNN_LSTM) {
         save = gr_step_floats(ctx, keep * b * 4 * nc);
         df = save ? gr_new_step(ctx, GR_F32, gr_shape2(t_len, b), 0) : NULL;
         di = df ? gr_new_step(ctx, GR_F32, gr_shape2(t_len, b), 0) : NULL;
     }
     float *bias = act ? gr_step_floats(ctx, w) : NULL;
     float *g = bias ? gr_step_floats(ctx, t_len * bw) : NULL;
-    if (!g || (cell == GR_RNN_ONLSTM && !di)) {
+    if (!g || (cell != GR_RNN_LSTM && !di)) {
         return ctx->status ? ctx->status : GR_ENOMEM;
     }
-    /* G = (b_ih + b_hh) + X W_ih^T: one product over all T·B rows. */
+    /* G = (b_ih + b_hh) + X W_ih^T: one product over all T·B rows (for
+     * FastTrees this is already every master gate of the window). */
     CALLB(be->d2d(st, bias, F(b_ih), (size_t)w * sizeof(float)));
-    CALLB(be->copy2d(st, bias, w, F(b_hh), w, 1, w, 1));
+    CALLB(be->copy2d(st, bias + uo, uw, F(b_hh), uw, 1, uw, 1));
     CALLB(be->rows_set(st, g, bias, t_len * b, w));
     CALLB(be->gemm(st, 0, 1, (int)(t_len * b), (int)w, (int)in, 1.0f, F(x),
                    (int)in, 0, F(w_ih), (int)in, 0, 1.0f, g, (int)w, 0, 1));
@@ -225,13 +239,13 @@ int gr_rnn_seq(struct gr_ctx *ctx, int cell, int chunk, struct gr_tensor *x,
         float *gt = g + t * bw;
         const float *hprev = t > 0 ? yd + (t - 1) * bh : F(h0);
         if (hprev) {
-            CALLB(be->gemm(st, 0, 1, (int)b, (int)w, (int)hd, 1.0f, hprev,
-                           (int)hd, 0, F(u), (int)hd, 0, 1.0f, gt, (int)w, 0,
-                           1));
+            CALLB(be->gemm(st, 0, 1, (int)b, (int)uw, (int)hd, 1.0f, hprev,
+                           (int)hd, 0, F(u), (int)hd, 0, 1.0f, gt + uo,
+                           (int)w, 0, 1));
         }
         const float *cprev = t > 0 ? cd + (t - 1) * bh : F(c0);
         int64_t k = rec ? t : 0;
-        if (cell == GR_RNN_ONLSTM) {
+        if (cell != GR_RNN_LSTM) {
             CALLB(be->onlstm_fwd(st, gt, cprev, yd + t * bh, cd + t * bh,
                                  F(df) + t * b, F(di) + t * b,
                                  save + k * b * 4 * nc, act + k * b * 5 * hd,

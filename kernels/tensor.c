@@ -658,10 +658,20 @@ int64_t gr_param_count(const struct gr_ctx *ctx, const char *prefix)
 
 /* ---- data movement ---- */
 
+/* Bounds recorded on upload let ops check indices on a device without
+ * copying them back: the range, and whether the negative values are all one
+ * value (the ignore index of a cross entropy). */
 static void update_bounds(struct gr_tensor *t, const int32_t *v)
 {
-    int32_t lo = 0, hi = 0;
+    int32_t lo = 0, hi = 0, neg = 0, neg_many = 0;
     for (int64_t i = 0; i < t->numel; i++) {
+        if (v[i] < 0) {
+            if (neg == 0) {
+                neg = v[i];
+            } else if (v[i] != neg) {
+                neg_many = 1;
+            }
+        }
         if (i == 0 || v[i] < lo) {
             lo = v[i];
         }
@@ -671,6 +681,8 @@ static void update_bounds(struct gr_tensor *t, const int32_t *v)
     }
     t->imin_ = lo;
     t->imax_ = hi;
+    t->ineg_ = neg;
+    t->ineg_many_ = neg_many;
 }
 
 int gr_tensor_set_host(struct gr_tensor *t, const void *host)
@@ -714,6 +726,8 @@ int gr_tensor_copy(struct gr_tensor *dst, const struct gr_tensor *src)
     }
     dst->imin_ = src->imin_;
     dst->imax_ = src->imax_;
+    dst->ineg_ = src->ineg_;
+    dst->ineg_many_ = src->ineg_many_;
     struct gr_ctx *ctx = dst->ctx_;
     return ctx->be->d2d(ctx->st, dst->data, src->data,
                         (size_t)src->numel * dtype_size(src->dtype));

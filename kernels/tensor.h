@@ -128,6 +128,10 @@ struct gr_tensor {
     struct gr_tensor *base_; /* views: the tensor owning the memory */
     int64_t offset_;         /* views: element offset into base_ */
     int32_t imin_, imax_;    /* i32: bounds of the values (checked by ops) */
+    int32_t ineg_;           /* i32: the negative value when all negative
+                                values are equal (an ignore index), else 0 */
+    int32_t ineg_many_;      /* i32: 1 when two different negative values
+                                occur */
     int32_t node_;           /* tape index of the producing op, or -1 */
 };
 

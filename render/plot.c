@@ -350,6 +350,7 @@ static const uint32_t palette[RENDER_PLOT_MAX_SERIES] = {
 #define COLOR_AXIS 0x303030ffu
 #define COLOR_TEXT 0x202020ffu
 #define LINE_WIDTH 2.0f
+#define BAND_ALPHA 0.22f
 
 struct frame {
     int left, top, pw, ph; /* the plot area, in pixels */
@@ -407,6 +408,57 @@ static int finite_point(const struct render_plot_series *s, size_t i)
     return isfinite(s->x[i]) && isfinite(s->y[i]);
 }
 
+static int band_point(const struct render_plot_series *s, size_t i)
+{
+    return s->lo != NULL && s->hi != NULL && isfinite(s->x[i]) &&
+           isfinite(s->lo[i]) && isfinite(s->hi[i]);
+}
+
+/* Max-combines into mask the coverage of the area between lo and hi of
+ * consecutive band points (a pixel column is sampled at its centre; the
+ * top and bottom pixels get their fractional overlap). */
+static void mask_band(float *mask, const struct frame *f,
+                      const struct render_plot_series *se)
+{
+    for (size_t k = 0; k + 1 < se->n; k++) {
+        if (!band_point(se, k) || !band_point(se, k + 1)) {
+            continue;
+        }
+        float ax = map_x(f, se->x[k]), bx = map_x(f, se->x[k + 1]);
+        if (!(bx > ax)) {
+            continue;
+        }
+        float at = map_y(f, se->hi[k]), ab = map_y(f, se->lo[k]);
+        float bt = map_y(f, se->hi[k + 1]), bb = map_y(f, se->lo[k + 1]);
+        int i0 = (int)floorf(ax) - f->left, i1 = (int)ceilf(bx) - f->left;
+        i0 = i0 < 0 ? 0 : i0;
+        i1 = i1 >= f->pw ? f->pw - 1 : i1;
+        for (int i = i0; i <= i1; i++) {
+            float cx = (float)(f->left + i) + 0.5f;
+            if (cx < ax || cx > bx) {
+                continue;
+            }
+            float u = (cx - ax) / (bx - ax);
+            float top = at + u * (bt - at), bot = ab + u * (bb - ab);
+            int j0 = (int)floorf(top) - f->top, j1 = (int)ceilf(bot) - f->top;
+            j0 = j0 < 0 ? 0 : j0;
+            j1 = j1 >= f->ph ? f->ph - 1 : j1;
+            for (int j = j0; j <= j1; j++) {
+                float py = (float)(f->top + j);
+                float c = fminf(py + 1.0f, bot) - fmaxf(py, top);
+                if (c <= 0.0f) {
+                    continue;
+                }
+                c = c > 1.0f ? 1.0f : c;
+                float *m = &mask[(size_t)j * (size_t)f->pw + (size_t)i];
+                if (c > *m) {
+                    *m = c;
+                }
+            }
+        }
+    }
+}
+
 int render_plot(struct render_image *img,
                 const struct render_plot_options *opts,
                 const struct render_plot_series *series, int n_series)
@@ -430,6 +482,10 @@ int render_plot(struct render_image *img,
                 xmax = fmax(xmax, series[s].x[i]);
                 ymin = fmin(ymin, series[s].y[i]);
                 ymax = fmax(ymax, series[s].y[i]);
+            }
+            if (band_point(&series[s], i)) {
+                ymin = fmin(ymin, series[s].lo[i]);
+                ymax = fmax(ymax, series[s].hi[i]);
             }
         }
     }
@@ -511,6 +567,23 @@ int render_plot(struct render_image *img,
         free(ink);
         render_image_free(img);
         return gr_error(GR_ENOMEM, "out of memory drawing a plot");
+    }
+    /* Bands first, translucent, under every line. */
+    for (int s = 0; s < n_series; s++) {
+        if (series[s].lo == NULL || series[s].hi == NULL) {
+            continue;
+        }
+        memset(mask, 0, (size_t)f.pw * (size_t)f.ph * sizeof *mask);
+        mask_band(mask, &f, &series[s]);
+        for (int j = 0; j < f.ph; j++) {
+            for (int i = 0; i < f.pw; i++) {
+                float c = mask[(size_t)j * (size_t)f.pw + (size_t)i];
+                if (c > 0.0f) {
+                    render_pixel_cover(img, f.left + i, f.top + j,
+                                       palette[s], BAND_ALPHA * c);
+                }
+            }
+        }
     }
     for (int s = 0; s < n_series; s++) {
         const struct render_plot_series *se = &series[s];
@@ -646,6 +719,7 @@ int render_plot_csv(const struct render_csv *csv, const char *x,
         series[s].x = vals;
         series[s].y = yv;
         series[s].n = csv->n_rows;
+        series[s].lo = series[s].hi = NULL;
         int any = 0;
         for (size_t i = 0; rc == 0 && i < csv->n_rows && !any; i++) {
             any = isfinite(vals[i]) && isfinite(yv[i]);
@@ -669,4 +743,157 @@ int render_plot_csv(const struct render_csv *csv, const char *x,
     }
     free(vals);
     return rc;
+}
+
+/* ---- several runs: mean and band ------------------------------------------- */
+
+void render_band_free(struct render_band *b)
+{
+    free(b->x);
+    free(b->mean);
+    free(b->lo);
+    free(b->hi);
+    free(b->std);
+    free(b->min);
+    free(b->max);
+    memset(b, 0, sizeof *b);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* run r's value at x (inside its range), by linear interpolation between
+ * its finite points; *cursor walks forward as x grows */
+static double run_at(const double *xs, const double *ys, size_t n,
+                     size_t *cursor, double x)
+{
+    size_t i = *cursor;
+    for (;;) {
+        while (i < n && !(isfinite(xs[i]) && isfinite(ys[i]))) {
+            i++;
+        }
+        size_t j = i + 1;
+        while (j < n && !(isfinite(xs[j]) && isfinite(ys[j]))) {
+            j++;
+        }
+        if (i >= n) {
+            return NAN;
+        }
+        if (xs[i] == x || j >= n) {
+            *cursor = i;
+            return xs[i] == x ? ys[i] : NAN;
+        }
+        if (xs[j] > x) {
+            *cursor = i;
+            double t = (x - xs[i]) / (xs[j] - xs[i]);
+            return ys[i] + t * (ys[j] - ys[i]);
+        }
+        i = j;
+    }
+}
+
+int render_band_compute(const double *const *xs, const double *const *ys,
+                        const size_t *ns, int n_runs,
+                        enum render_band_kind kind, const char *what,
+                        struct render_band *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n_runs < 1) {
+        return gr_error(GR_EINVAL, "%s: no runs", what);
+    }
+    double lo_x = -INFINITY, hi_x = INFINITY;
+    size_t total = 0;
+    for (int r = 0; r < n_runs; r++) {
+        double first = NAN, last = NAN;
+        for (size_t i = 0; i < ns[r]; i++) {
+            if (!(isfinite(xs[r][i]) && isfinite(ys[r][i]))) {
+                continue;
+            }
+            if (isfinite(last) && xs[r][i] < last) {
+                return gr_error(GR_EINVAL, "%s: run %d: x decreases (%g "
+                                "after %g)", what, r + 1, xs[r][i], last);
+            }
+            if (!isfinite(first)) {
+                first = xs[r][i];
+            }
+            last = xs[r][i];
+            total++;
+        }
+        if (!isfinite(first)) {
+            return gr_error(GR_EINVAL, "%s: run %d has no point with both "
+                            "an x and a y value", what, r + 1);
+        }
+        lo_x = fmax(lo_x, first);
+        hi_x = fmin(hi_x, last);
+    }
+    if (lo_x > hi_x) {
+        return gr_error(GR_EINVAL, "%s: the runs' x ranges do not overlap "
+                        "(one ends at %g, another starts at %g)",
+                        what, hi_x, lo_x);
+    }
+    double *grid = malloc((total > 0 ? total : 1) * sizeof *grid);
+    if (grid == NULL) {
+        return gr_error(GR_ENOMEM, "out of memory for %s", what);
+    }
+    size_t g = 0;
+    for (int r = 0; r < n_runs; r++) {
+        for (size_t i = 0; i < ns[r]; i++) {
+            if (isfinite(xs[r][i]) && isfinite(ys[r][i]) &&
+                xs[r][i] >= lo_x && xs[r][i] <= hi_x) {
+                grid[g++] = xs[r][i];
+            }
+        }
+    }
+    qsort(grid, g, sizeof *grid, cmp_double);
+    size_t n = 0;
+    for (size_t i = 0; i < g; i++) {
+        if (n == 0 || grid[i] != grid[n - 1]) {
+            grid[n++] = grid[i];
+        }
+    }
+    out->n = n;
+    out->x = grid;
+    double **arrs[6] = {&out->mean, &out->lo, &out->hi, &out->std, &out->min,
+                        &out->max};
+    for (int a = 0; a < 6; a++) {
+        *arrs[a] = malloc(n * sizeof(double));
+        if (*arrs[a] == NULL) {
+            render_band_free(out);
+            return gr_error(GR_ENOMEM, "out of memory for %s", what);
+        }
+    }
+    size_t *cursor = calloc((size_t)n_runs, sizeof *cursor);
+    double *v = malloc((size_t)n_runs * sizeof *v);
+    if (cursor == NULL || v == NULL) {
+        free(cursor);
+        free(v);
+        render_band_free(out);
+        return gr_error(GR_ENOMEM, "out of memory for %s", what);
+    }
+    for (size_t k = 0; k < n; k++) {
+        double sum = 0.0, mn = INFINITY, mx = -INFINITY;
+        for (int r = 0; r < n_runs; r++) {
+            v[r] = run_at(xs[r], ys[r], ns[r], &cursor[r], grid[k]);
+            sum += v[r];
+            mn = fmin(mn, v[r]);
+            mx = fmax(mx, v[r]);
+        }
+        double mean = sum / n_runs, ss = 0.0;
+        for (int r = 0; r < n_runs; r++) {
+            ss += (v[r] - mean) * (v[r] - mean);
+        }
+        double sd = sqrt(ss / n_runs);
+        out->mean[k] = mean;
+        out->std[k] = sd;
+        out->min[k] = mn;
+        out->max[k] = mx;
+        out->lo[k] = kind == RENDER_BAND_STD ? mean - sd : mn;
+        out->hi[k] = kind == RENDER_BAND_STD ? mean + sd : mx;
+    }
+    free(cursor);
+    free(v);
+    return 0;
 }

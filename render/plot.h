@@ -41,6 +41,10 @@ struct render_plot_series {
     const double *x;  /* [n] */
     const double *y;  /* [n]; non-finite = gap */
     size_t n;
+    /* optional band around the line, [n] each (NULL: none): the area
+     * between lo and hi is shaded in the series' colour, translucent,
+     * under every line; a point where either is not finite breaks it */
+    const double *lo, *hi;
 };
 
 struct render_plot_options {
@@ -101,5 +105,30 @@ int render_plot_csv(const struct render_csv *csv, const char *x,
                     const char *const *ys, int n_y,
                     const struct render_plot_options *opts,
                     struct render_image *img);
+
+/* ---- several runs of one curve: mean and band ----------------------------- */
+
+enum render_band_kind {
+    RENDER_BAND_MINMAX = 0, /* lo, hi = min and max over the runs */
+    RENDER_BAND_STD = 1,    /* lo, hi = mean ∓ std (population, ddof 0) */
+};
+
+/* The mean curve of n_runs runs and its band, on a common x grid: the
+ * union of the runs' x values (points with a non-finite x or y dropped)
+ * that lie inside every run's range [its first x, its last x], each run
+ * read there by linear interpolation between its own points (exact at
+ * them; x must not decrease within a run). All arrays are malloc'd
+ * (render_band_free). GR_EINVAL naming `what` when a run has no finite
+ * point, x decreases, or the runs' ranges do not overlap. */
+struct render_band {
+    size_t n;
+    double *x, *mean, *lo, *hi, *std, *min, *max;
+};
+
+int render_band_compute(const double *const *xs, const double *const *ys,
+                        const size_t *ns, int n_runs,
+                        enum render_band_kind kind, const char *what,
+                        struct render_band *out);
+void render_band_free(struct render_band *b);
 
 #endif

@@ -486,6 +486,23 @@ static int as_str(struct ctx *c, const char *key, const msgpack_object *v,
     return 0;
 }
 
+/* A path: a string, or bin when its bytes are not UTF-8 (the writer's
+ * pack_str). */
+static int get_path(struct ctx *c, const msgpack_object *m, const char *key,
+                    char *buf, size_t cap)
+{
+    const msgpack_object *v;
+    int rc = need(c, m, key, &v);
+    if (rc < 0 || v->type != MSGPACK_OBJECT_BIN) {
+        return rc < 0 ? rc : as_str(c, key, v, buf, cap);
+    }
+    msgpack_object s = *v;
+    s.type = MSGPACK_OBJECT_STR;
+    s.via.str.size = v->via.bin.size;
+    s.via.str.ptr = v->via.bin.ptr;
+    return as_str(c, key, &s, buf, cap);
+}
+
 static int get_str(struct ctx *c, const msgpack_object *m, const char *key,
                    char *buf, size_t cap)
 {
@@ -669,8 +686,8 @@ static int parse_header(struct replay_reader *r, const msgpack_object *o)
     struct ctx ca = {r, "header agent"};
     if ((rc = get_str(&ca, m, "kind", h->agent_kind, sizeof h->agent_kind)) <
             0 ||
-        (rc = get_str(&ca, m, "checkpoint", h->agent_checkpoint,
-                      sizeof h->agent_checkpoint)) < 0 ||
+        (rc = get_path(&ca, m, "checkpoint", h->agent_checkpoint,
+                       sizeof h->agent_checkpoint)) < 0 ||
         (rc = get_u32(&ca, m, "n_options", REPLAY_MAX_OPTIONS,
                       &h->agent_n_options)) < 0) {
         return rc;

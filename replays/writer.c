@@ -99,9 +99,17 @@ static int io_status(struct replay_writer *w, const char *what)
     return 0;
 }
 
+/* A string that is not UTF-8 (a path with other bytes) goes as bin, so
+ * that msgpack readers return it as bytes instead of failing to decode
+ * it (core/files.h). */
 static void pack_str(msgpack_packer *pk, const char *s)
 {
     size_t n = strlen(s);
+    if (!gr_utf8_valid(s, n)) {
+        msgpack_pack_bin(pk, n);
+        msgpack_pack_bin_body(pk, s, n);
+        return;
+    }
     msgpack_pack_str(pk, n);
     msgpack_pack_str_body(pk, s, n);
 }

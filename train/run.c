@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "kernels/checkpoint.h"
@@ -61,6 +62,43 @@ void train_config_first_difference(const char *a, const char *b, char *out,
         b += lb + (eb != NULL);
     }
     snprintf(out, cap, "(none)");
+}
+
+int train_run_check(const struct train_run_spec *spec)
+{
+    if (spec->dir == NULL || spec->dir[0] == '\0') {
+        return gr_error(GR_EINVAL, "%s: the run folder (--out) is required",
+                        spec->what);
+    }
+    if (spec->resume && spec->force) {
+        return gr_error(GR_EINVAL, "--resume and --force exclude each other");
+    }
+    struct stat st;
+    if (spec->resume) {
+        char last[GR_PATH_MAX];
+        int rc = gr_path_join(last, sizeof last, spec->dir, "last.ckpt");
+        if (rc < 0) {
+            return rc;
+        }
+        if (stat(last, &st) != 0) {
+            return gr_error(GR_EIO, "--resume: %s: %s", last,
+                            strerror(errno));
+        }
+        return 0;
+    }
+    if (stat(spec->dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            return gr_error(GR_EEXIST, "%s exists and is not a folder",
+                            spec->dir);
+        }
+        if (!spec->force) {
+            return gr_error(GR_EEXIST, "run folder %s already exists (use "
+                                       "--force to reuse it, --resume to "
+                                       "continue it, or pick another --out)",
+                            spec->dir);
+        }
+    }
+    return 0;
 }
 
 int train_run_open(struct train_run *run, const struct train_run_spec *spec)

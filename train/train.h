@@ -99,6 +99,14 @@ struct train_run {
  * refuses a config that differs. Writes nothing on failure of a check. */
 int train_run_open(struct train_run *run, const struct train_run_spec *spec);
 
+/* The checks of train_run_open that read nothing big and write nothing,
+ * for a trainer to run first, before its data, device and model: --out
+ * given, not --resume with --force; a fresh run's folder absent (or a
+ * folder, with force); a resumed run's last.ckpt present. A trainer then
+ * checks everything else it can and calls train_run_open last, so a start
+ * that fails leaves no folder behind (issue 21 §2). */
+int train_run_check(const struct train_run_spec *spec);
+
 void train_run_close(struct train_run *run);
 
 /* On resume: rewrites metrics.csv as the header and the rows whose step key

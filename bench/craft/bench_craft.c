@@ -382,18 +382,21 @@ static void measure(enum bench_case kind_a, int threads_a, uint64_t work_a,
 
 /* ---- the whole process ---------------------------------------------------- */
 
-/* Runs `grove craft run --agent random --tasks AC --episodes E --quiet`,
- * returns its steps per second by the wall clock around the whole child
- * process (start-up and summary included); *steps gets the steps it
- * reports. */
+/* Runs `grove craft run --agent random --tasks AC --n-each 1 --episodes E
+ * --quiet`, returns its steps per second by the wall clock around the
+ * whole child process (start-up and summary included); *steps gets the
+ * steps it reports. */
 static double whole_process(const char *grove, uint64_t episodes,
                             uint64_t *steps, double *cpu_rate)
 {
     *cpu_rate = -1.0;
     char ep[32];
     snprintf(ep, sizeof ep, "%llu", (unsigned long long)episodes);
+    /* --n-each 1: the world of the in-process cases (craft run's default
+     * for AC is the S1 world, n_each 4) */
     char *argv[] = {(char *)grove, "craft", "run", "--agent", "random",
-                    "--tasks", "AC", "--episodes", ep, "--quiet", NULL};
+                    "--tasks", "AC", "--n-each", "1", "--episodes", ep,
+                    "--quiet", NULL};
     int fds[2];
     if (pipe(fds) != 0) {
         return -1.0;
@@ -614,7 +617,8 @@ int bench_craft_run(const struct bench_craft_options *o, FILE *out)
         struct rate python = {2500.0, 2500.0};
         snprintf(tn, sizeof tn,
                  "whole process, wall clock incl. start-up: `grove craft run "
-                 "--agent random --tasks AC --episodes %llu --quiet` (%.2f M "
+                 "--agent random --tasks AC --n-each 1 --episodes %llu --quiet` "
+                 "(%.2f M "
                  "steps)",
                  (unsigned long long)episodes, (double)st / 1e6);
         row(out, tn, whole, python, "Python original, quoted", ">= 2 M/s",

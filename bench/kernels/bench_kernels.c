@@ -23,13 +23,14 @@
 #define GROVE_BENCH_TORCH_SCRIPT "bench/kernels/bench_torch.py"
 #endif
 
-enum { K_SGEMM, K_LSTM, K_ONLSTM };
+enum { K_SGEMM, K_LSTM, K_ONLSTM, K_GEMM };
 
 struct bcase {
     int kind;
     char label[96];
     char id[96]; /* the case string shared with bench_torch.py */
     int n, k;    /* sgemm: size, products per call */
+    int gm, gn, gk, gtb; /* gemm: one skinny product's M, N, K, B^T */
     int b, t, in, h, chunk;
     int reps, warm;
     double g_s, t_s;       /* seconds per call (median) */
@@ -98,6 +99,52 @@ static int run_sgemm(struct bcase *c, enum gr_device dev, int threads)
         for (int i = 0; i < c->k; i++) {
             gr_step_reset(ctx);
             if (!gr_matmul(ctx, a, b, 0, 0)) {
+                rc = gr_ctx_status(ctx);
+                gr_error(rc, "%s", gr_ctx_error(ctx));
+                gr_ctx_free(ctx);
+                return rc;
+            }
+        }
+        gr_ctx_sync(ctx);
+        if (r >= 0) {
+            ts[r] = gr_now_seconds() - t0;
+        }
+    }
+    c->g_s = median(ts, c->reps);
+    c->g_peak = -1;
+    c->have_g = 1;
+    gr_ctx_free(ctx);
+    return 0;
+}
+
+/* One product of the recurrent layers' per-step shape (few rows), k
+ * times per call: C [M, N] = A [M, K] · B (B^T when gtb) */
+static int run_gemm(struct bcase *c, enum gr_device dev, int threads)
+{
+    struct gr_ctx *ctx;
+    int rc = new_ctx(&ctx, dev, threads);
+    if (rc < 0) {
+        return rc;
+    }
+    gr_set_grad_enabled(ctx, 0);
+    struct gr_tensor *a = gr_buffer_new(ctx, "a", GR_F32,
+                                        gr_shape2(c->gm, c->gk));
+    struct gr_tensor *b = gr_buffer_new(
+        ctx, "b", GR_F32,
+        c->gtb ? gr_shape2(c->gn, c->gk) : gr_shape2(c->gk, c->gn));
+    if (!a || !b) {
+        gr_ctx_free(ctx);
+        return GR_ENOMEM;
+    }
+    gr_tensor_rand_uniform(a, -1, 1, gr_rng_make(1, 1));
+    gr_tensor_rand_uniform(b, -1, 1, gr_rng_make(1, 2));
+    double ts[32];
+    for (int r = -c->warm; r < c->reps; r++) {
+        gr_ctx_sync(ctx);
+        double t0 = gr_now_seconds();
+        gr_step_reset(ctx);
+        for (int i = 0; i < c->k; i++) {
+            if (!gr_matmul(ctx, a, b, 0, c->gtb)) {
                 rc = gr_ctx_status(ctx);
                 gr_error(rc, "%s", gr_ctx_error(ctx));
                 gr_ctx_free(ctx);
@@ -327,6 +374,23 @@ static void add_sgemm(struct bcase *c, int n, int quick)
     snprintf(c->id, sizeof c->id, "sgemm:%d:%d", n, c->k);
 }
 
+static void add_gemm(struct bcase *c, int m, int n, int k, int tb,
+                     int quick)
+{
+    memset(c, 0, sizeof *c);
+    c->kind = K_GEMM;
+    c->gm = m;
+    c->gn = n;
+    c->gk = k;
+    c->gtb = tb;
+    c->k = 200; /* products per call: launch costs show, as in a layer */
+    c->reps = quick ? 3 : 7;
+    c->warm = 1;
+    snprintf(c->label, sizeof c->label, "GEMM %dx%dx%d%s (us per product)",
+             m, n, k, tb ? " B^T" : "");
+    snprintf(c->id, sizeof c->id, "gemm:%d:%d:%d:%d:%d", m, n, k, tb, c->k);
+}
+
 static void add_rnn(struct bcase *c, int kind, int b, int t, int in, int h,
                     int chunk, int quick)
 {
@@ -407,7 +471,7 @@ static void print_floor(FILE *out, const struct bcase *cs, int nc,
             "largest possible ratio |\n|---|---|---|---|---|\n");
     for (int i = 0; i < nc; i++) {
         const struct bcase *c = &cs[i];
-        if (c->kind == K_SGEMM) {
+        if (c->kind == K_SGEMM || c->kind == K_GEMM) {
             continue;
         }
         double flop = rnn_step_flop(c), floor_s = flop / best;
@@ -437,6 +501,13 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
     for (int i = 0; i < (o->quick ? 3 : 4); i++) {
         add_sgemm(&cs[nc++], sizes[i], o->quick);
     }
+    /* the per-step products of the agents' recurrent layers (H = 128,
+     * 4H = 512): forward h U^T, backward dG U */
+    const int gemm_rows[2] = {16, 256};
+    for (int i = 0; i < 2; i++) {
+        add_gemm(&cs[nc++], gemm_rows[i], 512, 128, 1, o->quick);
+        add_gemm(&cs[nc++], gemm_rows[i], 128, 512, 0, o->quick);
+    }
     for (int kind = K_LSTM; kind <= K_ONLSTM; kind++) {
         add_rnn(&cs[nc++], kind, 20, 70, 400, 1150, 10, o->quick);
         const int batches[3] = {1, 16, 256};
@@ -459,8 +530,9 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
         for (int i = 0; i < nc; i++) {
             gr_progress_set_extra(&pr, cs[i].label);
             cs[i].have_g = cs[i].have_t = 0;
-            int rc = cs[i].kind == K_SGEMM ? run_sgemm(&cs[i], dev, threads)
-                                           : run_rnn(&cs[i], dev, threads);
+            int rc = cs[i].kind == K_SGEMM  ? run_sgemm(&cs[i], dev, threads)
+                     : cs[i].kind == K_GEMM ? run_gemm(&cs[i], dev, threads)
+                                            : run_rnn(&cs[i], dev, threads);
             if (rc < 0) {
                 gr_progress_finish(&pr);
                 return gr_error_wrap(rc, "bench kernels: %s", cs[i].label);
@@ -469,7 +541,7 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
         }
         gr_progress_finish(&pr);
         if (o->no_torch) {
-            snprintf(tinfo, sizeof tinfo, "not run (--no-torch)");
+            snprintf(tinfo, sizeof tinfo, "not run (--no-baseline)");
         } else {
             if (!o->quiet) {
                 fprintf(stderr, "bench kernels: running the PyTorch baseline "
@@ -538,6 +610,9 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
             double tt = c->have_t ? flop / c->t_s / 1e9 : 0;
             fmt_num(g, sizeof g, c->have_g, gg, 1);
             fmt_num(t, sizeof t, c->have_t, tt, 1);
+        } else if (c->kind == K_GEMM) {
+            fmt_num(g, sizeof g, c->have_g, c->g_s / c->k * 1e6, 2);
+            fmt_num(t, sizeof t, c->have_t, c->t_s / c->k * 1e6, 2);
         } else {
             fmt_num(g, sizeof g, c->have_g, c->g_s * 1e3, 2);
             fmt_num(t, sizeof t, c->have_t, c->t_s * 1e3, 2);
@@ -548,7 +623,7 @@ int bench_kernels_run(const struct bench_kernels_opts *o, FILE *out)
     }
     for (int i = 0; i < nc; i++) {
         struct bcase *c = &cs[i];
-        if (c->kind == K_SGEMM) {
+        if (c->kind == K_SGEMM || c->kind == K_GEMM) {
             continue;
         }
         char g[32], t[32], r[32], label[128];

@@ -18,6 +18,8 @@ time.perf_counter (CUDA: synchronised before reading the clock).
 Case syntax (the C side builds the list; REPS and WARM, when given,
 override --reps and --warm for that case):
     sgemm:N:K[:REPS:WARM]          one call = K products C = A @ B, A, B [N, N]
+    gemm:M:N:K:TB:CALLS[:REPS:WARM] one call = CALLS products A [M, K] @ B,
+                                   B [K, N] (TB = 1: B [N, K], used as B.t())
     lstm:B:T:IN:H:0[:REPS:WARM]    one nn.LSTM layer, loss = mean(y),
                                    backward, Adam step, zero_grad
     onlstm:B:T:IN:H:C[:REPS:WARM]  one ON-LSTM layer written as the
@@ -51,6 +53,10 @@ def main():
         return 0
     if a.threads > 0:
         torch.set_num_threads(a.threads)
+    # grove computes in plain FP32 (cuBLAS without TF32): so does the
+    # baseline, also inside cuDNN's LSTM (whose default allows TF32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     dev = torch.device(a.device)
     if a.device == "cuda" and not torch.cuda.is_available():
         print("NO_TORCH PyTorch sees no CUDA device")
@@ -114,7 +120,7 @@ def main():
     for case in a.cases.split(","):
         parts = case.split(":")
         kind = parts[0]
-        nfix = 3 if kind == "sgemm" else 6
+        nfix = {"sgemm": 3}.get(kind, 6)
         reps = int(parts[nfix]) if len(parts) > nfix else a.reps
         warm = int(parts[nfix + 1]) if len(parts) > nfix + 1 else a.warm
         if kind == "sgemm":
@@ -127,6 +133,18 @@ def main():
                     torch.mm(x, y)
 
             secs, peak = timed(mm, reps, warm)
+        elif kind == "gemm":
+            m, n, kk, tb, calls = map(int, parts[1:6])
+            x = torch.rand(m, kk, device=dev) * 2 - 1
+            y = torch.rand(n, kk, device=dev) * 2 - 1 if tb else \
+                torch.rand(kk, n, device=dev) * 2 - 1
+
+            def gemm():
+                w = y.t() if tb else y
+                for _ in range(calls):
+                    torch.mm(x, w)
+
+            secs, peak = timed(gemm, reps, warm)
         else:
             b, t_len, d_in, h, chunk = map(int, parts[1:6])
             if kind == "lstm":

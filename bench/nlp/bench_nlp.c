@@ -70,7 +70,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* grove: median seconds per training window. */
 static int run_grove(const struct bench_case *bc,
-                     const struct bench_nlp_options *o, double *sec)
+                     const struct bench_nlp_options *o, enum nlp_lm_kind kind,
+                     double *sec)
 {
     struct gr_ctx_config cc = gr_ctx_config_default();
     cc.device = o->device;
@@ -81,7 +82,7 @@ static int run_grove(const struct bench_case *bc,
         return rc;
     }
     struct nlp_lm_config cfg;
-    nlp_lm_config_default(&cfg, NLP_LM_ONLSTM, bc->vocab);
+    nlp_lm_config_default(&cfg, kind, bc->vocab);
     cfg.emsize = bc->emsize;
     cfg.nhid = bc->nhid;
     cfg.nlayers = bc->nlayers;
@@ -150,8 +151,9 @@ static int run_grove(const struct bench_case *bc,
 
 /* The PyTorch reference: median seconds per window, or a reason. */
 static int run_baseline(const struct bench_case *bc,
-                        const struct bench_nlp_options *o, double *sec,
-                        char *why, size_t cap, char *blas, size_t blas_cap)
+                        const struct bench_nlp_options *o, const char *cell,
+                        double *sec, char *why, size_t cap, char *blas,
+                        size_t blas_cap)
 {
     char script[GR_PATH_MAX];
     snprintf(script, sizeof script, "%s",
@@ -172,10 +174,10 @@ static int run_baseline(const struct bench_case *bc,
     snprintf(cmd, sizeof cmd,
              "%s'%s' '%s' speed --vocab %d --emsize %d --nhid %d --nlayers %d "
              "--chunk %d --batch %d --bptt %d --windows %d --warmup %d "
-             "--threads %d --device %s 2>&1",
+             "--threads %d --device %s --model %s 2>&1",
              env, o->python, script, bc->vocab, bc->emsize, bc->nhid, bc->nlayers,
              bc->chunk, bc->batch, bc->bptt, o->windows, o->warmup,
-             o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu");
+             o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu", cell);
     FILE *p = popen(cmd, "r");
     if (p == NULL) {
         snprintf(why, cap, "cannot run %.300s", o->python);
@@ -248,8 +250,51 @@ static int selected(const char *list, const char *name)
     return 0;
 }
 
+#define MAX_MODELS 5
+
+/* The kinds of o->models (default onlstm); GR_EINVAL naming a bad one. */
+static int parse_models(const struct bench_nlp_options *o,
+                        enum nlp_lm_kind *kinds, int *n)
+{
+    *n = 0;
+    const char *p = o->models && o->models[0] ? o->models : "onlstm";
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char name[16];
+        if (len == 0 || len >= sizeof name || *n == MAX_MODELS) {
+            return gr_error(GR_EINVAL, "--models: '%s' is not a list of up "
+                            "to %d of %s", o->models, MAX_MODELS,
+                            NLP_LM_KINDS);
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (nlp_lm_kind_parse(name, &kinds[*n]) < 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", gr_last_error());
+            return gr_error(GR_EINVAL, "--models: %s", msg);
+        }
+        (*n)++;
+        p += len + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
+int bench_nlp_models_check(const struct bench_nlp_options *o)
+{
+    enum nlp_lm_kind kinds[MAX_MODELS];
+    int n = 0;
+    return parse_models(o, kinds, &n);
+}
+
 int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
 {
+    enum nlp_lm_kind kinds[MAX_MODELS];
+    int n_models = 0;
+    int prc = parse_models(o, kinds, &n_models);
+    if (prc < 0) {
+        return prc;
+    }
     if (o->windows < 1 || o->warmup < 0 || o->rounds < 1 ||
         o->rounds > BENCH_MAX_ROUNDS) {
         return gr_error(GR_EINVAL, "windows must be >= 1, warmup >= 0, "
@@ -285,10 +330,11 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
             gr_device_name(o->device), o->build, o->commit);
     fprintf(out, "grove BLAS: %s\n", blas);
     fprintf(out, "baseline: PyTorch reference bench/nlp/onlstm_ref.py "
-                 "(%s); %d warm-up + median of %d windows each; the two "
+                 "(%s; %s); %d warm-up + median of %d windows each; the two "
                  "sides alternate, %d round%s per case\n\n",
-            o->baseline ? o->python : "not run", o->warmup, o->windows,
-            o->rounds, o->rounds == 1 ? "" : "s");
+            o->baseline ? o->python : "not run",
+            o->same_cell ? "each row's own cell" : "its ON-LSTM for every row",
+            o->warmup, o->windows, o->rounds, o->rounds == 1 ? "" : "s");
     fprintf(out, "| case | grove | baseline | ratio | spread |\n");
     fprintf(out, "|---|---|---|---|---|\n");
     fflush(out);
@@ -301,39 +347,94 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
         if (!selected(o->cases, bc->name)) {
             continue;
         }
-        /* grove, baseline, grove, baseline, ...: tokens/s of each round */
-        double g[BENCH_MAX_ROUNDS], b[BENCH_MAX_ROUNDS];
+        /* grove (every model), baseline, grove, baseline, ...: tokens/s
+         * of each round */
+        double gm[MAX_MODELS][BENCH_MAX_ROUNDS];
+        double bm[MAX_MODELS][BENCH_MAX_ROUNDS];
+        int have_bm[MAX_MODELS];
         char why[400] = "";
-        int have_b = o->baseline;
         const double tokens = (double)bc->batch * bc->bptt;
-        for (int r = 0; r < o->rounds; r++) {
-            double gs = 0.0, bs = 0.0;
-            int rc = run_grove(bc, o, &gs);
-            if (rc < 0) {
-                return gr_error_wrap(rc, "case %s", bc->name);
-            }
-            g[r] = tokens / gs;
-            b[r] = -1.0;
-            if (have_b) {
-                have_b = run_baseline(bc, o, &bs, why, sizeof why, base_blas,
-                                      sizeof base_blas) == 0;
-                b[r] = have_b ? tokens / bs : -1.0;
+        /* the PyTorch cell of each row: the ON-LSTM reference, or with
+         * same_cell the row's own cell where the script has it */
+        const char *cells[MAX_MODELS];
+        for (int m = 0; m < n_models; m++) {
+            const char *nm = nlp_lm_kind_name(kinds[m]);
+            cells[m] = "onlstm";
+            have_bm[m] = o->baseline;
+            if (o->same_cell) {
+                cells[m] = nm;
+                if (strcmp(nm, "onlstm") != 0 && strcmp(nm, "ft") != 0 &&
+                    strcmp(nm, "fft") != 0) {
+                    have_bm[m] = 0;
+                    snprintf(why, sizeof why, "onlstm_ref.py has no %s cell",
+                             nm);
+                }
             }
         }
-        struct bench_pair p = bench_pair_summary(g, b, o->rounds);
-        char spread[160];
-        bench_spread_cell(&p, spread, sizeof spread);
-        if (have_b) {
-            fprintf(out, "| %s (%s) | %.0f tok/s | %.0f tok/s | %.2fx | %s "
-                    "|\n", bc->name, bc->what, p.grove, p.baseline, p.ratio,
-                    spread);
-        } else {
-            fprintf(out, "| %s (%s) | %.0f tok/s | n/a | n/a | %s |\n",
-                    bc->name, bc->what, p.grove, spread);
-            if (o->baseline) {
-                snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
-                         bc->name, why);
+        for (int r = 0; r < o->rounds; r++) {
+            double gs = 0.0, bs = 0.0;
+            for (int m = 0; m < n_models; m++) {
+                int rc = run_grove(bc, o, kinds[m], &gs);
+                if (rc < 0) {
+                    return gr_error_wrap(rc, "case %s, model %s", bc->name,
+                                         nlp_lm_kind_name(kinds[m]));
+                }
+                gm[m][r] = tokens / gs;
+                bm[m][r] = -1.0;
+                if (have_bm[m] && (o->same_cell || m == 0)) {
+                    have_bm[m] = run_baseline(bc, o, cells[m], &bs, why,
+                                              sizeof why, base_blas,
+                                              sizeof base_blas) == 0;
+                    bm[m][r] = have_bm[m] ? tokens / bs : -1.0;
+                } else if (have_bm[m]) {
+                    /* one ON-LSTM reference per round for every row */
+                    have_bm[m] = have_bm[0];
+                    bm[m][r] = bm[0][r];
+                }
             }
+        }
+        int have_b = 0;
+        for (int m = 0; m < n_models; m++) {
+            have_b |= have_bm[m];
+        }
+        double on_tps = 0.0; /* grove's ON-LSTM, when it is in the list */
+        for (int m = 0; m < n_models; m++) {
+            struct bench_pair p = bench_pair_summary(gm[m], bm[m], o->rounds);
+            if (kinds[m] == NLP_LM_ONLSTM) {
+                on_tps = p.grove;
+            }
+        }
+        for (int m = 0; m < n_models; m++) {
+            const double *g = gm[m];
+            struct bench_pair p = bench_pair_summary(g, bm[m], o->rounds);
+            char spread[160], label[64] = "";
+            bench_spread_cell(&p, spread, sizeof spread);
+            if (n_models > 1 || kinds[m] != NLP_LM_ONLSTM) {
+                /* epoch time relative to grove's ON-LSTM (same run) and
+                 * to the PyTorch ON-LSTM reference */
+                int k = snprintf(label, sizeof label, " %s",
+                                 nlp_lm_kind_name(kinds[m]));
+                if (on_tps > 0.0 && kinds[m] != NLP_LM_ONLSTM) {
+                    k += snprintf(label + k, sizeof label - (size_t)k,
+                                  ", time %.2f of onlstm", on_tps / p.grove);
+                }
+                if (have_bm[m] && p.grove > 0.0) {
+                    snprintf(label + k, sizeof label - (size_t)k,
+                             ", %.2f of ref", p.baseline / p.grove);
+                }
+            }
+            if (have_bm[m]) {
+                fprintf(out, "| %s%s (%s) | %.0f tok/s | %.0f tok/s | %.2fx "
+                        "| %s |\n", bc->name, label, bc->what, p.grove,
+                        p.baseline, p.ratio, spread);
+            } else {
+                fprintf(out, "| %s%s (%s) | %.0f tok/s | n/a | n/a | %s |\n",
+                        bc->name, label, bc->what, p.grove, spread);
+            }
+        }
+        if ((!have_b || why[0]) && o->baseline && n_notes < N_CASES) {
+            snprintf(notes[n_notes++], sizeof notes[0], "%.20s: %.400s",
+                     bc->name, why);
         }
         fflush(out);
     }

@@ -41,6 +41,13 @@ struct bench_nlp_options {
     int threads;          /* CPU threads for both sides, 0 = all cores */
     enum gr_device device; /* grove's device (the baseline uses the same) */
     const char *cases;    /* comma-separated names, NULL = all */
+    const char *models;   /* comma-separated LM kinds (nlp_lm_kind_parse),
+                             NULL = "onlstm"; each gets a row per case and,
+                             beside onlstm, its epoch-time ratio to grove's
+                             ON-LSTM in the same run (fasttrees.md §9) */
+    int same_cell;        /* 1: the baseline of each row is the PyTorch
+                             version of its own cell (onlstm, ft, fft;
+                             n/a for the others), else the ON-LSTM */
     int quick;            /* tiny sizes (CI smoke run), not the issue's */
     int baseline;         /* 1: run the PyTorch reference too */
     const char *python;   /* interpreter (default /usr/bin/python3) */
@@ -53,6 +60,9 @@ void bench_nlp_options_default(struct bench_nlp_options *o);
 
 /* The case names, comma-separated ("published,batch1,small"). */
 const char *bench_nlp_case_names(void);
+
+/* GR_EINVAL naming the bad entry unless o->models is a list of LM kinds. */
+int bench_nlp_models_check(const struct bench_nlp_options *o);
 
 /* Runs the benchmark and prints the header and table to `out`. GR_EINVAL
  * for an unknown case name. */

@@ -135,18 +135,29 @@ def cumax(x):
 
 
 class Cell(nn.Module):
-    """One ON-LSTM layer (on_lstm.md §3): rows mi, mf, o, c, i, f."""
+    """One ON-LSTM layer (on_lstm.md §3): rows mi, mf, o, c, i, f. With
+    kind "ft" (FastTrees, fasttrees.md §2) hh has 4H rows and reaches the
+    ordinary gates only; with "fft" (Faster FastTrees, §4) there is no hh
+    (the reference allocates one and never uses it); both still loop over
+    time in Python, as the reference does."""
 
-    def __init__(self, n_in, n_hid, chunk, wdrop):
+    def __init__(self, n_in, n_hid, chunk, wdrop, kind="onlstm"):
         super().__init__()
         self.n_hid, self.chunk, self.n = n_hid, chunk, n_hid // chunk
+        self.kind = kind
         rows = 4 * n_hid + 2 * self.n
         self.ih = nn.Linear(n_in, rows)
-        self.hh = nn.Linear(n_hid, rows)
+        self.hh = None
+        if kind == "onlstm":
+            self.hh = nn.Linear(n_hid, rows)
+        elif kind == "ft":
+            self.hh = nn.Linear(n_hid, 4 * n_hid)
         self.wdrop = wdrop
         self.u = None
 
     def sample_mask(self, training, grove=None, layer=0):
+        if self.hh is None:
+            return
         w = self.hh.weight
         if not training:
             self.u = w * (1 - self.wdrop)
@@ -165,7 +176,14 @@ class Cell(nn.Module):
 
     def step(self, xi, h, c):
         B, n, C = xi.shape[0], self.n, self.chunk
-        z = xi + F.linear(h, self.u, self.hh.bias)
+        if self.kind == "onlstm":
+            z = xi + F.linear(h, self.u, self.hh.bias)
+        elif self.kind == "ft":
+            z = torch.cat([xi[:, :2 * n],
+                           xi[:, 2 * n:] + F.linear(h, self.u, self.hh.bias)],
+                          1)
+        else:
+            z = xi
         mi = 1.0 - cumax(z[:, :n])
         mf = cumax(z[:, n:2 * n])
         g = z[:, 2 * n:].view(B, 4 * n, C)
@@ -195,7 +213,8 @@ class LM(nn.Module):
         super().__init__()
         sizes = [a.emsize] + [a.nhid] * (a.nlayers - 1) + [a.emsize]
         self.cells = nn.ModuleList(
-            [Cell(sizes[i], sizes[i + 1], a.chunk, a.wdrop)
+            [Cell(sizes[i], sizes[i + 1], a.chunk, a.wdrop,
+                  getattr(a, "model", "onlstm"))
              for i in range(a.nlayers)])
         self.encoder = nn.Embedding(ntok, a.emsize)
         self.decoder_bias = nn.Parameter(torch.zeros(ntok))
@@ -489,6 +508,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["speed", "train"])
     p.add_argument("--data", default="")
+    p.add_argument("--model", choices=["onlstm", "ft", "fft"],
+                   default="onlstm",
+                   help="the cell (speed mode): ON-LSTM, FastTrees, Faster "
+                        "FastTrees")
     p.add_argument("--vocab", type=int, default=10000)
     p.add_argument("--emsize", type=int, default=400)
     p.add_argument("--nhid", type=int, default=1150)

@@ -161,7 +161,7 @@ static void run_torch(const struct bench_ocn_options *o, const char *batches,
 {
     *rate = -1.0;
     if (o->python == NULL) {
-        snprintf(why, cap, "skipped (--no-torch)");
+        snprintf(why, cap, "skipped (--no-baseline)");
         return;
     }
     if (access(o->python, X_OK) != 0) {
@@ -294,7 +294,7 @@ int bench_ocn_run(const struct bench_ocn_options *o, FILE *out)
             wrote = 1;
             have_torch = o->python != NULL;
             if (!have_torch) {
-                snprintf(why, sizeof why, "skipped (--no-torch)");
+                snprintf(why, sizeof why, "skipped (--no-baseline)");
             }
         } else {
             snprintf(why, sizeof why, "%s", gr_last_error());

@@ -16,6 +16,9 @@
 #                   [--threads T] [--demos-per-task N] [--n-each N]
 #   e.g. bench/ocn/s1.sh build/grove runs/s1 --updates 10000 --jobs 2
 #
+# Every configuration starts from train bc --recipe thesis (ocn.md §3-§6)
+# and adds its own departures, so the names mean what they say whatever
+# train bc's default recipe is.
 # --n-each sets the copies of each primitive on the maps (train bc
 # --n-each; default 1, craft.md §3); the checkpoints keep it, so the
 # success matrix and the greedy returns are measured in the same world.
@@ -86,7 +89,7 @@ run_one() {
     if ! grep -q "^$updates," "$d/metrics.csv" 2>/dev/null; then
         local start=--force
         [[ -f $d/last.ckpt ]] && start=--resume
-        "$grove" train bc --tasks AC,CD --options 3 --model "$model" \
+        "$grove" train bc --recipe thesis --tasks AC,CD --options 3 --model "$model" \
             --tau "$tau" --seed "$s" --updates "$updates" --device "$device" \
             --demos-per-task "$per_task" --n-each "$n_each" \
             --threads "$threads" "${blind[@]}" --quiet --out "$d" "$start" >>"$d.log" 2>&1 ||

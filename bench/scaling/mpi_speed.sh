@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 "$grove" version | grep -q "^mpi: *yes" || { echo "this grove has no MPI" >&2; exit 1; }
-bc=(train bc --tasks AC,CD --options 3 --demos-per-task 2000 --updates "${UPDATES:-60}"
+bc=(train bc --recipe thesis --tasks AC,CD --options 3 --demos-per-task 2000 --updates "${UPDATES:-60}"
     --batch 512 --eval-every "${UPDATES:-60}" --return-every 0 --seed 1 --threads 1 --device cpu --quiet)
 rate() { sed -n 's/.*(\([0-9.]*\) updates\/s).*/\1/p' "$1"; }
 echo "grove: $("$grove" version | head -1); $(nproc) cores; $(mpirun --version | head -1)"

@@ -128,8 +128,8 @@ int nlp_listops_eval(const uint8_t *tok, int32_t n, int *value, int *depth)
                           nlp_listops_token_name(t),
                           t == NLP_LISTOPS_PAD ? "padding inside an expression"
                                                : "operator without defined "
-                                                 "semantics (formal_tasks.md "
-                                                 "§2.2 has MIN MAX MED SM)");
+                                                 "semantics (docs/tasks.md: "
+                                                 "MIN MAX MED SM)");
             break;
         }
         if (nf == 0) {
@@ -322,7 +322,7 @@ static int finish_example(struct nlp_listops_set *s, size_t off,
     }
     if (answer >= 0 && value != answer) {
         return gr_error(GR_EFORMAT, "%s: the answer is %d but the expression "
-                        "evaluates to %d (formal_tasks.md §2.2)", where,
+                        "evaluates to %d (docs/tasks.md)", where,
                         answer, value);
     }
     if (!have_spans) {
@@ -439,8 +439,8 @@ static int read_line(struct nlp_listops_set *s, const char *line, size_t len,
             if (!is_digit_id(id) && !is_op_id(id) &&
                 id != NLP_LISTOPS_CLOSE) {
                 rc = gr_error(GR_EFORMAT, "%s: token %d '%s': operator "
-                              "without defined semantics (formal_tasks.md "
-                              "§2.2 has MIN MAX MED SM)", where, k,
+                              "without defined semantics (docs/tasks.md: "
+                              "MIN MAX MED SM)", where, k,
                               token_names[id]);
                 break;
             }

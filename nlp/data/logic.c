@@ -635,7 +635,7 @@ static int read_k_file(struct nlp_logic_set *s, const char *dir,
         if (p->k != k) {
             return gr_error(GR_EFORMAT, "%s:%d: the pair has %d and %d "
                             "operators (k = %d) but the file is %s (k = "
-                            "min(12, max ops), formal_tasks.md §1.4)", path,
+                            "min(12, max ops), docs/tasks.md)", path,
                             p->line, p->ops_left, p->ops_right, p->k, name);
         }
     }

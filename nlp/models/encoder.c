@@ -13,6 +13,9 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_lstm,
     &nlp_encoder_onlstm,
     &nlp_encoder_om,
+    &nlp_encoder_ft,
+    &nlp_encoder_cft,
+    &nlp_encoder_fft,
     &nlp_encoder_transformer,
     &nlp_encoder_ftt,
     &nlp_encoder_ftt_conv,
@@ -110,6 +113,22 @@ int nlp_encoder_config_check(const struct nlp_encoder_config *c)
     if (c->slots_train < 1 || c->slots_eval < 1) {
         return gr_error(GR_EINVAL, "slots %d / %d must be >= 1",
                         (int)c->slots_train, (int)c->slots_eval);
+    }
+    /* the chunked cells (ON-LSTM and FastTrees), checked here so that a
+     * bad size is refused before a run folder exists */
+    int chunked = strcmp(c->model, "onlstm") == 0 ||
+                  strcmp(c->model, "ft") == 0 ||
+                  strcmp(c->model, "cft") == 0 || strcmp(c->model, "fft") == 0;
+    if (chunked && (c->chunk < 1 || c->hidden % c->chunk != 0)) {
+        return gr_error(GR_EINVAL, "%s: hidden %d is not a multiple of chunk "
+                        "%d", c->model, (int)c->hidden, (int)c->chunk);
+    }
+    if (strcmp(c->model, "cft") == 0 &&
+        c->emsize < 2 * (c->hidden / c->chunk)) {
+        return gr_error(GR_EINVAL, "cft: the convolution reads the first "
+                        "2n = %d input features, emsize is %d (fasttrees.md "
+                        "§3.2)", (int)(2 * (c->hidden / c->chunk)),
+                        (int)c->emsize);
     }
     return 0;
 }

@@ -122,6 +122,10 @@ void nlp_encoder_free(struct nlp_encoder *e);
 
 extern const struct nlp_encoder_kind nlp_encoder_lstm;
 extern const struct nlp_encoder_kind nlp_encoder_onlstm;
+/* FastTrees, Conv. FastTrees, Faster FastTrees (same file, fasttrees.md) */
+extern const struct nlp_encoder_kind nlp_encoder_ft;
+extern const struct nlp_encoder_kind nlp_encoder_cft;
+extern const struct nlp_encoder_kind nlp_encoder_fft;
 
 /* ---- Ordered Memory (nlp/models/om_encoder.c, nlp/models/om.h) ---- */
 

@@ -13,23 +13,44 @@
 #include "kernels/ops.h"
 #include "kernels/tape.h"
 
+static const char *const kind_names[] = {"onlstm", "lstm", "ft", "cft",
+                                          "fft",    "ftlstm"};
+#define N_KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
+
 const char *nlp_lm_kind_name(enum nlp_lm_kind kind)
 {
-    return kind == NLP_LM_LSTM ? "lstm" : "onlstm";
+    return (int)kind >= 0 && (int)kind < N_KINDS ? kind_names[kind] : "?";
+}
+
+const char *nlp_lm_kind_title(enum nlp_lm_kind kind)
+{
+    static const char *const titles[] = {
+        "ON-LSTM",          "LSTM",
+        "FastTrees",        "Conv. FastTrees",
+        "Faster FastTrees", "LSTM (ON-LSTM recipe)"};
+    return (int)kind >= 0 && (int)kind < N_KINDS ? titles[kind] : "?";
+}
+
+int nlp_lm_kind_ordered(enum nlp_lm_kind kind)
+{
+    return kind != NLP_LM_LSTM && kind != NLP_LM_FTLSTM;
+}
+
+int nlp_lm_kind_on_recipe(enum nlp_lm_kind kind)
+{
+    return kind != NLP_LM_LSTM;
 }
 
 int nlp_lm_kind_parse(const char *text, enum nlp_lm_kind *out)
 {
-    if (strcmp(text, "onlstm") == 0) {
-        *out = NLP_LM_ONLSTM;
-        return 0;
+    for (int k = 0; k < N_KINDS; k++) {
+        if (strcmp(text, kind_names[k]) == 0) {
+            *out = (enum nlp_lm_kind)k;
+            return 0;
+        }
     }
-    if (strcmp(text, "lstm") == 0) {
-        *out = NLP_LM_LSTM;
-        return 0;
-    }
-    return gr_error(GR_EINVAL, "unknown model '%s' (expected onlstm or lstm)",
-                    text);
+    return gr_error(GR_EINVAL, "unknown model '%s' (expected one of %s)",
+                    text, NLP_LM_KINDS);
 }
 
 void nlp_lm_config_default(struct nlp_lm_config *cfg, enum nlp_lm_kind kind,
@@ -45,8 +66,10 @@ void nlp_lm_config_default(struct nlp_lm_config *cfg, enum nlp_lm_kind kind,
     cfg->dropoute = 0.1f;
     cfg->alpha = 2.0f;
     cfg->beta = 1.0f;
-    if (kind == NLP_LM_ONLSTM) {
-        /* README command of Ordered-Neurons (on_lstm.md §7). */
+    if (nlp_lm_kind_on_recipe(kind)) {
+        /* README command of Ordered-Neurons (on_lstm.md §7), which the
+         * FastTrees runs repeat with --model FT|CFT|FFT (fasttrees.md
+         * §6.1). */
         cfg->dropout = 0.45f;
         cfg->dropouth = 0.3f;
         cfg->dropouti = 0.5f;
@@ -81,7 +104,7 @@ static int check_rate(const char *name, float p)
 
 int nlp_lm_config_check(const struct nlp_lm_config *cfg)
 {
-    if (cfg->kind != NLP_LM_ONLSTM && cfg->kind != NLP_LM_LSTM) {
+    if ((int)cfg->kind < 0 || (int)cfg->kind >= N_KINDS) {
         return gr_error(GR_EINVAL, "model kind %d is unknown", (int)cfg->kind);
     }
     if (cfg->vocab < 1) {
@@ -97,7 +120,7 @@ int nlp_lm_config_check(const struct nlp_lm_config *cfg)
         return gr_error(GR_EINVAL, "nlayers must be in [1, %d] (got %d)",
                         NLP_LM_MAX_LAYERS, (int)cfg->nlayers);
     }
-    if (cfg->kind == NLP_LM_ONLSTM) {
+    if (nlp_lm_kind_ordered(cfg->kind)) {
         if (cfg->chunk < 1) {
             return gr_error(GR_EINVAL, "chunk-size must be >= 1 (got %d)",
                             (int)cfg->chunk);
@@ -107,9 +130,17 @@ int nlp_lm_config_check(const struct nlp_lm_config *cfg)
             if (h % cfg->chunk != 0) {
                 return gr_error(GR_EINVAL,
                                 "layer %d has %d units, not a multiple of "
-                                "chunk-size %d (on_lstm.md §1: every layer "
+                                "chunk-size %d (docs/models.md: every layer "
                                 "size, nhid and emsize, must be one)",
                                 l + 1, (int)h, (int)cfg->chunk);
+            }
+            int32_t in = nlp_lm_layer_in(cfg, l);
+            if (cfg->kind == NLP_LM_CFT && in < 2 * (h / cfg->chunk)) {
+                return gr_error(GR_EINVAL,
+                                "layer %d: the convolution of Conv. "
+                                "FastTrees reads the first 2n = %d of its "
+                                "%d input features (fasttrees.md §3.2)",
+                                l + 1, (int)(2 * (h / cfg->chunk)), (int)in);
             }
         }
     }
@@ -127,19 +158,70 @@ int nlp_lm_config_check(const struct nlp_lm_config *cfg)
     return 0;
 }
 
-int64_t nlp_lm_param_count(const struct nlp_lm_config *cfg)
+/* Rows of the input map and of the hidden map of layer l; reference: 1
+ * counts FFT's allocated but unused hidden map. */
+static int64_t count_params(const struct nlp_lm_config *cfg, int reference)
 {
     int64_t n = (int64_t)cfg->vocab * cfg->emsize + cfg->vocab;
     for (int l = 0; l < cfg->nlayers; l++) {
         int64_t in = nlp_lm_layer_in(cfg, l);
         int64_t h = nlp_lm_layer_out(cfg, l);
-        int64_t rows = 4 * h;
-        if (cfg->kind == NLP_LM_ONLSTM) {
-            rows += 2 * (h / cfg->chunk);
+        int64_t m = nlp_lm_kind_ordered(cfg->kind) ? 2 * (h / cfg->chunk)
+                                                   : 0;
+        int64_t rows_ih = 4 * h + m, rows_hh = 4 * h + m;
+        if (cfg->kind == NLP_LM_FT || cfg->kind == NLP_LM_CFT) {
+            rows_hh = 4 * h;
+        } else if (cfg->kind == NLP_LM_FFT && !reference) {
+            rows_hh = 0;
         }
-        n += rows * (in + h) + 2 * rows;
+        n += rows_ih * (in + 1) + rows_hh * (h + 1);
+        if (cfg->kind == NLP_LM_CFT) {
+            n += m * m * GR_CFT_KERNEL + m;
+        }
     }
     return n;
+}
+
+int64_t nlp_lm_param_count(const struct nlp_lm_config *cfg)
+{
+    return count_params(cfg, 0);
+}
+
+int64_t nlp_lm_param_count_reference(const struct nlp_lm_config *cfg)
+{
+    return count_params(cfg, 1);
+}
+
+/* 24670640 -> "24,670,640" */
+static void digits(int64_t v, char *buf, size_t cap)
+{
+    char raw[32];
+    int len = snprintf(raw, sizeof raw, "%lld", (long long)v);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < cap; i++) {
+        if (i > 0 && raw[i - 1] != '-' && (len - i) % 3 == 0) {
+            buf[o++] = ',';
+        }
+        buf[o++] = raw[i];
+    }
+    buf[o] = '\0';
+}
+
+void nlp_lm_param_report(const struct nlp_lm_config *cfg, char *buf,
+                         size_t cap)
+{
+    int64_t n = nlp_lm_param_count(cfg);
+    int64_t r = nlp_lm_param_count_reference(cfg);
+    char d[40];
+    digits(n, d, sizeof d);
+    if (r == n) {
+        snprintf(buf, cap, "%s parameters", d);
+    } else {
+        snprintf(buf, cap,
+                 "%s parameters: %.2fM (reference allocates %.2fM, %.2fM "
+                 "unused)",
+                 d, (double)n / 1e6, (double)r / 1e6, (double)(r - n) / 1e6);
+    }
 }
 
 int nlp_lm_init(struct nlp_lm *m, struct gr_ctx *ctx,
@@ -169,12 +251,23 @@ int nlp_lm_init(struct nlp_lm *m, struct gr_ctx *ctx,
         char prefix[64];
         int32_t in = nlp_lm_layer_in(cfg, l);
         int32_t h = nlp_lm_layer_out(cfg, l);
+        snprintf(prefix, sizeof prefix, "rnn.cells.%d", l);
         if (cfg->kind == NLP_LM_ONLSTM) {
-            snprintf(prefix, sizeof prefix, "rnn.cells.%d", l);
             rc = gr_onlstm_init(&m->onlstm[l], ctx, prefix, in, h,
                                 cfg->chunk, rng);
+        } else if (cfg->kind == NLP_LM_FT) {
+            rc = gr_ft_init(&m->onlstm[l], ctx, prefix, in, h, cfg->chunk,
+                            rng);
+        } else if (cfg->kind == NLP_LM_CFT) {
+            rc = gr_cft_init(&m->cft[l], ctx, prefix, in, h, cfg->chunk,
+                             cfg->conv_axis, rng);
+        } else if (cfg->kind == NLP_LM_FFT) {
+            rc = gr_fft_init(&m->fft[l], ctx, prefix, in, h, cfg->chunk,
+                             rng);
         } else {
-            snprintf(prefix, sizeof prefix, "rnns.%d.module", l);
+            if (cfg->kind == NLP_LM_LSTM) {
+                snprintf(prefix, sizeof prefix, "rnns.%d.module", l);
+            }
             rc = gr_lstm_init(&m->lstm[l], ctx, prefix, in, h, rng);
         }
         if (rc < 0) {
@@ -186,7 +279,13 @@ int nlp_lm_init(struct nlp_lm *m, struct gr_ctx *ctx,
 
 struct gr_tensor *nlp_lm_layer_w_hh(const struct nlp_lm *m, int l)
 {
-    return m->cfg.kind == NLP_LM_ONLSTM ? m->onlstm[l].w_hh : m->lstm[l].w_hh;
+    switch (m->cfg.kind) {
+    case NLP_LM_ONLSTM:
+    case NLP_LM_FT: return m->onlstm[l].w_hh;
+    case NLP_LM_CFT: return m->cft[l].ft.w_hh;
+    case NLP_LM_FFT: return NULL;
+    default: return m->lstm[l].w_hh;
+    }
 }
 
 /* ---- state ---- */
@@ -228,6 +327,21 @@ int nlp_lm_state_init(struct nlp_lm_state *st, struct nlp_lm *m,
                 st->h[l] = t;
             }
         }
+        if (m->cfg.kind == NLP_LM_CFT && m->cfg.conv_axis == GR_CONV_TIME) {
+            char name[96];
+            snprintf(name, sizeof name, "lm.state.%s.x%d", tag, l);
+            int64_t w = 2 * (h / m->cfg.chunk);
+            struct gr_tensor *t = gr_ctx_find(m->ctx, name);
+            if (t == NULL) {
+                t = gr_buffer_new(m->ctx, name, GR_F32,
+                                  gr_shape3(GR_CFT_CONTEXT, batch, w));
+                if (t == NULL) {
+                    return gr_error(GR_ENOMEM, "creating state '%s': %s",
+                                    name, gr_last_error());
+                }
+            }
+            st->x[l] = t;
+        }
     }
     return nlp_lm_state_zero(st);
 }
@@ -238,6 +352,9 @@ int nlp_lm_state_zero(struct nlp_lm_state *st)
         int rc = gr_tensor_fill(st->h[l], 0.0f);
         if (rc == 0) {
             rc = gr_tensor_fill(st->c[l], 0.0f);
+        }
+        if (rc == 0 && st->x[l] != NULL) {
+            rc = gr_tensor_fill(st->x[l], 0.0f);
         }
         if (rc < 0) {
             return rc;
@@ -373,6 +490,7 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
     struct gr_tensor *h_last[NLP_LM_MAX_LAYERS] = {0};
     struct gr_tensor *c_last[NLP_LM_MAX_LAYERS] = {0};
     struct gr_tensor *raw_last = NULL;
+    struct gr_tensor *x_next[NLP_LM_MAX_LAYERS] = {0};
     for (int l = 0; l < cfg->nlayers; l++) {
         struct gr_tensor *h0 = st ? snapshot(ctx, st->h[l]) : NULL;
         struct gr_tensor *c0 = st ? snapshot(ctx, st->c[l]) : NULL;
@@ -381,9 +499,12 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
                             gr_ctx_error(ctx));
         }
         struct gr_tensor *w = nlp_lm_layer_w_hh(m, l);
-        enum gr_wdrop_mode mode =
-            cfg->kind == NLP_LM_ONLSTM ? GR_WDROP_ONLSTM : GR_WDROP_AWD;
-        if (training && mk != NULL) {
+        enum gr_wdrop_mode mode = nlp_lm_kind_on_recipe(cfg->kind)
+                                      ? GR_WDROP_ONLSTM
+                                      : GR_WDROP_AWD;
+        if (w == NULL) {
+            /* FFT: no recurrent weight, wdrop has nothing to act on */
+        } else if (training && mk != NULL) {
             if (mk->weight[l] != NULL) {
                 w = gr_mul(ctx, w,
                            mask_tensor(ctx, mk->weight[l],
@@ -399,8 +520,20 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
         struct gr_rnn_out o;
         memset(&o, 0, sizeof o);
         int rc;
-        if (cfg->kind == NLP_LM_ONLSTM) {
+        if (cfg->kind == NLP_LM_ONLSTM || cfg->kind == NLP_LM_FT) {
             rc = gr_onlstm_forward(ctx, &m->onlstm[l], x, h0, c0, w, &o);
+        } else if (cfg->kind == NLP_LM_CFT) {
+            struct gr_tensor *prev = st && st->x[l] ? snapshot(ctx, st->x[l])
+                                                    : NULL;
+            struct gr_rng r = training ? nlp_lm_rng(drop->seed, drop->epoch,
+                                                    drop->window,
+                                                    NLP_LM_RNG_CONV, l)
+                                       : gr_rng_make(0, 0);
+            /* explicit masks (fixtures) mean: no random conv dropout */
+            rc = gr_cft_forward(ctx, &m->cft[l], x, prev, h0, c0, w,
+                                training && mk == NULL, r, &o, &x_next[l]);
+        } else if (cfg->kind == NLP_LM_FFT) {
+            rc = gr_fft_forward(ctx, &m->fft[l], x, c0, &o);
         } else {
             rc = gr_lstm_forward(ctx, &m->lstm[l], x, h0, c0, w, &o);
         }
@@ -440,7 +573,7 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
              * "dropped output" is the raw tensor), the dropped one for the
              * AWD-LSTM. */
             struct gr_tensor *src =
-                cfg->kind == NLP_LM_ONLSTM ? raw_last : y;
+                nlp_lm_kind_on_recipe(cfg->kind) ? raw_last : y;
             out->ar = gr_scale(ctx, gr_mean(ctx, gr_square(ctx, src)),
                                cfg->alpha);
             out->loss = gr_add(ctx, out->loss, out->ar);
@@ -467,6 +600,9 @@ int nlp_lm_forward(struct nlp_lm *m, struct nlp_lm_state *st,
             int rc = gr_tensor_copy(st->h[l], h_last[l]);
             if (rc == 0) {
                 rc = gr_tensor_copy(st->c[l], c_last[l]);
+            }
+            if (rc == 0 && st->x[l] != NULL && x_next[l] != NULL) {
+                rc = gr_tensor_copy(st->x[l], x_next[l]);
             }
             if (rc < 0) {
                 return rc;
@@ -559,7 +695,7 @@ int nlp_lm_sentences(struct nlp_lm *m, const int32_t *ids, int32_t n,
         return gr_error(GR_EINVAL, "nlp_lm_sentences: n %d, batch %d",
                         (int)n, (int)batch);
     }
-    if (df_out != NULL && m->cfg.kind != NLP_LM_ONLSTM) {
+    if (df_out != NULL && !nlp_lm_kind_ordered(m->cfg.kind)) {
         return gr_error(GR_EINVAL, "syntactic distances need an ON-LSTM "
                                    "model (this one is an LSTM)");
     }
@@ -740,7 +876,7 @@ void nlp_text_free(struct nlp_text *t)
 
 int nlp_lm_config_write(const struct nlp_lm_config *cfg, struct nlp_text *t)
 {
-    return nlp_text_printf(
+    int rc = nlp_text_printf(
         t,
         "model %s\nvocab %d\nemsize %d\nnhid %d\nnlayers %d\nchunk-size "
         "%d\ndropout %.9g\ndropouth %.9g\ndropouti %.9g\ndropoute "
@@ -750,6 +886,11 @@ int nlp_lm_config_write(const struct nlp_lm_config *cfg, struct nlp_text *t)
         (double)cfg->dropout, (double)cfg->dropouth, (double)cfg->dropouti,
         (double)cfg->dropoute, (double)cfg->wdrop, (double)cfg->alpha,
         (double)cfg->beta);
+    if (rc == 0 && cfg->kind == NLP_LM_CFT) {
+        rc = nlp_text_printf(t, "conv-axis %s\n",
+                             gr_conv_axis_name(cfg->conv_axis));
+    }
+    return rc;
 }
 
 const char *nlp_config_value(const char *text, const char *key, size_t *len)
@@ -843,6 +984,20 @@ int nlp_lm_config_read(const char *text, const char *what,
         (rc = read_float(text, what, "alpha", &cfg->alpha)) < 0 ||
         (rc = read_float(text, what, "beta", &cfg->beta)) < 0) {
         return rc;
+    }
+    v = nlp_config_value(text, "conv-axis", &len);
+    if (cfg->kind == NLP_LM_CFT && v != NULL) {
+        char axis[16];
+        if (len == 0 || len >= sizeof axis) {
+            return gr_error(GR_EFORMAT, "%s: config key 'conv-axis' is "
+                            "malformed", what);
+        }
+        memcpy(axis, v, len);
+        axis[len] = '\0';
+        if (gr_conv_axis_parse(axis, &cfg->conv_axis) < 0) {
+            return gr_error(GR_EFORMAT, "%s: config key 'conv-axis': %s",
+                            what, gr_last_error());
+        }
     }
     if (nlp_lm_config_check(cfg) < 0) {
         return gr_error(GR_EFORMAT, "%s: %s", what, gr_last_error());

@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/fasttrees.h"
 #include "kernels/layers.h"
 #include "kernels/rng.h"
 #include "kernels/tensor.h"
@@ -58,12 +59,38 @@
 enum nlp_lm_kind {
     NLP_LM_ONLSTM = 0, /* on_lstm.md */
     NLP_LM_LSTM = 1,   /* AWD-LSTM, hybrid_and_trees.md §2.2 */
+    /* fasttrees.md: the ON-LSTM LM with another cell (same stack,
+     * regularisation, distances, defaults) */
+    NLP_LM_FT = 2,  /* FastTrees: master gates from x_t */
+    NLP_LM_CFT = 3, /* Conv. FastTrees: conv over the first 2n features */
+    NLP_LM_FFT = 4, /* Faster FastTrees: every gate from x_t, a scan */
+    /* the LSTM baseline of the Ordered-Neurons / FastTrees repositories
+     * (fasttrees.md §5): an LSTM cell in the ON-LSTM LM, i.e. the ON-LSTM
+     * recipe (non-inverted DropConnect, AR on the undropped output, its
+     * dropouts and finetuning), which grove's AWD-LSTM (lstm) is not */
+    NLP_LM_FTLSTM = 5,
 };
 
-/* "onlstm" / "lstm". */
+/* The valid --model values, for messages. */
+#define NLP_LM_KINDS "onlstm|lstm|ft|cft|fft|ftlstm"
+
+/* "onlstm" / "lstm" / "ft" / "cft" / "fft" / "ftlstm". */
 const char *nlp_lm_kind_name(enum nlp_lm_kind kind);
 
-/* Parses "onlstm" or "lstm" (GR_EINVAL naming the text otherwise). */
+/* For people: "ON-LSTM", "LSTM", "FastTrees", "Conv. FastTrees", "Faster
+ * FastTrees". */
+const char *nlp_lm_kind_title(enum nlp_lm_kind kind);
+
+/* 1 for the cells with master gates (onlstm, ft, cft, fft): chunks and
+ * syntactic distances. */
+int nlp_lm_kind_ordered(enum nlp_lm_kind kind);
+
+/* 1 for the kinds trained with the ON-LSTM recipe (all but lstm, the
+ * AWD-LSTM): non-inverted DropConnect, AR on the undropped output, the
+ * ON-LSTM's dropouts, finetuning at 500. */
+int nlp_lm_kind_on_recipe(enum nlp_lm_kind kind);
+
+/* Parses a kind name (GR_EINVAL listing the valid ones otherwise). */
 int nlp_lm_kind_parse(const char *text, enum nlp_lm_kind *out);
 
 struct nlp_lm_config {
@@ -80,6 +107,8 @@ struct nlp_lm_config {
     float wdrop;     /* DropConnect on hidden-to-hidden weights */
     float alpha;     /* AR */
     float beta;      /* TAR */
+    enum gr_conv_axis conv_axis; /* CFT only: time (default) or
+                                    batch_compat (fasttrees.md §3) */
 };
 
 /* The published hyperparameters (on_lstm.md §7 for the ON-LSTM; the
@@ -97,15 +126,30 @@ int32_t nlp_lm_layer_in(const struct nlp_lm_config *cfg, int l);
 int32_t nlp_lm_layer_out(const struct nlp_lm_config *cfg, int l);
 
 /* Parameter count of the configuration (tied decoder counted once). The
- * PTB ON-LSTM: 25,232,180; the AWD-LSTM of the same sizes: 24,221,600. */
+ * PTB ON-LSTM: 25,232,180; the AWD-LSTM of the same sizes: 24,221,600;
+ * FT 24,670,640; CFT 24,895,580; FFT 13,439,840 (fasttrees.md). */
 int64_t nlp_lm_param_count(const struct nlp_lm_config *cfg);
+
+/* What the reference would allocate for this configuration: differs only
+ * for FFT, whose reference also allocates an unused hh (2n+4H, H) and
+ * bias per layer (25,232,180 at the PTB size, fasttrees.md §4). */
+int64_t nlp_lm_param_count_reference(const struct nlp_lm_config *cfg);
+
+/* One line about the parameter count into buf: "24,670,640 parameters"
+ * and, for FFT, "13,439,840 parameters: 13.44M (reference allocates
+ * 25.23M, 11.79M unused)". */
+void nlp_lm_param_report(const struct nlp_lm_config *cfg, char *buf,
+                         size_t cap);
 
 struct nlp_lm {
     struct nlp_lm_config cfg;
     struct gr_ctx *ctx;
     struct gr_tensor *encoder;     /* [V, emsize], also the decoder weight */
     struct gr_tensor *decoder_bias; /* [V] */
-    struct gr_onlstm onlstm[NLP_LM_MAX_LAYERS]; /* kind ONLSTM */
+    struct gr_onlstm onlstm[NLP_LM_MAX_LAYERS]; /* kinds ONLSTM and FT
+                                                   (master_from_x) */
+    struct gr_cft cft[NLP_LM_MAX_LAYERS];       /* kind CFT */
+    struct gr_fft fft[NLP_LM_MAX_LAYERS];       /* kind FFT */
     struct gr_lstm lstm[NLP_LM_MAX_LAYERS];     /* kind LSTM */
 };
 
@@ -114,7 +158,7 @@ struct nlp_lm {
 int nlp_lm_init(struct nlp_lm *m, struct gr_ctx *ctx,
                 const struct nlp_lm_config *cfg, uint64_t seed);
 
-/* The hidden-to-hidden weight of layer l ([rows, H]) and its row count. */
+/* The hidden-to-hidden weight of layer l ([rows, H]); NULL for FFT. */
 struct gr_tensor *nlp_lm_layer_w_hh(const struct nlp_lm *m, int l);
 
 /* ---- carried hidden state ---- */
@@ -124,6 +168,9 @@ struct nlp_lm_state {
     int nlayers;
     struct gr_tensor *h[NLP_LM_MAX_LAYERS]; /* [B, H_l] buffers */
     struct gr_tensor *c[NLP_LM_MAX_LAYERS]; /* [B, H_l] buffers */
+    /* CFT on the time axis: the last GR_CFT_CONTEXT convolution inputs of
+     * the previous window, [GR_CFT_CONTEXT, B, 2n_l]; NULL otherwise. */
+    struct gr_tensor *x[NLP_LM_MAX_LAYERS];
 };
 
 /* Finds or creates the buffers "lm.state.<tag>.{h,c}<l>" for batch B (a
@@ -145,6 +192,7 @@ enum nlp_lm_purpose {
     NLP_LM_RNG_WEIGHT = 4, /* DropConnect, per layer */
     NLP_LM_RNG_HIDDEN = 5, /* between layers, per layer */
     NLP_LM_RNG_OUTPUT = 6,
+    NLP_LM_RNG_CONV = 7, /* CFT's dropout after the convolution, per layer */
 };
 
 /* The key of a draw: (seed, stream(epoch, window, purpose, layer)). */

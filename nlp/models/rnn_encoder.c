@@ -3,20 +3,28 @@
  * LSTM or ON-LSTM layer (kernels/layers.h), and the output at the last real
  * token (right padding) or at the last step (left padding). The ON-LSTM
  * encoder is the logic classifier's of on_lstm.md §11; the LSTM is the
- * thesis's LSTM baseline on the same setup. */
+ * thesis's LSTM baseline on the same setup. The FastTrees family
+ * (fasttrees.md §6.2-§6.3: ft, cft, fft) swaps the cell, as the paper
+ * does; CFT's convolution is causal over time with zeros before the first
+ * token, so the right padding never reaches a real token. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/fasttrees.h"
 #include "kernels/layers.h"
 #include "kernels/ops.h"
 #include "nlp/models/encoder.h"
 
+enum rnn_cell { CELL_LSTM, CELL_ONLSTM, CELL_FT, CELL_CFT, CELL_FFT };
+
 struct rnn_encoder {
     struct gr_tensor *emb; /* [vocab, emsize] "enc.emb.weight" */
     struct gr_lstm lstm;
-    struct gr_onlstm onlstm;
-    int is_onlstm;
+    struct gr_onlstm onlstm; /* ON-LSTM, or FT (master_from_x) */
+    struct gr_cft cft;
+    struct gr_fft fft;
+    enum rnn_cell cell;
     /* ON-LSTM forget distances of the last encode, [T, B] (host copy) */
     float *dist;
     int64_t dist_cap, dist_n;
@@ -35,7 +43,8 @@ static void lstm_defaults(struct nlp_encoder_config *c, const char *task)
         c->emsize = 128;
         c->hidden = 128;
         c->dropout_in = 0.1f;
-    } else if (task != NULL && strncmp(task, "sst", 3) == 0) {
+    } else if (task != NULL && (strncmp(task, "sst", 3) == 0 ||
+                                strcmp(task, "snli") == 0)) {
         c->emsize = 300; /* grove's choice: no GloVe here, random init */
         c->hidden = 300;
         c->dropout_in = 0.3f;
@@ -51,8 +60,30 @@ static void onlstm_defaults(struct nlp_encoder_config *c, const char *task)
     }
 }
 
+/* The FastTrees family: the ON-LSTM's defaults; for SST the paper's
+ * encoder, 256 -> 512 (fasttrees.md §6.3: the projection of the word
+ * vectors is the embedding here, random init), chunk 8 (n = 64); a hidden
+ * size not a multiple of 10 gets chunk 8 where it divides (ListOps 128:
+ * n = 16, which CFT's convolution needs to fit the 128 inputs). */
+static void fasttrees_defaults(struct nlp_encoder_config *c, const char *task)
+{
+    onlstm_defaults(c, task);
+    if (task != NULL && strncmp(task, "sst", 3) == 0) {
+        c->emsize = 256;
+        c->hidden = 512;
+        c->dropout_in = 0.5f;
+    } else if (task != NULL && strcmp(task, "snli") == 0) {
+        c->emsize = 256; /* §6.4: the SST-2 encoder, dropout 0.2 */
+        c->hidden = 512;
+        c->dropout_in = 0.2f;
+    }
+    if (c->hidden % 10 != 0 && c->hidden % 8 == 0) {
+        c->chunk = 8;
+    }
+}
+
 static int rnn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
-                    struct gr_rng rng, int is_onlstm)
+                    struct gr_rng rng, enum rnn_cell cell)
 {
     const struct nlp_encoder_config *c = &e->cfg;
     struct rnn_encoder *r = calloc(1, sizeof *r);
@@ -60,7 +91,7 @@ static int rnn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
         return gr_error(GR_ENOMEM, "encoder: out of memory");
     }
     e->impl = r;
-    r->is_onlstm = is_onlstm;
+    r->cell = cell;
     r->emb = gr_param_new(ctx, "enc.emb.weight", gr_shape2(c->vocab, c->emsize));
     if (r->emb == NULL) {
         return gr_error(GR_EINVAL, "encoder: %s", gr_ctx_error(ctx));
@@ -73,28 +104,65 @@ static int rnn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
     }
     struct gr_rng lr =
         gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 2, 0, 0));
-    if (is_onlstm) {
-        return gr_onlstm_init(&r->onlstm, ctx, "enc.rnn", c->emsize, c->hidden,
-                              c->chunk, lr);
+    switch (cell) {
+    case CELL_ONLSTM:
+        return gr_onlstm_init(&r->onlstm, ctx, "enc.rnn", c->emsize,
+                              c->hidden, c->chunk, lr);
+    case CELL_FT:
+        return gr_ft_init(&r->onlstm, ctx, "enc.rnn", c->emsize, c->hidden,
+                          c->chunk, lr);
+    case CELL_CFT:
+        return gr_cft_init(&r->cft, ctx, "enc.rnn", c->emsize, c->hidden,
+                           c->chunk, GR_CONV_TIME, lr);
+    case CELL_FFT:
+        return gr_fft_init(&r->fft, ctx, "enc.rnn", c->emsize, c->hidden,
+                           c->chunk, lr);
+    default:
+        return gr_lstm_init(&r->lstm, ctx, "enc.rnn", c->emsize, c->hidden,
+                            lr);
     }
-    return gr_lstm_init(&r->lstm, ctx, "enc.rnn", c->emsize, c->hidden, lr);
 }
 
 static int lstm_init(struct nlp_encoder *e, struct gr_ctx *ctx,
                      struct gr_rng rng)
 {
-    return rnn_init(e, ctx, rng, 0);
+    return rnn_init(e, ctx, rng, CELL_LSTM);
+}
+
+static int chunked_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                        struct gr_rng rng, enum rnn_cell cell)
+{
+    if (e->cfg.chunk < 1 || e->cfg.hidden % e->cfg.chunk != 0) {
+        return gr_error(GR_EINVAL, "%s: hidden %d is not a multiple of "
+                                   "chunk %d",
+                        e->kind->name, (int)e->cfg.hidden,
+                        (int)e->cfg.chunk);
+    }
+    return rnn_init(e, ctx, rng, cell);
 }
 
 static int onlstm_init(struct nlp_encoder *e, struct gr_ctx *ctx,
                        struct gr_rng rng)
 {
-    if (e->cfg.chunk < 1 || e->cfg.hidden % e->cfg.chunk != 0) {
-        return gr_error(GR_EINVAL, "onlstm: hidden %d is not a multiple of "
-                                   "chunk %d",
-                        (int)e->cfg.hidden, (int)e->cfg.chunk);
-    }
-    return rnn_init(e, ctx, rng, 1);
+    return chunked_init(e, ctx, rng, CELL_ONLSTM);
+}
+
+static int ft_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                   struct gr_rng rng)
+{
+    return chunked_init(e, ctx, rng, CELL_FT);
+}
+
+static int cft_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                    struct gr_rng rng)
+{
+    return chunked_init(e, ctx, rng, CELL_CFT);
+}
+
+static int fft_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                    struct gr_rng rng)
+{
+    return chunked_init(e, ctx, rng, CELL_FFT);
 }
 
 static struct gr_tensor *rnn_encode(struct nlp_encoder *e,
@@ -113,13 +181,30 @@ static struct gr_tensor *rnn_encode(struct nlp_encoder *e,
         return NULL;
     }
     struct gr_rnn_out o;
-    int rc = r->is_onlstm
-                 ? gr_onlstm_forward(ctx, &r->onlstm, x, NULL, NULL, NULL, &o)
-                 : gr_lstm_forward(ctx, &r->lstm, x, NULL, NULL, NULL, &o);
+    int rc;
+    switch (r->cell) {
+    case CELL_ONLSTM:
+    case CELL_FT:
+        rc = gr_onlstm_forward(ctx, &r->onlstm, x, NULL, NULL, NULL, &o);
+        break;
+    case CELL_CFT:
+        rc = gr_cft_forward(ctx, &r->cft, x, NULL, NULL, NULL, NULL,
+                            training,
+                            gr_rng_make(rng.seed,
+                                        gr_rng_stream(rng.stream, 12, 0, 0)),
+                            &o, NULL);
+        break;
+    case CELL_FFT:
+        rc = gr_fft_forward(ctx, &r->fft, x, NULL, &o);
+        break;
+    default:
+        rc = gr_lstm_forward(ctx, &r->lstm, x, NULL, NULL, NULL, &o);
+        break;
+    }
     if (rc < 0) {
         return NULL;
     }
-    if (r->is_onlstm && o.df != NULL) {
+    if (r->cell != CELL_LSTM && o.df != NULL) {
         int64_t n = (int64_t)b->T * b->B;
         if (n > r->dist_cap) {
             float *d = realloc(r->dist, (size_t)n * sizeof *d);
@@ -184,7 +269,8 @@ static int onlstm_distances(struct nlp_encoder *e, float *d)
 {
     struct rnn_encoder *r = e->impl;
     if (r->dist == NULL) {
-        return gr_error(GR_EINVAL, "onlstm: no encode to take distances of");
+        return gr_error(GR_EINVAL, "%s: no encode to take distances of",
+                        e->kind->name);
     }
     memcpy(d, r->dist, (size_t)r->dist_n * sizeof *d);
     return 0;
@@ -206,6 +292,41 @@ const struct nlp_encoder_kind nlp_encoder_onlstm = {
     "one ON-LSTM layer, chunk 10 (on_lstm.md §11's logic classifier)",
     onlstm_defaults,
     onlstm_init,
+    rnn_encode,
+    rnn_out_dim,
+    rnn_free,
+    onlstm_distances,
+};
+
+const struct nlp_encoder_kind nlp_encoder_ft = {
+    "ft",
+    "one FastTrees layer: master gates from x_t only (fasttrees.md §2)",
+    fasttrees_defaults,
+    ft_init,
+    rnn_encode,
+    rnn_out_dim,
+    rnn_free,
+    onlstm_distances,
+};
+
+const struct nlp_encoder_kind nlp_encoder_cft = {
+    "cft",
+    "one Conv. FastTrees layer: causal conv (k 2, dilation 2) on the first "
+    "2n inputs, then FastTrees (fasttrees.md §3.3)",
+    fasttrees_defaults,
+    cft_init,
+    rnn_encode,
+    rnn_out_dim,
+    rnn_free,
+    onlstm_distances,
+};
+
+const struct nlp_encoder_kind nlp_encoder_fft = {
+    "fft",
+    "one Faster FastTrees layer: every gate from x_t, the recurrence a "
+    "linear scan (fasttrees.md §4)",
+    fasttrees_defaults,
+    fft_init,
     rnn_encode,
     rnn_out_dim,
     rnn_free,

@@ -127,6 +127,14 @@ void nlp_cls_train_config_default(struct nlp_cls_train_config *tc,
         tc->dropout_out = 0.5f; /* hybrid_and_trees.md §3.3's output */
         tc->batch = 25;
         tc->epochs = 10;
+    } else if (task != NULL && strcmp(task, "snli") == 0) {
+        /* fasttrees.md §6.4: MLP hidden 1024, dropout 0.2, Adam 4e-4,
+         * x0.2 on a plateau */
+        tc->head_hidden = 1024;
+        tc->dropout_out = 0.2f;
+        tc->lr = 4e-4f;
+        tc->plateau_factor = 0.2f;
+        tc->epochs = 10;
     }
 }
 
@@ -949,8 +957,26 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     spec.n_columns = tr.n_cols;
     spec.what = "nlp classify train";
     spec.step_unit = "epoch";
-    rc = train_run_open(&tr.run, &spec);
-    tr.have_run = rc == 0;
+    /* the device and the model before the run folder: a failed start
+     * leaves nothing behind */
+    rc = gr_ctx_new(&tr.ctx, cc);
+    if (rc == 0) {
+        rc = model_build(&tr.m, tr.ctx, &tc->enc, d->pair, d->n_classes,
+                         tc->head_hidden, tc->dropout_out, tc->seed);
+    }
+    if (rc == 0) {
+        struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+        oc.lr = tc->lr;
+        oc.beta1 = tc->beta1;
+        oc.beta2 = tc->beta2;
+        oc.eps = tc->eps;
+        oc.weight_decay = tc->wdecay;
+        rc = gr_optim_new(&tr.opt, tr.ctx, "adam", &oc);
+    }
+    if (rc == 0) {
+        rc = train_run_open(&tr.run, &spec);
+        tr.have_run = rc == 0;
+    }
     if (rc == 0 && tc->resume) {
         size_t a = options_length(tr.run.resumed_config);
         size_t b = options_length(text);
@@ -968,22 +994,6 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         }
     }
     free(text);
-    if (rc == 0) {
-        rc = gr_ctx_new(&tr.ctx, cc);
-    }
-    if (rc == 0) {
-        rc = model_build(&tr.m, tr.ctx, &tc->enc, d->pair, d->n_classes,
-                         tc->head_hidden, tc->dropout_out, tc->seed);
-    }
-    if (rc == 0) {
-        struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
-        oc.lr = tc->lr;
-        oc.beta1 = tc->beta1;
-        oc.beta2 = tc->beta2;
-        oc.eps = tc->eps;
-        oc.weight_decay = tc->wdecay;
-        rc = gr_optim_new(&tr.opt, tr.ctx, "adam", &oc);
-    }
     if (rc == 0 && tc->resume) {
         rc = gr_checkpoint_load(tr.ctx, tr.run.path_last, GR_CKPT_ALL, NULL);
         if (rc == 0) {

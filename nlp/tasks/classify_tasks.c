@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "nlp/data/listops.h"
+#include "nlp/data/snli.h"
 
 #define SST_MAX_FILE_BYTES ((size_t)1 << 31)
 
@@ -28,7 +29,8 @@ void nlp_cls_task_options_default(struct nlp_cls_task_options *o)
 int nlp_cls_task_known(const char *task)
 {
     return strcmp(task, "logic") == 0 || strcmp(task, "listops") == 0 ||
-           strcmp(task, "sst2") == 0 || strcmp(task, "sst5") == 0;
+           strcmp(task, "sst2") == 0 || strcmp(task, "sst5") == 0 ||
+           strcmp(task, "snli") == 0;
 }
 
 /* "12,345" */
@@ -266,8 +268,7 @@ static int load_listops(struct nlp_cls_data *d,
         struct nlp_listops_gen_stats st;
         rc = nlp_listops_generate(&tr, o->listops_generate, o->seed,
                                   NLP_LISTOPS_MAX_DEPTH, &st);
-        snprintf(src, sizeof src, "generated (seed %llu, formal_tasks.md "
-                 "§2.5)", (unsigned long long)o->seed);
+        snprintf(src, sizeof src, "generated (seed %llu, docs/tasks.md)", (unsigned long long)o->seed);
     }
     if (rc < 0) {
         return rc;
@@ -363,6 +364,32 @@ static int sst_read(struct nlp_sst *s, enum nlp_split split, const char *path)
     return rc;
 }
 
+/* d's vocabulary text (one word per line in id order) from v; padding =
+ * the next id. */
+static int vocab_to_text(struct nlp_cls_data *d, const struct nlp_vocab *v,
+                         const char *what)
+{
+    size_t bytes = 1;
+    for (int32_t i = 0; i < v->size; i++) {
+        bytes += strlen(nlp_vocab_word(v, i)) + 1;
+    }
+    if ((d->vocab_text = malloc(bytes)) == NULL) {
+        return gr_error(GR_ENOMEM, "%s: out of memory", what);
+    }
+    size_t k = 0;
+    for (int32_t i = 0; i < v->size; i++) {
+        const char *w = nlp_vocab_word(v, i);
+        size_t len = strlen(w);
+        memcpy(d->vocab_text + k, w, len);
+        k += len;
+        d->vocab_text[k++] = '\n';
+    }
+    d->vocab_text[k] = '\0';
+    d->vocab_size = v->size + 1;
+    d->pad_id = v->size;
+    return 0;
+}
+
 static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
                     const struct nlp_cls_task_options *o)
 {
@@ -400,25 +427,8 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
         }
     }
     /* the vocabulary as text, one word per line; padding = the next id */
-    size_t bytes = 1;
-    for (int32_t i = 0; rc == 0 && i < s.vocab.size; i++) {
-        bytes += strlen(nlp_vocab_word(&s.vocab, i)) + 1;
-    }
-    if (rc == 0 && (d->vocab_text = malloc(bytes)) == NULL) {
-        rc = gr_error(GR_ENOMEM, "sst: out of memory");
-    }
     if (rc == 0) {
-        size_t k = 0;
-        for (int32_t i = 0; i < s.vocab.size; i++) {
-            const char *w = nlp_vocab_word(&s.vocab, i);
-            size_t len = strlen(w);
-            memcpy(d->vocab_text + k, w, len);
-            k += len;
-            d->vocab_text[k++] = '\n';
-        }
-        d->vocab_text[k] = '\0';
-        d->vocab_size = s.vocab.size + 1;
-        d->pad_id = s.vocab.size;
+        rc = vocab_to_text(d, &s.vocab, "sst");
     }
     int32_t counts[NLP_N_SPLITS] = {0}, neutral[NLP_N_SPLITS] = {0};
     for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
@@ -455,6 +465,69 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
     return rc;
 }
 
+/* SNLI (fasttrees.md §6.4): pairs, 3 classes, one vocabulary of every
+ * split's words (lower-cased; padding = the last id), "-" pairs skipped
+ * and counted. DIR/snli_1.0_{train,dev,test}.jsonl or the three files. */
+static int load_snli(struct nlp_cls_data *d,
+                     const struct nlp_cls_task_options *o)
+{
+    snprintf(d->task, sizeof d->task, "snli");
+    d->pair = 1;
+    d->n_classes = NLP_SNLI_CLASSES;
+    static const char *const names[NLP_SNLI_CLASSES] = {"entail", "neutral",
+                                                        "contra"};
+    for (int c = 0; c < d->n_classes; c++) {
+        snprintf(d->class_names[c], sizeof d->class_names[c], "%s",
+                 names[c]);
+    }
+    static const char *const files[NLP_N_SPLITS] = {
+        "snli_1.0_train.jsonl", "snli_1.0_dev.jsonl", "snli_1.0_test.jsonl"};
+    const char *given[NLP_N_SPLITS] = {o->train, o->valid, o->test};
+    struct nlp_snli s;
+    nlp_snli_init(&s);
+    int rc = 0;
+    for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
+        char path[GR_PATH_MAX];
+        if (given[sp] != NULL) {
+            snprintf(path, sizeof path, "%s", given[sp]);
+        } else if (o->data == NULL) {
+            rc = gr_error(GR_EINVAL, "snli: give the folder of %s, %s, %s "
+                          "(--data DIR) or the %s file", files[0], files[1],
+                          files[2], nlp_split_name(sp));
+            break;
+        } else if ((rc = gr_path_join(path, sizeof path, o->data,
+                                      files[sp])) < 0) {
+            break;
+        }
+        rc = nlp_snli_read_file(&s, (enum nlp_split)sp, path);
+    }
+    if (rc == 0) {
+        rc = vocab_to_text(d, &s.vocab, "snli");
+    }
+    for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
+        for (int64_t i = 0; rc == 0 && i < s.n_pairs[sp]; i++) {
+            const struct nlp_snli_pair *p = &s.pairs[sp][i];
+            rc = nlp_cls_add(d, sp, s.tokens + p->a, p->len_a,
+                             s.tokens + p->b, p->len_b, p->label, -1);
+        }
+    }
+    if (rc == 0) {
+        char a[32], b[32], c[32], e[32];
+        summary_add(d, 0,
+                    "snli: %s: train %s / dev %s / test %s pairs (%lld "
+                    "without a gold label skipped); vocabulary %s words",
+                    o->data != NULL ? o->data : "(files)",
+                    thousands(s.n_pairs[0], a, sizeof a),
+                    thousands(s.n_pairs[1], b, sizeof b),
+                    thousands(s.n_pairs[2], c, sizeof c),
+                    (long long)(s.n_skipped[0] + s.n_skipped[1] +
+                                s.n_skipped[2]),
+                    thousands(s.vocab.size, e, sizeof e));
+    }
+    nlp_snli_free(&s);
+    return rc;
+}
+
 int nlp_cls_load_task(struct nlp_cls_data *d, const char *task,
                       const struct nlp_cls_task_options *o)
 {
@@ -468,9 +541,11 @@ int nlp_cls_load_task(struct nlp_cls_data *d, const char *task,
         rc = load_sst(d, NLP_SST2, o);
     } else if (strcmp(task, "sst5") == 0) {
         rc = load_sst(d, NLP_SST5, o);
+    } else if (strcmp(task, "snli") == 0) {
+        rc = load_snli(d, o);
     } else {
         rc = gr_error(GR_EINVAL, "unknown task '%s' (expected logic, listops, "
-                      "sst2 or sst5)", task);
+                      "sst2, sst5 or snli)", task);
     }
     if (rc < 0) {
         nlp_cls_data_free(d);

@@ -24,6 +24,11 @@
  *            d->vocab_text); train = sentences, or every (non-neutral for
  *            SST-2) node, or distinct phrases (sst_train_unit); dev and
  *            test sentences.
+ *   snli     pairs, 3 classes (entailment, neutral, contradiction), the
+ *            JSON lines of nlp/data/snli.h: DIR/snli_1.0_{train,dev,test}
+ *            .jsonl or the three files; one lower-cased vocabulary of every
+ *            split (padding = the last id); pairs without a gold label
+ *            skipped and counted (fasttrees.md §6.4).
  * A path that is given but unreadable is an error; "when present" means
  * the file is silently optional only where this table says so, and the
  * summary says which source was used.
@@ -65,7 +70,7 @@ struct nlp_cls_task_options {
 
 void nlp_cls_task_options_default(struct nlp_cls_task_options *o);
 
-/* 1 if `task` is one of logic, listops, sst2, sst5. */
+/* 1 if `task` is one of logic, listops, sst2, sst5, snli. */
 int nlp_cls_task_known(const char *task);
 
 /* Loads `task` into d (initialised here; freed on failure). logic needs

@@ -72,7 +72,7 @@ void nlp_lm_train_config_default(struct nlp_lm_train_config *tc,
     tc->wdecay = 1.2e-6f;
     tc->nonmono = 5;
     tc->n_when = 0;
-    tc->finetuning = kind == NLP_LM_ONLSTM ? 500 : 0;
+    tc->finetuning = nlp_lm_kind_on_recipe(kind) ? 500 : 0;
     tc->eval_batch = 10;
     tc->test_batch = 1;
     tc->seed = 141;
@@ -802,8 +802,15 @@ static int resume_setup(struct trainer *tr,
         rc = gr_error(GR_EFORMAT, "%s: not a grove LM checkpoint",
                       path_last);
     }
+    enum nlp_lm_kind want = tr->tc.model.kind;
     if (rc == 0) {
         rc = nlp_lm_config_read(text, path_last, &tr->tc.model);
+    }
+    if (rc == 0 && tr->tc.model_given && tr->tc.model.kind != want) {
+        rc = gr_error(GR_EINVAL, "%s holds a %s model; --model %s cannot "
+                      "resume it",
+                      path_last, nlp_lm_kind_name(tr->tc.model.kind),
+                      nlp_lm_kind_name(want));
     }
     if (rc == 0) {
         rc = state_read(tr, text, path_last);
@@ -871,28 +878,37 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     /* with MPI, process 0 writes the run folder; the others only read
      * last.ckpt on --resume */
     int writer = train_mpi_rank() == 0;
-    if (tr.tc.out_dir != NULL && (writer || tr.tc.resume)) {
-        rc = run_dir_setup(&tr, &tr.tc);
+    if (tr.tc.bptt < 1 || tr.tc.epochs < 0 || tr.tc.lr <= 0.0f) {
+        return gr_error(GR_EINVAL, "bptt must be >= 1, epochs >= 0, lr > 0");
     }
-    if (rc == 0 && tr.tc.resume) {
+    if (tr.tc.resume) {
+        /* the model comes from last.ckpt; the folder exists already */
         int32_t epochs = tr.tc.epochs;
         int quiet = tr.tc.quiet;
-        rc = resume_setup(&tr, ctx_cfg);
+        rc = run_dir_setup(&tr, &tr.tc);
+        if (rc == 0) {
+            rc = resume_setup(&tr, ctx_cfg);
+        }
         tr.tc.epochs = epochs;
         tr.tc.quiet = quiet;
-    } else if (rc == 0) {
+        if (rc == 0) {
+            rc = prepare_data(&tr);
+        }
+    } else {
+        /* every check (model, device, data) before the run folder: a
+         * failed start leaves nothing behind */
         if ((rc = nlp_lm_config_check(&tr.tc.model)) == 0 &&
             (rc = make_ctx(&tr.ctx, ctx_cfg)) == 0 &&
             (rc = nlp_lm_init(&tr.lm, tr.ctx, &tr.tc.model, tr.tc.seed)) ==
                 0) {
             rc = make_optimizers(&tr, 0);
         }
-    }
-    if (rc == 0 && (tr.tc.bptt < 1 || tr.tc.epochs < 0 || tr.tc.lr <= 0.0f)) {
-        rc = gr_error(GR_EINVAL, "bptt must be >= 1, epochs >= 0, lr > 0");
-    }
-    if (rc == 0) {
-        rc = prepare_data(&tr);
+        if (rc == 0) {
+            rc = prepare_data(&tr);
+        }
+        if (rc == 0 && tr.tc.out_dir != NULL && writer) {
+            rc = run_dir_setup(&tr, &tr.tc);
+        }
     }
     if (rc < 0) {
         trainer_free(&tr);
@@ -903,12 +919,21 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
      * it equals the fresh run, and --epochs 0 exports the initial weights
      * (the deterministic comparison in bench/nlp reads them). */
     if (!tc->resume && tr.have_run && writer &&
-        (rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0) {
+        ((rc = save_ckpt(&tr, tr.run.path_last, 1)) < 0 ||
+         (tc->epochs == 0 &&
+          (rc = save_ckpt(&tr, tr.run.path_best, 0)) < 0))) {
         trainer_free(&tr);
         return rc;
     }
     if (tr.have_run && !tc->resume) {
         train_note_last_saved(&tr.run, 0);
+    }
+    if (!tc->quiet && writer) {
+        char line[160];
+        nlp_lm_param_report(&tc->model, line, sizeof line);
+        printf("model:      %s, %s\n", nlp_lm_kind_name(tc->model.kind),
+               line);
+        fflush(stdout);
     }
     int stop = 0;
     int32_t n_run = 0; /* epochs run by this invocation */
@@ -961,7 +986,7 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
                 gr_optim_set_lr(tr.asgd, (float)tr.group_lr);
                 tr.n_hist = 0;
             }
-            if (rc == 0 && tc->model.kind == NLP_LM_ONLSTM &&
+            if (rc == 0 && nlp_lm_kind_on_recipe(tc->model.kind) &&
                 tc->finetuning > 0 && epoch > tc->finetuning &&
                 nlp_ntasgd_should_switch(tr.hist, tr.n_hist, ev.loss_compat,
                                          tc->nonmono)) {
@@ -1044,7 +1069,8 @@ int nlp_lm_train(const struct nlp_lm_train_config *tc_in,
     res->asgd = tr.asgd_phase;
     res->asgd_switch_epoch = tr.switch_epoch;
     res->wall_s = tr.wall;
-    if (rc == 0 && !tc->skip_test && !tr.stopped) {
+    /* no epoch at all (--epochs 0): nothing is evaluated */
+    if (rc == 0 && !tc->skip_test && !tr.stopped && tr.epoch_done > 0) {
         if (tr.have_run && gr_path_exists(tr.run.path_best)) {
             rc = gr_checkpoint_load(tr.ctx, tr.run.path_best, GR_CKPT_PARAMS,
                                     NULL);

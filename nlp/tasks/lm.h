@@ -18,7 +18,7 @@
  * `best.ckpt` (parameters of the best validation epoch, averaged ones in
  * the ASGD phase), `last.ckpt` (parameters, optimizer state and the
  * schedule's state, for resume). `grove nlp lm train` adds `summary.txt`
- * and `curve.png`.
+ * and `curves.png`.
  *
  * A checkpoint's config text (kernels/checkpoint.h) is "grove-lm 1", the
  * model configuration (nlp_lm_config_write), the training configuration
@@ -91,6 +91,8 @@ struct nlp_lm_train_config {
     const char *out_dir; /* run folder; NULL: nothing written (tests) */
     int force;           /* reuse an existing run folder */
     int resume;          /* continue out_dir/last.ckpt */
+    int model_given;     /* --resume: model.kind was asked for; a
+                          * last.ckpt of another kind is refused */
     int quiet;
     int argc;            /* the command line, for the run folder */
     char *const *argv;

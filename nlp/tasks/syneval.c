@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/files.h"
 
 #define SYNEVAL_MAX_BYTES ((size_t)1 << 31)
@@ -214,10 +215,33 @@ static int is_ws(char c)
            c == '\n';
 }
 
+void nlp_syneval_limit(struct nlp_syneval *s, int64_t n)
+{
+    if (n <= 0 || n >= s->n_items) {
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        s->items[i] = s->items[(int64_t)((double)i * (double)s->n_items /
+                                         (double)n)];
+    }
+    s->n_items = n;
+}
+
 int nlp_syneval_run(const struct nlp_syneval *s, const struct nlp_vocab *v,
                     int32_t eos, int32_t unk, nlp_syneval_score_fn score,
                     void *ctx, int32_t batch,
                     struct nlp_syneval_results *res)
+{
+    return nlp_syneval_run_progress(s, v, eos, unk, score, ctx, batch, NULL,
+                                    res);
+}
+
+int nlp_syneval_run_progress(const struct nlp_syneval *s,
+                             const struct nlp_vocab *v, int32_t eos,
+                             int32_t unk, nlp_syneval_score_fn score,
+                             void *ctx, int32_t batch,
+                             struct gr_progress *progress,
+                             struct nlp_syneval_results *res)
 {
     memset(res, 0, sizeof *res);
     nlp_vocab_init(&res->oov);
@@ -397,6 +421,13 @@ int nlp_syneval_run(const struct nlp_syneval *s, const struct nlp_vocab *v,
     }
 
     /* 3. Score the needed sequences in batches. */
+    if (rc == 0 && progress != NULL) {
+        uint64_t total = 0;
+        for (int32_t q = 0; q < seqs.size; q++) {
+            total += needed[q];
+        }
+        progress->total = total;
+    }
     if (rc == 0) {
         const int32_t **bids = malloc((size_t)batch * sizeof *bids);
         int32_t *blens = malloc((size_t)batch * sizeof *blens);

@@ -113,6 +113,22 @@ int nlp_syneval_run(const struct nlp_syneval *s, const struct nlp_vocab *v,
                     void *ctx, int32_t batch,
                     struct nlp_syneval_results *res);
 
+/* As nlp_syneval_run, and when `progress` is not NULL, sets its total to
+ * the number of distinct sequences to score before the first call of
+ * `score` (the scorer advances it), so that the line shows an ETA. */
+struct gr_progress;
+int nlp_syneval_run_progress(const struct nlp_syneval *s,
+                             const struct nlp_vocab *v, int32_t eos,
+                             int32_t unk, nlp_syneval_score_fn score,
+                             void *ctx, int32_t batch,
+                             struct gr_progress *progress,
+                             struct nlp_syneval_results *res);
+
+/* Keeps `n` items of the set spread evenly over the file (items
+ * floor(i * n_items / n), i < n: every case keeps its share), for a quick
+ * look at the whole table; n <= 0 or n >= n_items keeps them all. */
+void nlp_syneval_limit(struct nlp_syneval *s, int64_t n);
+
 void nlp_syneval_results_free(struct nlp_syneval_results *res);
 
 /* correct[k] / (items - skipped), NaN when nothing was scored. */

@@ -298,7 +298,9 @@ def last_error():
 
 
 def cstr(s):
-    return s.encode("utf-8") if isinstance(s, str) else s
+    # surrogateescape: a path read back from bytes that are not UTF-8
+    # (os.fsdecode) turns into those bytes again
+    return s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s
 
 
 def pystr(b):

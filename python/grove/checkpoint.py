@@ -81,9 +81,13 @@ def read_checkpoint(path, kinds=_KINDS):
         raise GroveError("%s: checkpoint version %r, this reader knows %d"
                          % (path, top.get("version"), VERSION))
     config = top.get("config")
+    if isinstance(config, bytes):
+        # bin: the text holds bytes that are not UTF-8 (a path); they come
+        # back as surrogates, as os.fsdecode gives them
+        config = config.decode("utf-8", "surrogateescape")
     if not isinstance(config, str):
         raise GroveError("%s: \"config\" is missing or not a string" % path)
-    crc = zlib.crc32(config.encode("utf-8"))
+    crc = zlib.crc32(config.encode("utf-8", "surrogateescape"))
     if top.get("config_crc32") != crc:
         raise GroveError("%s: config CRC mismatch (stored %r, computed 0x%08x)"
                          % (path, top.get("config_crc32"), crc))

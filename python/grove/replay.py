@@ -16,6 +16,7 @@ each action was chosen in), written by craft_world_observe.
 """
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def _header_dict(h):
             "env_config": config_dict(h.env_config),
             "recipes": pystr(h.recipes),
             "agent": {"kind": pystr(h.agent_kind),
-                      "checkpoint": pystr(h.agent_checkpoint),
+                      "checkpoint": os.fsdecode(h.agent_checkpoint),
                       "n_options": h.agent_n_options},
             "created": pystr(h.created), "grove": pystr(h.grove),
             "keyframe_every": h.keyframe_every}

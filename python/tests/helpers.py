@@ -25,7 +25,8 @@ def grove_bin():
 def run_grove(*args, cwd=None):
     """Runs grove with args; returns stdout (fails the test on exit != 0)."""
     p = subprocess.run([grove_bin()] + [str(a) for a in args], cwd=cwd,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, errors="surrogateescape",
+                       timeout=120)
     if p.returncode != 0:
         raise AssertionError("grove %s: exit %d\n%s%s" % (
             " ".join(map(str, args)), p.returncode, p.stdout, p.stderr))

@@ -145,5 +145,55 @@ class TestDocReplayReader(unittest.TestCase):
             self.read(bad)
 
 
+class TestNonUtf8Paths(unittest.TestCase):
+    """A path holding a byte that is not UTF-8 (0xff) is stored as
+    MessagePack bin: a plain msgpack reader returns its bytes, the readers
+    of the docs and python/grove read the files, grove shows it escaped."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tmp.join(os.fsdecode(b"path\xff"))
+        os.makedirs(cls.dir)
+        cls.demos = os.path.join(cls.dir, "demos.replay")
+        run_grove("craft", "demos", "--tasks", "AC,CD", "--episodes", "12",
+                  "--out", cls.demos)
+        run_dir = os.path.join(cls.dir, "run")
+        run_grove("train", "bc", *bc_flags_without("--updates"),
+                  "--updates", "0", "--demos", cls.demos, "--out", run_dir)
+        cls.ckpt = os.path.join(run_dir, "best.ckpt")
+        cls.replay = os.path.join(cls.dir, "ocn.replay")
+        run_grove("craft", "run", "--checkpoint", cls.ckpt, "--tasks", "AC",
+                  "--episodes", "1", "--record", cls.replay, "--quiet")
+
+    def test_checkpoint_config_is_bin(self):
+        import msgpack
+        with open(self.ckpt, "rb") as f:
+            top = msgpack.unpackb(f.read(), raw=False)
+        self.assertIsInstance(top["config"], bytes)
+        self.assertIn(b"demos file " + os.fsencode(self.demos) + b"\n",
+                      top["config"])
+        config, _, _ = doc_function("read_checkpoint")(self.ckpt)
+        ref = grove.read_checkpoint(self.ckpt)
+        self.assertEqual(config, ref.config)
+        self.assertEqual(ref.config_lines()["demos"], "file " + self.demos)
+
+    def test_replay_checkpoint_is_bin(self):
+        import msgpack
+        with open(self.replay, "rb") as f:
+            header = next(iter(msgpack.Unpacker(f, raw=False)))
+        self.assertEqual(header["agent"]["checkpoint"],
+                         os.fsencode(self.ckpt))
+        with grove.Replay(self.replay) as r:
+            self.assertEqual(r.header["agent"]["checkpoint"], self.ckpt)
+        h, _ = doc_function("read_replay")(self.replay)
+        self.assertEqual(h["agent"]["checkpoint"], os.fsencode(self.ckpt))
+
+    def test_info_shows_it_escaped(self):
+        out = run_grove("replay", "info", self.replay)
+        self.assertIn("checkpoint " + self.ckpt.replace(
+            os.fsdecode(b"\xff"), "\\xff"), out)
+        run_grove("replay", "verify", self.replay)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -59,7 +59,8 @@ class TestReplay(unittest.TestCase):
                              list(range(0, T, 4)))
             # re-simulate here with single worlds: the same observations,
             # rewards and keyframe hashes
-            w = grove.World(task=ep["task_name"], seed=ep["seed"])
+            w = grove.World(task=ep["task_name"], seed=ep["seed"],
+                            n_each=header["env_config"]["n_each"])
             keys = {k["t"]: k for k in ep["keyframes"]}
             for t in range(T):
                 if t in keys:

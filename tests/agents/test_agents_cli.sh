@@ -63,25 +63,26 @@ expect 1 "already exists" train bc --tasks AC,CD --updates 1 $small --out "$tmp/
 ok train bc --tasks AC,CD --demos-per-task 10 --model moe --updates 2 $small --out "$tmp/moe"
 grep -q "^kind moe" "$tmp/moe/config" || fail "moe config: $(cat "$tmp/moe/config")"
 # a controller blind to the observation: said in the config, kept by
-# --resume, refused when --resume leaves it out
-ok train bc --tasks AC,CD --demos-per-task 10 --blind-controller --updates 1 $small --out "$tmp/blind"
+# --resume, refused when --resume leaves it out (these departures are
+# tested against --recipe thesis, where each is off unless its flag says)
+ok train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --blind-controller --updates 1 $small --out "$tmp/blind"
 grep -q "^controller blind$" "$tmp/blind/config" || fail "blind config: $(cat "$tmp/blind/config")"
-ok train bc --tasks AC,CD --demos-per-task 10 --blind-controller --updates 2 $small --out "$tmp/blind" --resume
-expect 2 "controller blind" train bc --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/blind" --resume
+ok train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --blind-controller --updates 2 $small --out "$tmp/blind" --resume
+expect 2 "controller blind" train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/blind" --resume
 # options that do not read the inventory: the same, and eval options,
 # craft run and watch's path (the checkpoint) work on such a model
-ok train bc --tasks AC,CD --demos-per-task 10 --options-without-inventory --updates 1 $small --out "$tmp/noinv"
+ok train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --options-without-inventory --updates 1 $small --out "$tmp/noinv"
 grep -q "^options_ignore 1050:1071$" "$tmp/noinv/config" || fail "no-inventory config: $(cat "$tmp/noinv/config")"
-expect 2 "options_ignore" train bc --tasks AC,CD --demos-per-task 10 --updates 2 $small --out "$tmp/noinv" --resume
+expect 2 "options_ignore" train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --updates 2 $small --out "$tmp/noinv" --resume
 ok eval options --checkpoint "$tmp/noinv/last.ckpt" --episodes 2 --demos-per-task 2 --device cpu
 # the option-balance term: its weight in the config, --resume keeps it and
 # refuses a run that leaves it out; the training loss differs, the
 # validation NLL of update 0 (before any step) does not
-ok train bc --tasks AC,CD --demos-per-task 10 --balance-options 0.5 --updates 2 $small --out "$tmp/bal"
+ok train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --balance-options 0.5 --updates 2 $small --out "$tmp/bal"
 grep -q "^balance 0.5$" "$tmp/bal/config" || fail "balance config: $(cat "$tmp/bal/config")"
-ok train bc --tasks AC,CD --demos-per-task 10 --balance-options 0.5 --updates 3 $small --out "$tmp/bal" --resume
-expect 2 "balance" train bc --tasks AC,CD --demos-per-task 10 --updates 4 $small --out "$tmp/bal" --resume
-ok train bc --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/nobal"
+ok train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --balance-options 0.5 --updates 3 $small --out "$tmp/bal" --resume
+expect 2 "balance" train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --updates 4 $small --out "$tmp/bal" --resume
+ok train bc --recipe thesis --tasks AC,CD --demos-per-task 10 --updates 3 $small --out "$tmp/nobal"
 checks=$((checks + 1))
 [ "$(sed -n 2p "$tmp/bal/metrics.csv" | cut -d, -f2)" = "$(sed -n 2p "$tmp/nobal/metrics.csv" | cut -d, -f2)" ] &&
     [ "$(tail -1 "$tmp/bal/metrics.csv" | cut -d, -f2)" != "$(tail -1 "$tmp/nobal/metrics.csv" | cut -d, -f2)" ] ||
@@ -146,7 +147,7 @@ n=$(ls "$tmp/frames" | wc -l)
 # so BC from the replay, eval options and craft run --agent ocn use it
 ok craft run --agent expert --episodes 50 --n-each 4 --quiet
 len4=$(awk '$1 == "AC" {print $6}' "$tmp/out")
-ok craft run --agent expert --episodes 50 --quiet
+ok craft run --agent expert --episodes 50 --n-each 1 --quiet
 len1=$(awk '$1 == "AC" {print $6}' "$tmp/out")
 checks=$((checks + 1))
 # four copies of each primitive: the nearest one is closer
@@ -160,7 +161,7 @@ grep -q "^world n_each 4$" "$tmp/run4/config" || fail "config lacks the world: $
 ok train bc --tasks AC,CD --demos-per-task 10 --n-each 4 --updates 2 $small --out "$tmp/run4m"
 grep -q "^world n_each 4$" "$tmp/run4m/config" || fail "config lacks the world: $(cat "$tmp/run4m/config")"
 checks=$((checks + 1))
-grep -q "^world" "$tmp/run/config" && fail "a default-world run wrote world lines"
+grep -q "^world" "$tmp/blind/config" && fail "a one-copy-world run (--recipe thesis) wrote world lines"
 ok craft run --agent ocn --checkpoint "$tmp/run4/best.ckpt" --episodes 2 --record "$tmp/ocn4.replay" --quiet --device cpu
 ok replay info "$tmp/ocn4.replay"
 grep -q "n_each 4" "$tmp/out" || fail "craft run --agent ocn did not play in the checkpoint's world: $(cat "$tmp/out")"
@@ -175,13 +176,13 @@ checks=$((checks + 1))
 [ "$ocn_expert" = "$(awk -v n="$solved" 'BEGIN { printf "%.2f%%", 100 * n / 200 }')" ] && [ "$solved" -lt 200 ] ||
     fail "craft run --agent ocn expert_success $ocn_expert, expert agent solved $solved of 200"
 ok eval options --checkpoint "$tmp/run4/best.ckpt" --episodes 2 --device cpu
-expect 2 "--n-each" train bc --tasks AC,CD --demos "$tmp/demos4.replay" --n-each 4 --updates 2 $small --out "$tmp/x"
+expect 2 "--n-each 1" train bc --tasks AC,CD --demos "$tmp/demos4.replay" --n-each 1 --updates 2 $small --out "$tmp/x"
 expect 2 "at least 1" train bc --tasks AC,CD --n-each 0 --updates 2 $small --out "$tmp/x"
 expect 2 "--n-each 30" craft demos --n-each 30 --out "$tmp/x.replay"
 expect 2 "--n-each" craft run --n-each -3
 
 # the benchmark runs (tiny, without the PyTorch child)
-ok bench ocn --quick --no-torch --threads 1 --quiet
+ok bench ocn --quick --no-baseline --threads 1 --quiet
 grep -q "^| case | grove | baseline | ratio |" "$tmp/out" || fail "bench table: $(cat "$tmp/out")"
 grep -q "^| case | grove | baseline | ratio | spread |$" "$tmp/out" || fail "bench: no spread column"
 grep -Eq "^grove BLAS: .+" "$tmp/out" || fail "bench: grove's BLAS not named"

@@ -92,7 +92,7 @@ expect 1 "not a grove checkpoint" train ppo --options "$tmp/ppo/metrics.csv" --t
 checks=$((checks + 1))
 [ ! -e "$tmp/e1" ] || fail "a failed start left $tmp/e1"
 ok train bc --tasks AC,CD --updates 2 --demos-per-task 20 --hidden 16 \
-    --width 16 --batch 8 --eval-every 2 --return-every 0 --out "$tmp/bc1" $common
+    --width 16 --batch 8 --eval-every 2 --return-every 0 --n-each 1 --out "$tmp/bc1" $common
 expect 1 "another world" train ppo --options "$tmp/bc/best.ckpt,$tmp/bc1/best.ckpt" --task DCA --out "$tmp/e1" $common
 before=$(md5sum <"$tmp/ppo/last.ckpt")
 expect 1 "exists" train ppo --options "$tmp/bc/best.ckpt" $small --total-timesteps 1000 --out "$tmp/ppo"

@@ -36,11 +36,15 @@ static const char *const names[] = {
 
 int main(void)
 {
-    if (!gr_cuda_compiled() || gr_cuda_device_count() == 0) {
+    if (!gr_cuda_compiled()) {
+        return test_skip("agents_ppo_cuda", NULL, "CUDA is not compiled into "
+                         "this build (-DGROVE_CUDA=ON)");
+    }
+    if (gr_cuda_device_count() == 0) {
         char why[256];
         gr_cuda_status(why, sizeof why);
-        printf("agents_ppo_cuda: skipped: no GPU visible (%s)\n", why);
-        return TEST_SKIP;
+        return test_skip("agents_ppo_cuda", TEST_NEED_GPU,
+                         "no GPU visible (%s)", why);
     }
     struct ppo_config c;
     ppo_config_default(&c);

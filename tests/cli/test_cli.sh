@@ -120,6 +120,23 @@ grep -q -- "--lr 1e999 is out of range" "$tmp/err" || fail "double range: $(cat 
 expect_usage_error craft run --episodes 12x
 grep -q "expects a non-negative integer, got '12x'" "$tmp/err" || fail "not a number: $(cat "$tmp/err")"
 
+# One name across the benchmarks (issue 21 §2): every bench that runs a
+# PyTorch baseline skips it with --no-baseline; the old --no-torch is
+# refused with a line naming the new one, before any work.
+while IFS= read -r cmd; do
+    case $cmd in bench\ *) ;; *) continue ;; esac
+    h="$tmp/help_${cmd// /_}"
+    grep -qi "pytorch\|torch" "$h" || continue
+    checks=$((checks + 1))
+    grep -q '^  --no-baseline ' "$h" || fail "grove $cmd --help: no --no-baseline"
+    grep -q -- '--no-torch' "$h" && fail "grove $cmd --help still names --no-torch"
+    # shellcheck disable=SC2086
+    expect_usage_error $cmd --no-torch
+    grep -q "'--no-torch' is now '--no-baseline'" "$tmp/err" || fail "$cmd --no-torch: $(cat "$tmp/err")"
+done <<<"$commands"
+expect_usage_error version --no-torch
+grep -q "unknown option '--no-torch'" "$tmp/err" || fail "version --no-torch: $(cat "$tmp/err")"
+
 # grove help: groups of several words, and --help anywhere after it.
 checks=$((checks + 1))
 "$grove" help nlp lm >"$tmp/g" 2>"$tmp/e" || fail "grove help nlp lm exited $?"

@@ -27,8 +27,45 @@ static int count_entries(const char *dir)
     return n;
 }
 
+/* UTF-8 validity against hand-made sequences (RFC 3629's table), and the
+ * escaped form of paths that are not UTF-8 (core/files.h). */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        int valid;
+    } cases[] = {
+        {"", 1},
+        {"plain/ascii.ckpt", 1},
+        {"caf\xc3\xa9", 1},              /* U+00E9 */
+        {"\xe2\x82\xac", 1},              /* U+20AC */
+        {"\xf0\x9f\x8c\xb3", 1},          /* U+1F333 */
+        {"\xf4\x8f\xbf\xbf", 1},          /* U+10FFFF */
+        {"\xff", 0},                      /* never in UTF-8 */
+        {"caf\xe9", 0},                   /* Latin-1 e-acute */
+        {"\xc0\xaf", 0},                  /* overlong '/' */
+        {"\xe0\x80\xaf", 0},              /* overlong '/' */
+        {"\xed\xa0\x80", 0},              /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", 0},          /* U+110000 */
+        {"\xe2\x82", 0},                  /* cut short */
+        {"\x80", 0},                      /* lone continuation */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_MSG(gr_utf8_valid(cases[i].s, strlen(cases[i].s)) ==
+                      cases[i].valid,
+                  "case %zu", i);
+    }
+    char out[64];
+    CHECK(strcmp(gr_escape_bytes("runs/caf\xc3\xa9/a\\b", out, sizeof out),
+                 "runs/caf\xc3\xa9/a\\b") == 0); /* valid: as it is */
+    CHECK(strcmp(gr_escape_bytes("d\xff/caf\xc3\xa9\\x", out, sizeof out),
+                 "d\\xff/caf\xc3\xa9\\\\x") == 0);
+    CHECK(strcmp(gr_escape_bytes("\xff\xfe", out, 6), "\\xff") == 0);
+}
+
 int main(void)
 {
+    test_utf8();
     char root[] = "/tmp/grove_test_files_XXXXXX";
     CHECK(mkdtemp(root) != NULL);
     char path[1024], dir[512];

@@ -1593,7 +1593,63 @@ static const struct op_case parity_only[] = {
     {"sparse_matmul, table of 2^22 + 3 rows (blocked backward)", b_sparse, 3,
      {IDX(SH2(9, 3), -1, 4194306), P(SH2(4194307, 2)), X(SH2(9, 3))},
      r_sparse, NULL, {0}, {0}, 0},
+    /* the recurrent layers' per-step shapes, which the CUDA backend sends
+     * to its skinny kernels (GROVE_CUDA_GEMM=auto|cublas|skinny picks) */
+    MM("matmul skinny 16x128*(512x128)^T", SH2(16, 128), SH2(512, 128), 0, 1),
+    MM("matmul skinny 16x512*512x128", SH2(16, 512), SH2(512, 128), 0, 0),
+    MM("matmul skinny ta (128x16)^T*(512x128)^T", SH2(128, 16),
+       SH2(512, 128), 1, 1),
+    MM("matmul skinny ta (512x16)^T*512x128", SH2(512, 16), SH2(512, 128), 1,
+       0),
+    MM("matmul skinny edges 33x70*70x129", SH2(33, 70), SH2(70, 129), 0, 0),
+    MM("matmul skinny edges 33x70*(129x70)^T", SH2(33, 70), SH2(129, 70), 0,
+       1),
+    MM("matmul skinny batched 7x5x300*300x40", SH3(7, 5, 300), SH2(300, 40), 0,
+       0),
+    MM("matmul 40x64*(100x64)^T (cuBLAS in auto)", SH2(40, 64), SH2(100, 64), 0,
+       1),
 };
+
+/* On a device the cross entropy checks its targets by the bounds recorded
+ * when they were uploaded (no copy back): the errors of the CPU's exact
+ * check still come, without the index. */
+static void check_xent_device_bounds(void)
+{
+    struct gr_ctx *ctx;
+    struct gr_ctx_config cfg = gr_ctx_config_default();
+    cfg.device = GR_DEVICE_CUDA;
+    if (gr_ctx_new(&ctx, &cfg) < 0) {
+        CHECK_MSG(0, "cuda context: %s", gr_last_error());
+        return;
+    }
+    struct {
+        int32_t t[3];
+        int32_t ignore;
+        const char *error; /* NULL: accepted */
+    } cs[] = {
+        {{0, 3, 1}, -1, NULL},
+        {{-1, 3, -1}, -1, NULL},
+        {{-100, 2, 0}, -100, NULL},
+        {{0, 4, 1}, -1, "targets hold values up to 4, outside [0, 4)"},
+        {{-5, 2, 0}, -1, "negative values other than the ignore index -1"},
+        {{-1, -2, 0}, -1, "negative values other than the ignore index -1"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        gr_step_reset(ctx);
+        struct gr_tensor *lg = gr_zeros(ctx, gr_shape2(3, 4));
+        struct gr_tensor *tg =
+            gr_tensor_from_host(ctx, GR_I32, gr_shape1(3), cs[i].t);
+        struct gr_tensor *y = gr_cross_entropy(ctx, lg, tg, cs[i].ignore);
+        if (!cs[i].error) {
+            CHECK_MSG(y != NULL, "cross entropy case %zu refused: %s", i,
+                      gr_ctx_error(ctx));
+        } else {
+            CHECK_MSG(y == NULL, "cross entropy case %zu accepted", i);
+            CHECK_STR_CONTAINS(gr_ctx_error(ctx), cs[i].error);
+        }
+    }
+    gr_ctx_free(ctx);
+}
 
 int main(int argc, char **argv)
 {
@@ -1642,6 +1698,9 @@ int main(int argc, char **argv)
     }
     if (!parity && !only) {
         check_activation_lanes();
+    }
+    if (parity && !only) {
+        check_xent_device_bounds();
     }
     if (!only || strstr("onlstm_cell distances", only)) {
         check_onlstm_distances(parity ? GR_DEVICE_CUDA : GR_DEVICE_CPU);

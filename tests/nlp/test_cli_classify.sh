@@ -38,7 +38,7 @@ expect() {
 
 ct=(nlp classify train)
 expect 2 "--task is required" "${ct[@]}" --out "$tmp/x"
-expect 2 "--task 'nli' is not logic, listops, sst2 or sst5" "${ct[@]}" --task nli --out "$tmp/x"
+expect 2 "--task 'nli' is not logic, listops, sst2, sst5 or snli" "${ct[@]}" --task nli --out "$tmp/x"
 expect 2 "unknown model 'gru' \(known: lstm\|onlstm\|om" "${ct[@]}" --task listops --model gru --out "$tmp/x"
 expect 2 "--out DIR .*is required" "${ct[@]}" --task listops
 expect 2 "--task logic needs --data DIR" "${ct[@]}" --task logic --out "$tmp/x"

@@ -38,7 +38,7 @@ expect() {
 # The command line alone (no data needed).
 expect 2 "--data DIR is required" nlp lm train --out "$tmp/x"
 expect 2 "--out PATH is required" nlp lm train --data "$tmp"
-expect 2 "--model expects onlstm or lstm, got 'gru'" nlp lm train --data d --out o --model gru
+expect 2 "--model expects one of onlstm\|lstm\|ft\|cft\|fft\|ftlstm, got 'gru'" nlp lm train --data d --out o --model gru
 expect 2 "not a multiple of chunk-size 10" nlp lm train --data d --out o --nhid 1155
 expect 2 "dropouth must be in \[0, 1\)" nlp lm train --data d --out o --dropouth 1.5
 expect 2 "--when: 'x' is not an epoch" nlp lm train --data d --out o --when 3,x
@@ -61,7 +61,7 @@ small=(--data "$tmp/ptb" --emsize 16 --nhid 24 --nlayers 3 --chunk-size 4
        --batch-size 8 --bptt 20 --max-batches 15 --test-batch-size 4 --quiet)
 
 expect 0 "best valid: ppl" nlp lm train "${small[@]}" --out "$tmp/run" --epochs 2
-for f in best.ckpt last.ckpt metrics.csv summary.txt command config curve.png; do
+for f in best.ckpt last.ckpt metrics.csv summary.txt command config curves.png; do
     checks=$((checks + 1))
     [ -s "$tmp/run/$f" ] || fail "run folder lacks $f"
 done

@@ -47,6 +47,8 @@ expect 2 "--split expects all or test" nlp parse --trees x --baseline right --sp
 expect 2 "unknown option '--checkpoints'" nlp parse --trees x --checkpoints m.ckpt
 expect 2 "--data DIR is required" nlp corpus
 expect 2 "--model expects unigram" nlp syneval --data x --model onlstm --ptb y
+expect 2 "--limit must be 0 \(all\) or more" nlp syneval --data x --ptb y --limit -1
+expect 2 "--data x: it does not exist" nlp syneval --data x --ptb y
 expect 1 "cannot read /nonexistent/trees.zip" nlp parse --trees /nonexistent/trees.zip --baseline left
 printf 'PK\003\004 this is no zip archive, only its magic' >"$tmp/fake.zip"
 expect 1 "fake.zip: not a zip archive" nlp parse --trees "$tmp/fake.zip" --baseline left
@@ -105,6 +107,11 @@ expect 1 "no ptb.train.txt or train.txt" nlp corpus --data "$tmp"
 run nlp syneval --data "$data/syneval/marvin_linzen_2018.tsv" --ptb "$data/ptb" --quiet
 has "30 word types .* 33,940 items collapse"
 has "^NPI across a relative clause +10,560 +0 +0\.00 "
+# --limit: items spread over the whole file, every case keeps its share
+run nlp syneval --data "$data/syneval/marvin_linzen_2018.tsv" --ptb "$data/ptb" --quiet --limit 1000
+has "1,000 of its 163,124 items, spread evenly"
+has "^NPI across a relative clause +[1-9][0-9] "
+has "^SVA simple +[1-9]"
 expect 1 "ptb.test.txt:1: header" nlp syneval --data "$data/ptb/ptb.test.txt" --ptb "$data/ptb"
 
 echo "nlp_cli: $checks checks, $fails failed"

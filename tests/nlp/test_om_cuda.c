@@ -105,22 +105,47 @@ int main(void)
     CHECK_NEAR(gpu.loss, cpu.loss, 1e-4 * fabs(cpu.loss));
     CHECK_MSG(rel(gpu.probs, cpu.probs, 9 * 6 * 12) < 1e-4, "pointers");
     int n = 0;
-    for (int i = 0; i < gr_ctx_n_named(cpu.ctx); i++) {
-        struct gr_tensor *p = gr_ctx_named(cpu.ctx, i);
-        if (p->kind != GR_KIND_PARAM) {
-            continue;
+    /* Each gradient relative to its own largest entry, except where the
+     * exact gradient is zero and both sides hold rounding noise only (the
+     * bias of distribution.beta.2 shifts every slot's logit of a softmax
+     * alike): there, both sides small against the largest gradient of the
+     * model. */
+    double gmax = 0.0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < gr_ctx_n_named(cpu.ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(cpu.ctx, i);
+            if (p->kind != GR_KIND_PARAM) {
+                continue;
+            }
+            struct gr_tensor *q = gr_ctx_find(gpu.ctx, p->name);
+            CHECK(q != NULL);
+            if (!q) {
+                continue;
+            }
+            float *a = malloc((size_t)p->numel * sizeof *a);
+            float *b = malloc((size_t)p->numel * sizeof *b);
+            gr_tensor_to_host(p->grad, a);
+            gr_tensor_to_host(q->grad, b);
+            double amax = 0.0, bmax = 0.0;
+            for (int64_t j = 0; j < p->numel; j++) {
+                amax = fmax(amax, fabs(a[j]));
+                bmax = fmax(bmax, fabs(b[j]));
+            }
+            if (pass == 0) {
+                gmax = fmax(gmax, amax);
+            } else if (amax < 1e-5 * gmax) {
+                CHECK_MSG(bmax < 1e-5 * gmax, "%s: gradient is %g on CPU, "
+                          "%g on CUDA (largest of the model %g)", p->name,
+                          amax, bmax, gmax);
+                n++;
+            } else {
+                double w = rel(b, a, p->numel);
+                CHECK_MSG(w < 1e-4, "%s: gradient differs by %g", p->name, w);
+                n++;
+            }
+            free(a);
+            free(b);
         }
-        struct gr_tensor *q = gr_ctx_find(gpu.ctx, p->name);
-        CHECK(q != NULL);
-        float *a = malloc((size_t)p->numel * sizeof *a);
-        float *b = malloc((size_t)p->numel * sizeof *b);
-        gr_tensor_to_host(p->grad, a);
-        gr_tensor_to_host(q->grad, b);
-        double w = rel(b, a, p->numel);
-        CHECK_MSG(w < 1e-4, "%s: gradient differs by %g", p->name, w);
-        free(a);
-        free(b);
-        n++;
     }
     printf("nlp_om_cuda: %d gradients compared\n", n);
     nlp_om_free(&cpu.om);

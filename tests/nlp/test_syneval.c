@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/progress.h"
 #include "nlp/data/corpus.h"
 #include "nlp/tasks/syneval.h"
 #include "tests/test.h"
@@ -311,9 +312,63 @@ static void test_real(const char *dir, const char *ptb)
     nlp_syneval_free(&set);
 }
 
+/* --limit: items spread evenly over the file; the progress total is the
+ * number of distinct sequences the scorer then receives. */
+static void test_limit_progress(void)
+{
+    struct nlp_syneval set;
+    int rc = nlp_syneval_parse(&set, tsv, strlen(tsv), "mini.tsv");
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc < 0) {
+        return;
+    }
+    nlp_syneval_limit(&set, 0); /* all */
+    nlp_syneval_limit(&set, 10);
+    CHECK(set.n_items == 10);
+    nlp_syneval_limit(&set, 4); /* items 0, 2, 5, 7: file lines 2, 4, 7, 9 */
+    CHECK(set.n_items == 4);
+    CHECK(set.items[0].line == 2 && set.items[1].line == 4 &&
+          set.items[2].line == 7 && set.items[3].line == 9);
+
+    struct nlp_vocab v;
+    nlp_vocab_init(&v);
+    struct fake_lm lm;
+    memset(&lm, 0, sizeof lm);
+    lm.v = &v;
+    lm.eos = add(&v, "<eos>");
+    int32_t unk = add(&v, "<unk>");
+    lm.dot = add(&v, ".");
+    const char *known[] = {"the", "cat", "dog", "runs", "run", "walks",
+                           "walk", "no", "ever", "most"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        lm.logp[add(&v, known[i])] = -1.0 - (double)i;
+    }
+    struct gr_progress p;
+    gr_progress_start(&p, "scoring", 0, "sentences", 1);
+    struct nlp_syneval_results r;
+    rc = nlp_syneval_run_progress(&set, &v, lm.eos, unk, fake_score, &lm, 2,
+                                  &p, &r);
+    gr_progress_finish(&p);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc == 0) {
+        /* lines 2 (2 sentences), 4 (2), 7 (an NPI triple: 3), 9 (zzz and
+         * yyy are both <unk>: collapsed, skipped) */
+        CHECK(r.n_items == 4 && r.n_skipped == 1);
+        CHECK_MSG(p.total == 7 && (int64_t)p.total == r.n_scored &&
+                      lm.sequences == 7,
+                  "total %llu, scored %lld, sequences %d",
+                  (unsigned long long)p.total, (long long)r.n_scored,
+                  lm.sequences);
+        nlp_syneval_results_free(&r);
+    }
+    nlp_vocab_free(&v);
+    nlp_syneval_free(&set);
+}
+
 int main(int argc, char **argv)
 {
     test_fake_lm();
+    test_limit_progress();
     test_malformed();
     if (argc < 2 || !gr_path_exists(argv[1])) {
         return test_skip("nlp_syneval", TEST_NEED_DATA,

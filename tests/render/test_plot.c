@@ -180,7 +180,8 @@ static void test_geometry(void)
         lo[i] = 1.2;
         hi[i] = (i >= 8 && i <= 12) ? NAN : 2.4;
     }
-    struct render_plot_series s[2] = {{"low", x, lo, 21}, {"high", x, hi, 21}};
+    struct render_plot_series s[2] = {{"low", x, lo, 21, NULL, NULL},
+                                     {"high", x, hi, 21, NULL, NULL}};
     struct render_plot_options o = render_plot_defaults();
     o.width = 420;
     o.height = 300;
@@ -221,7 +222,7 @@ static void test_geometry(void)
 
     /* nothing finite: an error, no image */
     double nan1[1] = {NAN};
-    struct render_plot_series e = {"e", nan1, nan1, 1};
+    struct render_plot_series e = {"e", nan1, nan1, 1, NULL, NULL};
     CHECK(render_plot(&img, &o, &e, 1) == GR_EINVAL);
     CHECK(img.rgba == NULL);
     o.width = 50;

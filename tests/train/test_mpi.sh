@@ -28,7 +28,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 case "$what" in
 bc)
-    args=(train bc --tasks AC,CD --options 2 --demos-per-task 40 --updates 20
+    args=(train bc --recipe thesis --tasks AC,CD --options 2 --demos-per-task 40 --updates 20
           --batch 16 --hidden 16 --width 16 --eval-every 10 --return-every 0
           --seed 3 --threads 1 --device cpu --quiet)
     "$grove" "${args[@]}" --out "$tmp/one" >/dev/null || fail "1 process failed"
