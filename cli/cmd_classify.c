@@ -118,10 +118,22 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     char models_help[256];
     snprintf(models_help, sizeof models_help,
              "the encoder (%s); om is Ordered Memory", nlp_encoder_names());
+    /* "a, b, c" rather than "a|b|c": a long table still wraps at 80 */
+    char spaced[320];
+    size_t sn = 0;
+    for (const char *p = models_help; *p && sn + 3 < sizeof spaced; p++) {
+        if (*p == '|') {
+            spaced[sn++] = ',';
+            spaced[sn++] = ' ';
+        } else {
+            spaced[sn++] = *p;
+        }
+    }
+    spaced[sn] = '\0';
     const struct cli_option opts[] = {
         CLI_STRING("task", "logic|listops|sst2|sst5|snli", NULL,
                    "the task (required; grove nlp tasks lists them)", &task),
-        CLI_STRING("model", "NAME", "om", models_help, &model),
+        CLI_STRING("model", "NAME", "om", spaced, &model),
         CLI_STRING("split", "full|A|B|C", "full",
                    "logic: the training pairs kept (the systematic splits A, "
                    "B, C of docs/tasks.md)",
