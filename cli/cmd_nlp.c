@@ -154,12 +154,13 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "FastTrees gate, linear or conv)\n"
         "  metrics: corpus BLEU as sacreBLEU's default (13a, exp "
         "smoothing), sequence accuracy\n"
-        "  status:  model, label-smoothed loss, noam schedule, greedy and "
-        "beam decoding, BPE, BLEU: available\n"
-        "           as a library (nlp/models/seq2seq.h, nlp/data/bpe.h, "
-        "nlp/tasks/bleu.h); the command\n"
-        "           grove nlp seq2seq train|translate|eval and the MLU "
-        "generator: not yet\n");
+        "  status:  training, evaluation and translation on parallel "
+        "text: available (grove nlp seq2seq\n"
+        "           train|eval|translate --task tsv: joint BPE, label "
+        "smoothing 0.1, noam schedule, greedy\n"
+        "           and beam decoding with length penalty); --resume, "
+        "checkpoint averaging and the MLU\n"
+        "           generator: not yet\n");
     return CLI_EXIT_OK;
 }
 

@@ -69,6 +69,7 @@ int nlp_s2s_init(struct nlp_s2s *m, struct gr_ctx *ctx,
     tc.dropout_attn = c->dropout_attn;
     tc.post_norm = c->post_norm;
     tc.ft_gate = c->ft_gate;
+    tc.ft_conv = c->ft_conv;
     int rc = nlp_transformer_init(&m->enc, ctx, "s2s.encoder", &tc,
                                   gr_rng_make(rng.seed,
                                               gr_rng_stream(rng.stream, 2, 0,

@@ -41,7 +41,7 @@ struct nlp_s2s_config {
     int32_t pad, bos, eos;
     int d, layers, heads, ffn;
     float dropout, dropout_attn;
-    int post_norm, ft_gate;
+    int post_norm, ft_gate, ft_conv;
 };
 
 /* T2T "tiny"-like: D 128, 2 layers, 4 heads, ffn 512, dropout 0.1,

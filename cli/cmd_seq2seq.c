@@ -1,0 +1,318 @@
+/* grove nlp seq2seq train | translate | eval: the encoder-decoder path of
+ * issue 23 §3 on parallel text (nlp/tasks/seq2seq.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/lm_common.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "nlp/tasks/seq2seq.h"
+#include "train/train.h"
+
+static int run_train(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct nlp_s2s_train_config tc;
+    nlp_s2s_train_config_default(&tc);
+    const char *task = NULL, *train = NULL, *valid = NULL;
+    const char *model = "transformer";
+    int d = tc.model.d, layers = tc.model.layers, heads = tc.model.heads;
+    int ffn = tc.model.ffn, post_norm = 0, merges = tc.bpe_merges;
+    int max_len = tc.max_len, batch = tc.batch, steps = tc.max_steps;
+    int eval_every = tc.eval_every, warmup = tc.warmup;
+    double dropout = tc.model.dropout, dropatt = tc.model.dropout_attn;
+    double lr = tc.lr_factor, ls = tc.label_smoothing, clip = tc.clip;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING("task", "tsv|mlu", NULL,
+                   "the task (required): tsv = parallel text from --train "
+                   "and --valid (source TAB target); mlu is not built yet",
+                   &task),
+        CLI_STRING("train", "FILE", NULL, "training pairs (TSV)", &train),
+        CLI_STRING("valid", "FILE", NULL, "validation pairs (TSV)", &valid),
+        CLI_STRING("model", "NAME", "transformer",
+                   "transformer|ftt|ftt-conv (the FastTrees gate in every "
+                   "layer)", &model),
+        CLI_INT("d", "N", "128", "model width", &d),
+        CLI_INT("layers", "N", "2", "encoder and decoder layers", &layers),
+        CLI_INT("heads", "N", "4", "attention heads", &heads),
+        CLI_INT("ffn", "N", "512", "feed-forward size", &ffn),
+        CLI_DOUBLE("dropout", "P", "0.1", "residual and embedding dropout",
+                   &dropout),
+        CLI_DOUBLE("dropout-attn", "P", "0.1", "attention dropout",
+                   &dropatt),
+        CLI_FLAG("post-norm", "post-norm layers (default pre-norm)",
+                 &post_norm),
+        CLI_INT("bpe-merges", "N", "2000", "BPE merges learned on the "
+                "training pairs (joint)", &merges),
+        CLI_INT("max-len", "N", "64", "subwords per side, eos included "
+                "(longer pairs are truncated and counted)", &max_len),
+        CLI_INT("batch", "B", "32", "pairs per step", &batch),
+        CLI_INT("max-steps", "N", "1000", "training steps", &steps),
+        CLI_INT("eval-every", "N", "200", "validation BLEU every N steps",
+                &eval_every),
+        CLI_INT("warmup", "N", "400", "warm-up steps of the noam schedule",
+                &warmup),
+        CLI_DOUBLE("lr", "F", "2", "noam factor: lr = F d^-0.5 min(s^-0.5, "
+                   "s warmup^-1.5)", &lr),
+        CLI_DOUBLE("label-smoothing", "E", "0.1", "label smoothing", &ls),
+        CLI_DOUBLE("clip", "NORM", "1", "global gradient-norm clipping (0: "
+                   "none)", &clip),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_ALL, 0, 0, argc, argv, &common,
+                       &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (task == NULL) {
+        return cli_usage_error(cmd, "--task is required (tsv)");
+    }
+    if (strcmp(task, "mlu") == 0) {
+        return cli_usage_error(cmd, "--task mlu: the MLU generator is not "
+                               "built yet; use --task tsv with your own "
+                               "pairs");
+    }
+    if (strcmp(task, "tsv") != 0) {
+        return cli_usage_error(cmd, "--task '%s' is not tsv or mlu", task);
+    }
+    if (train == NULL || valid == NULL) {
+        return cli_usage_error(cmd, "--task tsv needs --train FILE and "
+                               "--valid FILE");
+    }
+    const char *paths[2] = {train, valid}, *flags[2] = {"--train", "--valid"};
+    for (int i = 0; i < 2; i++) {
+        if (!gr_path_exists(paths[i])) {
+            return cli_usage_error(cmd, "%s %s: it does not exist", flags[i],
+                                   paths[i]);
+        }
+    }
+    if (common.out == NULL) {
+        return cli_usage_error(cmd, "--out DIR (the run folder) is required");
+    }
+    if (d < 1 || layers < 1 || heads < 1 || d % heads != 0 || ffn < 1 ||
+        merges < 0 || max_len < 2 || batch < 1 || batch > 4096 || steps < 1 ||
+        eval_every < 1 || warmup < 1 || !(lr > 0) || !(clip >= 0) ||
+        !(dropout >= 0 && dropout < 1) || !(dropatt >= 0 && dropatt < 1) ||
+        !(ls >= 0 && ls < 1)) {
+        return cli_usage_error(cmd, "sizes >= 1 with --d a multiple of "
+                               "--heads, --max-len >= 2, --batch <= 4096, "
+                               "--lr > 0, --clip >= 0, dropouts and "
+                               "--label-smoothing in [0, 1)");
+    }
+    if (nlp_s2s_model_by_name(&tc.model, model) < 0) {
+        return cli_usage_error(cmd, "--model: %s", gr_last_error());
+    }
+    if (!common.force && gr_path_exists(common.out)) {
+        gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
+                 "reuse it, or pick another --out)", common.out);
+        return cli_fail(cmd);
+    }
+    tc.model_name = model;
+    tc.model.d = d;
+    tc.model.layers = layers;
+    tc.model.heads = heads;
+    tc.model.ffn = ffn;
+    tc.model.dropout = (float)dropout;
+    tc.model.dropout_attn = (float)dropatt;
+    tc.model.post_norm = post_norm;
+    tc.bpe_merges = merges;
+    tc.max_len = max_len;
+    tc.batch = batch;
+    tc.max_steps = steps;
+    tc.eval_every = eval_every;
+    tc.warmup = warmup;
+    tc.lr_factor = (float)lr;
+    tc.label_smoothing = (float)ls;
+    tc.clip = (float)clip;
+    tc.seed = common.seed;
+    tc.train = train;
+    tc.valid = valid;
+    tc.out_dir = common.out;
+    tc.force = common.force;
+    tc.quiet = common.quiet;
+    tc.argc = argc;
+    tc.argv = argv;
+    struct gr_ctx_config cc;
+    if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {
+        return rc;
+    }
+    train_signals_install();
+    rc = nlp_s2s_train(&tc, &cc);
+    train_signals_restore();
+    return rc < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_seq2seq_train = {
+    "nlp seq2seq train",
+    "Train the Transformer encoder-decoder on parallel text (BPE, label "
+    "smoothing, noam schedule, validation BLEU).",
+    "",
+    "The run folder holds command, config, metrics.csv (step, train_loss, "
+    "valid_bleu, valid_acc, lr, wall_s), best.ckpt (by validation BLEU of "
+    "greedy decoding), last.ckpt, bpe.codes and vocab.txt.\n"
+    "Example:\n"
+    "  grove nlp seq2seq train --task tsv --train train.tsv --valid "
+    "valid.tsv --out runs/s2s",
+    run_train,
+};
+
+static int open_rt(const struct cli_command *cmd, const char *ckpt,
+                   const struct cli_common *common,
+                   struct nlp_s2s_runtime *rt)
+{
+    struct gr_ctx_config cc;
+    int rc = lm_cli_ctx_config(cmd, common, &cc);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (!gr_path_exists(ckpt)) {
+        return cli_usage_error(cmd, "--checkpoint %s: it does not exist",
+                               ckpt);
+    }
+    if (nlp_s2s_open(rt, ckpt, &cc) < 0) {
+        return cli_fail(cmd);
+    }
+    return CLI_CONTINUE;
+}
+
+static int run_translate(const struct cli_command *cmd, int argc,
+                         char **argv)
+{
+    const char *ckpt = NULL, *input = NULL;
+    int beam = 4;
+    double alpha = 0.6;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING_REQUIRED("checkpoint", "FILE", "a seq2seq checkpoint "
+                            "(its folder holds bpe.codes and vocab.txt)",
+                            &ckpt),
+        CLI_STRING_REQUIRED("input", "FILE", "source sentences, one per "
+                            "line", &input),
+        CLI_INT("beam", "K", "4", "beam size (1: greedy)", &beam),
+        CLI_DOUBLE("length-penalty", "A", "0.6", "GNMT length penalty "
+                   "alpha", &alpha),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_DEVICE | CLI_COMMON_THREADS |
+                                      CLI_COMMON_QUIET,
+                       0, 0, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (beam < 1 || !(alpha >= 0)) {
+        return cli_usage_error(cmd, "--beam >= 1 and --length-penalty >= 0");
+    }
+    if (!gr_path_exists(input)) {
+        return cli_usage_error(cmd, "--input %s: it does not exist", input);
+    }
+    struct nlp_s2s_runtime rt;
+    if ((rc = open_rt(cmd, ckpt, &common, &rt)) != CLI_CONTINUE) {
+        return rc;
+    }
+    char *buf = NULL;
+    size_t size = 0;
+    if (gr_read_file(input, (size_t)1 << 28, &buf, &size) < 0) {
+        nlp_s2s_close(&rt);
+        return cli_fail(cmd);
+    }
+    int64_t n = 0;
+    char **lines = malloc((size + 2) * sizeof *lines);
+    for (char *s = buf; lines && s && *s;) {
+        char *nl = strchr(s, '\n');
+        if (nl) {
+            *nl = '\0';
+        }
+        lines[n++] = s;
+        s = nl ? nl + 1 : NULL;
+    }
+    char **out = calloc((size_t)n + 1, sizeof *out);
+    int64_t cut = 0;
+    rc = lines && out ? nlp_s2s_translate(&rt, (const char *const *)lines, n,
+                                          beam, (float)alpha, out, &cut)
+                      : gr_error(GR_ENOMEM, "out of memory");
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        printf("%s\n", out[i]);
+    }
+    if (rc == 0 && cut > 0) {
+        fprintf(stderr, "grove nlp seq2seq translate: %lld of %lld sources "
+                "truncated to %d subwords\n", (long long)cut, (long long)n,
+                (int)rt.max_len - 1);
+    }
+    for (int64_t i = 0; out && i < n; i++) {
+        free(out[i]);
+    }
+    free(out);
+    free(lines);
+    free(buf);
+    nlp_s2s_close(&rt);
+    return rc < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_seq2seq_translate = {
+    "nlp seq2seq translate",
+    "Translate sentences with a trained seq2seq checkpoint (beam search).",
+    "",
+    "Example:\n"
+    "  grove nlp seq2seq translate --checkpoint runs/s2s/best.ckpt --input "
+    "test.src --beam 4 --length-penalty 0.6",
+    run_translate,
+};
+
+static int run_eval(const struct cli_command *cmd, int argc, char **argv)
+{
+    const char *ckpt = NULL, *test = NULL;
+    int beam = 1;
+    double alpha = 0.6;
+    struct cli_common common;
+    int first = 0;
+    const struct cli_option opts[] = {
+        CLI_STRING_REQUIRED("checkpoint", "FILE", "a seq2seq checkpoint",
+                            &ckpt),
+        CLI_STRING_REQUIRED("test", "FILE", "test pairs (TSV)", &test),
+        CLI_INT("beam", "K", "1", "beam size (1: greedy)", &beam),
+        CLI_DOUBLE("length-penalty", "A", "0.6", "GNMT length penalty "
+                   "alpha", &alpha),
+        CLI_END,
+    };
+    int rc = cli_parse(cmd, opts, CLI_COMMON_DEVICE | CLI_COMMON_THREADS |
+                                      CLI_COMMON_QUIET,
+                       0, 0, argc, argv, &common, &first);
+    if (rc != CLI_CONTINUE) {
+        return rc;
+    }
+    if (beam < 1 || !(alpha >= 0)) {
+        return cli_usage_error(cmd, "--beam >= 1 and --length-penalty >= 0");
+    }
+    if (!gr_path_exists(test)) {
+        return cli_usage_error(cmd, "--test %s: it does not exist", test);
+    }
+    struct nlp_s2s_runtime rt;
+    if ((rc = open_rt(cmd, ckpt, &common, &rt)) != CLI_CONTINUE) {
+        return rc;
+    }
+    double bleu = 0, acc = 0;
+    int64_t n = 0;
+    rc = nlp_s2s_evaluate(&rt, test, beam, (float)alpha, &bleu, &acc, &n);
+    if (rc == 0) {
+        printf("seq2seq test: BLEU %.2f, sequence accuracy %.4f on %lld "
+               "pairs (beam %d)\n", bleu, acc, (long long)n, beam);
+    }
+    nlp_s2s_close(&rt);
+    return rc < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
+}
+
+const struct cli_command cmd_nlp_seq2seq_eval = {
+    "nlp seq2seq eval",
+    "Corpus BLEU (sacreBLEU's default) and sequence accuracy of a seq2seq "
+    "checkpoint on test pairs.",
+    "",
+    "Example:\n"
+    "  grove nlp seq2seq eval --checkpoint runs/s2s/best.ckpt --test "
+    "test.tsv",
+    run_eval,
+};

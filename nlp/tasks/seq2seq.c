@@ -1,0 +1,791 @@
+/* The sequence-to-sequence task (nlp/tasks/seq2seq.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "nlp/tasks/seq2seq.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "kernels/checkpoint.h"
+#include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "kernels/tape.h"
+#include "nlp/tasks/bleu.h"
+#include "train/train.h"
+
+#define LINE_CAP (1 << 16)
+
+static const char *const specials[4] = {"<pad>", "<s>", "</s>", "<unk>"};
+enum { PAD = 0, BOS = 1, EOS = 2, UNK = 3 };
+
+void nlp_s2s_train_config_default(struct nlp_s2s_train_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->model = nlp_s2s_config_default(4, 4);
+    c->model_name = "transformer";
+    c->bpe_merges = 2000;
+    c->max_len = 64;
+    c->batch = 32;
+    c->max_steps = 1000;
+    c->eval_every = 200;
+    c->warmup = 400;
+    c->lr_factor = 2.0f;
+    c->label_smoothing = 0.1f;
+    c->clip = 1.0f;
+    c->seed = 1;
+}
+
+int nlp_s2s_model_by_name(struct nlp_s2s_config *m, const char *name)
+{
+    if (strcmp(name, "transformer") == 0) {
+        m->ft_gate = m->ft_conv = 0;
+    } else if (strcmp(name, "ftt") == 0) {
+        m->ft_gate = 1;
+        m->ft_conv = 0;
+    } else if (strcmp(name, "ftt-conv") == 0) {
+        m->ft_gate = m->ft_conv = 1;
+    } else {
+        return gr_error(GR_EINVAL, "unknown seq2seq model '%s' (known: "
+                        "transformer|ftt|ftt-conv)", name);
+    }
+    return 0;
+}
+
+/* ---- data ---- */
+
+struct pairs {
+    char **src, **tgt;
+    int64_t n;
+    char *buf;
+};
+
+static void pairs_free(struct pairs *p)
+{
+    free(p->src);
+    free(p->tgt);
+    free(p->buf);
+    memset(p, 0, sizeof *p);
+}
+
+static int read_tsv(const char *path, struct pairs *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t size = 0;
+    int rc = gr_read_file(path, (size_t)1 << 30, &p->buf, &size);
+    if (rc < 0) {
+        return rc;
+    }
+    int64_t lines = 1;
+    for (size_t i = 0; i < size; i++) {
+        lines += p->buf[i] == '\n';
+    }
+    p->src = malloc((size_t)lines * sizeof *p->src);
+    p->tgt = malloc((size_t)lines * sizeof *p->tgt);
+    if (p->src == NULL || p->tgt == NULL) {
+        pairs_free(p);
+        return gr_error(GR_ENOMEM, "%s: out of memory", path);
+    }
+    char *s = p->buf;
+    for (int64_t line = 1; s != NULL && *s; line++) {
+        char *nl = strchr(s, '\n');
+        if (nl) {
+            *nl = '\0';
+        }
+        size_t len = strlen(s);
+        if (len > 0 && s[len - 1] == '\r') {
+            s[--len] = '\0';
+        }
+        if (len > 0) {
+            char *tab = strchr(s, '\t');
+            if (tab == NULL || strchr(tab + 1, '\t') != NULL) {
+                pairs_free(p);
+                return gr_error(GR_EFORMAT, "%s:%lld: want one TAB between "
+                                "source and target", path, (long long)line);
+            }
+            if (len > LINE_CAP / 4) {
+                pairs_free(p);
+                return gr_error(GR_EFORMAT, "%s:%lld: a line of %zu bytes "
+                                "(at most %d)", path, (long long)line, len,
+                                LINE_CAP / 4);
+            }
+            *tab = '\0';
+            p->src[p->n] = s;
+            p->tgt[p->n] = tab + 1;
+            p->n++;
+        }
+        s = nl ? nl + 1 : NULL;
+    }
+    if (p->n == 0) {
+        pairs_free(p);
+        return gr_error(GR_EFORMAT, "%s: no source TAB target pairs", path);
+    }
+    return 0;
+}
+
+/* Subword ids of a raw line, at most cap of them (*cut set when more). */
+static int to_ids(const struct nlp_bpe *bpe, const struct nlp_vocab *v,
+                  const char *line, int32_t cap, int32_t *ids, int32_t *n,
+                  int *cut)
+{
+    static char enc[LINE_CAP];
+    int rc = nlp_bpe_encode_line(bpe, line, enc, sizeof enc);
+    if (rc < 0) {
+        return rc;
+    }
+    *n = 0;
+    *cut = 0;
+    for (char *t = strtok(enc, " "); t != NULL; t = strtok(NULL, " ")) {
+        if (*n == cap) {
+            *cut = 1;
+            break;
+        }
+        int32_t id = nlp_vocab_find(v, t, strlen(t));
+        ids[(*n)++] = id < 0 ? UNK : id;
+    }
+    return 0;
+}
+
+/* Text of ids (subwords joined, "@@ " removed) into out[cap]. */
+static int to_text(const struct nlp_vocab *v, const int32_t *ids, int32_t n,
+                   char *out, size_t cap)
+{
+    static char joined[LINE_CAP];
+    size_t o = 0;
+    joined[0] = '\0';
+    for (int32_t i = 0; i < n; i++) {
+        const char *w = ids[i] >= 0 && ids[i] < v->size
+                            ? nlp_vocab_word(v, ids[i])
+                            : specials[UNK];
+        size_t wl = strlen(w);
+        if (o + wl + 2 >= sizeof joined) {
+            break;
+        }
+        if (i) {
+            joined[o++] = ' ';
+        }
+        memcpy(joined + o, w, wl);
+        o += wl;
+        joined[o] = '\0';
+    }
+    return nlp_bpe_decode_line(joined, out, cap);
+}
+
+struct encoded {
+    int32_t *ids;   /* all sequences, concatenated */
+    int64_t *start; /* [2n + 1]: source i at start[2i], target at 2i+1 */
+    int64_t n;
+    int64_t cut;
+};
+
+static void encoded_free(struct encoded *e)
+{
+    free(e->ids);
+    free(e->start);
+    memset(e, 0, sizeof *e);
+}
+
+static int encode_pairs(const struct nlp_bpe *bpe, const struct nlp_vocab *v,
+                        const struct pairs *p, int32_t max_len,
+                        struct encoded *e)
+{
+    memset(e, 0, sizeof *e);
+    e->n = p->n;
+    e->ids = malloc((size_t)(2 * p->n * max_len) * sizeof *e->ids);
+    e->start = malloc((size_t)(2 * p->n + 1) * sizeof *e->start);
+    if (e->ids == NULL || e->start == NULL) {
+        encoded_free(e);
+        return gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    }
+    int64_t o = 0;
+    for (int64_t i = 0; i < 2 * p->n; i++) {
+        const char *line = i % 2 ? p->tgt[i / 2] : p->src[i / 2];
+        int32_t n = 0;
+        int cut = 0;
+        e->start[i] = o;
+        int rc = to_ids(bpe, v, line, max_len - 1, e->ids + o, &n, &cut);
+        if (rc < 0) {
+            encoded_free(e);
+            return rc;
+        }
+        if (n == 0) { /* an empty side: one <unk> keeps shapes valid */
+            e->ids[o] = UNK;
+            n = 1;
+        }
+        o += n;
+        e->cut += cut;
+    }
+    e->start[2 * p->n] = o;
+    return 0;
+}
+
+/* A batch of pairs idx[0..b): src [Ts, b], len, tgt_in / tgt_out [Ty, b]
+ * (host arrays of cap elements each). */
+static void make_batch(const struct encoded *e, const int64_t *idx, int b,
+                       int32_t *src, int32_t *len, int32_t *tin,
+                       int32_t *tout, int32_t *ts, int32_t *ty)
+{
+    *ts = 1;
+    *ty = 1;
+    for (int j = 0; j < b; j++) {
+        int64_t i = idx[j];
+        int32_t ns = (int32_t)(e->start[2 * i + 1] - e->start[2 * i]);
+        int32_t nt = (int32_t)(e->start[2 * i + 2] - e->start[2 * i + 1]);
+        *ts = ns > *ts ? ns : *ts;
+        *ty = nt + 1 > *ty ? nt + 1 : *ty;
+    }
+    for (int j = 0; j < b; j++) {
+        int64_t i = idx[j];
+        const int32_t *s = e->ids + e->start[2 * i];
+        const int32_t *t = e->ids + e->start[2 * i + 1];
+        int32_t ns = (int32_t)(e->start[2 * i + 1] - e->start[2 * i]);
+        int32_t nt = (int32_t)(e->start[2 * i + 2] - e->start[2 * i + 1]);
+        len[j] = ns;
+        for (int32_t k = 0; k < *ts; k++) {
+            src[k * b + j] = k < ns ? s[k] : PAD;
+        }
+        for (int32_t k = 0; k < *ty; k++) {
+            tin[k * b + j] = k == 0 ? BOS : (k <= nt ? t[k - 1] : PAD);
+            tout[k * b + j] = k < nt ? t[k] : (k == nt ? EOS : PAD);
+        }
+    }
+}
+
+/* ---- config text ---- */
+
+static int config_text(const struct nlp_s2s_train_config *tc,
+                       const struct nlp_s2s_config *m, char *out, size_t cap)
+{
+    int n = snprintf(out, cap,
+                     "grove-seq2seq 1\nmodel %s\nvocab %d\nd %d\nlayers %d\n"
+                     "heads %d\nffn %d\ndropout %.9g\ndropout-attn %.9g\n"
+                     "post-norm %d\nmax-len %d\nbpe-merges %d\nbatch %d\n"
+                     "max-steps %d\neval-every %d\nwarmup %d\n"
+                     "lr-factor %.9g\nlabel-smoothing %.9g\nclip %.9g\n"
+                     "seed %llu\n",
+                     tc->model_name, (int)m->src_vocab, m->d, m->layers,
+                     m->heads, m->ffn, (double)m->dropout,
+                     (double)m->dropout_attn, m->post_norm, (int)tc->max_len,
+                     (int)tc->bpe_merges, (int)tc->batch, (int)tc->max_steps,
+                     (int)tc->eval_every, (int)tc->warmup,
+                     (double)tc->lr_factor, (double)tc->label_smoothing,
+                     (double)tc->clip, (unsigned long long)tc->seed);
+    return n > 0 && (size_t)n < cap ? 0
+                                    : gr_error(GR_EINVAL, "seq2seq: config "
+                                               "text too long");
+}
+
+static const char *cfg_value(const char *text, const char *key)
+{
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p;) {
+        if (strncmp(p, key, k) == 0 && p[k] == ' ') {
+            return p + k + 1;
+        }
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* ---- evaluation ---- */
+
+static int evaluate_encoded(struct gr_ctx *ctx, const struct nlp_s2s *m,
+                            const struct nlp_vocab *v,
+                            const struct encoded *e, const struct pairs *p,
+                            int32_t max_len, int32_t beam, float alpha,
+                            double *bleu, double *acc)
+{
+    enum { EB = 32 };
+    int32_t *src = malloc((size_t)(EB * max_len) * sizeof *src);
+    int32_t *tin = malloc((size_t)(EB * (max_len + 1)) * sizeof *tin);
+    int32_t *tout = malloc((size_t)(EB * (max_len + 1)) * sizeof *tout);
+    int32_t *out = malloc((size_t)(EB * max_len) * sizeof *out);
+    int32_t len[EB], olen[EB];
+    int64_t idx[EB];
+    char *hyp = malloc(LINE_CAP), *ref = malloc(LINE_CAP);
+    struct nlp_bleu_acc ba;
+    memset(&ba, 0, sizeof ba);
+    int64_t right = 0;
+    int rc = src && tin && tout && out && hyp && ref
+                 ? 0
+                 : gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    for (int64_t i0 = 0; rc == 0 && i0 < e->n; i0 += EB) {
+        int b = (int)(e->n - i0 < EB ? e->n - i0 : EB);
+        for (int j = 0; j < b; j++) {
+            idx[j] = i0 + j;
+        }
+        int32_t ts, ty;
+        make_batch(e, idx, b, src, len, tin, tout, &ts, &ty);
+        gr_step_reset(ctx);
+        rc = beam <= 1 ? nlp_s2s_greedy(ctx, m, src, len, ts, b, max_len,
+                                        out, olen)
+                       : nlp_s2s_beam(ctx, m, src, len, ts, b, beam, alpha,
+                                      max_len, out, olen);
+        for (int j = 0; rc == 0 && j < b; j++) {
+            rc = to_text(v, out + (int64_t)j * max_len, olen[j], hyp,
+                         LINE_CAP);
+            int32_t nt = (int32_t)(e->start[2 * (i0 + j) + 2] -
+                                   e->start[2 * (i0 + j) + 1]);
+            if (rc == 0) {
+                rc = to_text(v, e->ids + e->start[2 * (i0 + j) + 1], nt, ref,
+                             LINE_CAP);
+            }
+            if (rc == 0) {
+                /* BLEU against the raw reference line */
+                rc = nlp_bleu_add(&ba, hyp, p->tgt[i0 + j]);
+                right += strcmp(hyp, ref) == 0;
+            }
+        }
+    }
+    if (rc == 0) {
+        struct nlp_bleu bl;
+        nlp_bleu_score(&ba, &bl);
+        *bleu = bl.score;
+        *acc = e->n ? (double)right / (double)e->n : 0.0;
+    }
+    free(src);
+    free(tin);
+    free(tout);
+    free(out);
+    free(hyp);
+    free(ref);
+    return rc;
+}
+
+/* ---- training ---- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
+                  const struct gr_ctx_config *cc)
+{
+    if (tc->batch < 1 || tc->batch > 4096 || tc->eval_every < 1 ||
+        tc->max_steps < 1 || tc->max_len < 2 || tc->warmup < 1) {
+        return gr_error(GR_EINVAL, "seq2seq: batch %d (1..4096), eval-every "
+                        "%d, max-steps %d, warmup %d (>= 1), max-len %d "
+                        "(>= 2)", (int)tc->batch, (int)tc->eval_every,
+                        (int)tc->max_steps, (int)tc->warmup,
+                        (int)tc->max_len);
+    }
+    struct pairs tr, va;
+    int rc = read_tsv(tc->train, &tr);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = read_tsv(tc->valid, &va);
+    if (rc < 0) {
+        pairs_free(&tr);
+        return rc;
+    }
+    /* joint BPE on both sides of the training pairs */
+    const char **lines = malloc((size_t)(2 * tr.n) * sizeof *lines);
+    struct nlp_bpe bpe;
+    struct nlp_vocab v;
+    nlp_vocab_init(&v);
+    memset(&bpe, 0, sizeof bpe);
+    struct encoded etr, eva;
+    memset(&etr, 0, sizeof etr);
+    memset(&eva, 0, sizeof eva);
+    struct gr_ctx *ctx = NULL;
+    struct nlp_s2s model;
+    memset(&model, 0, sizeof model);
+    struct gr_optim *opt = NULL;
+    struct train_run run;
+    int run_open = 0;
+    int64_t *perm = NULL;
+    int32_t *bsrc = NULL, *btin = NULL, *btout = NULL, *blen = NULL;
+    rc = lines ? 0 : gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    for (int64_t i = 0; rc == 0 && i < tr.n; i++) {
+        lines[2 * i] = tr.src[i];
+        lines[2 * i + 1] = tr.tgt[i];
+    }
+    if (rc == 0) {
+        rc = nlp_bpe_learn(&bpe, lines, 2 * tr.n, tc->bpe_merges);
+    }
+    for (int k = 0; rc == 0 && k < 4; k++) {
+        rc = nlp_vocab_add(&v, specials[k], strlen(specials[k]), NULL);
+    }
+    static char enc[LINE_CAP];
+    for (int64_t i = 0; rc == 0 && i < 2 * tr.n; i++) {
+        rc = nlp_bpe_encode_line(&bpe, lines[i], enc, sizeof enc);
+        for (char *t = rc == 0 ? strtok(enc, " ") : NULL; t != NULL;
+             t = strtok(NULL, " ")) {
+            if (nlp_vocab_add(&v, t, strlen(t), NULL) < 0) {
+                rc = GR_ENOMEM;
+                break;
+            }
+        }
+    }
+    if (rc == 0) {
+        rc = encode_pairs(&bpe, &v, &tr, tc->max_len, &etr);
+    }
+    if (rc == 0) {
+        rc = encode_pairs(&bpe, &v, &va, tc->max_len, &eva);
+    }
+    struct nlp_s2s_config mc = tc->model;
+    mc.src_vocab = mc.tgt_vocab = v.size;
+    mc.pad = PAD;
+    mc.bos = BOS;
+    mc.eos = EOS;
+    char cfg[4096];
+    if (rc == 0) {
+        rc = nlp_s2s_model_by_name(&mc, tc->model_name);
+    }
+    if (rc == 0) {
+        rc = config_text(tc, &mc, cfg, sizeof cfg);
+    }
+    if (rc == 0) {
+        rc = gr_ctx_new(&ctx, cc);
+    }
+    if (rc == 0) {
+        rc = nlp_s2s_init(&model, ctx, &mc, gr_rng_make(tc->seed, 0));
+    }
+    if (rc == 0) {
+        struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+        oc.beta1 = 0.9f;
+        oc.beta2 = 0.98f;
+        oc.eps = 1e-9f;
+        rc = gr_optim_new(&opt, ctx, "adam", &oc);
+    }
+    static const struct train_column cols[] = {
+        {"step", "%.0f"},     {"train_loss", "%.6f"},
+        {"valid_bleu", "%.4f"}, {"valid_acc", "%.6f"},
+        {"lr", "%.9g"},       {"wall_s", "%.3f"},
+    };
+    if (rc == 0) {
+        struct train_run_spec s = train_run_spec_default();
+        s.dir = tc->out_dir;
+        s.force = tc->force;
+        s.argc = tc->argc;
+        s.argv = tc->argv;
+        s.config_text = cfg;
+        s.columns = cols;
+        s.n_columns = 6;
+        s.what = "nlp seq2seq train";
+        s.step_unit = "step";
+        rc = train_run_open(&run, &s);
+        run_open = rc == 0;
+    }
+    char path[GR_PATH_MAX];
+    if (rc == 0) {
+        rc = gr_path_join(path, sizeof path, tc->out_dir, "bpe.codes");
+    }
+    if (rc == 0) {
+        rc = nlp_bpe_save(&bpe, path, 1);
+    }
+    if (rc == 0) {
+        rc = gr_path_join(path, sizeof path, tc->out_dir, "vocab.txt");
+    }
+    if (rc == 0) {
+        size_t cap = 16;
+        for (int32_t i = 0; i < v.size; i++) {
+            cap += strlen(nlp_vocab_word(&v, i)) + 1;
+        }
+        char *txt = malloc(cap), *q = txt;
+        rc = txt ? 0 : gr_error(GR_ENOMEM, "seq2seq: out of memory");
+        for (int32_t i = 0; rc == 0 && i < v.size; i++) {
+            q += sprintf(q, "%s\n", nlp_vocab_word(&v, i));
+        }
+        if (rc == 0) {
+            rc = gr_write_file_atomic(path, txt, (size_t)(q - txt), 1);
+        }
+        free(txt);
+    }
+    if (rc == 0 && !tc->quiet) {
+        fprintf(stderr, "seq2seq: %lld training pairs, %lld validation; "
+                "%d BPE merges, vocabulary %d; %lld sides truncated to %d "
+                "subwords\n", (long long)tr.n, (long long)va.n,
+                (int)bpe.n_merges, (int)v.size,
+                (long long)(etr.cut + eva.cut), (int)tc->max_len - 1);
+    }
+    const int b = tc->batch;
+    perm = rc == 0 ? malloc((size_t)etr.n * sizeof *perm) : NULL;
+    bsrc = malloc((size_t)(b * tc->max_len) * sizeof *bsrc);
+    btin = malloc((size_t)(b * (tc->max_len + 1)) * sizeof *btin);
+    btout = malloc((size_t)(b * (tc->max_len + 1)) * sizeof *btout);
+    blen = malloc((size_t)b * sizeof *blen);
+    if (rc == 0 && (!perm || !bsrc || !btin || !btout || !blen)) {
+        rc = gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    }
+    double t0 = now_s(), best = -1.0, loss_sum = 0.0;
+    int64_t loss_n = 0, pos = etr.n, epoch = 0;
+    int64_t idx[4096];
+    for (int64_t step = 1; rc == 0 && step <= tc->max_steps; step++) {
+        if (train_stop_requested()) {
+            train_print_stopped(&run, step - 1);
+            break;
+        }
+        int bb = (int)(b < etr.n ? b : etr.n);
+        for (int j = 0; j < bb; j++) {
+            if (pos == etr.n) { /* a new seeded order each epoch */
+                for (int64_t i = 0; i < etr.n; i++) {
+                    perm[i] = i;
+                }
+                uint64_t key = gr_rng_key(gr_rng_make(tc->seed,
+                                                      (uint64_t)epoch + 77));
+                for (int64_t i = etr.n - 1; i > 0; i--) {
+                    int64_t r = (int64_t)(gr_rng_u32(key, (uint64_t)i) %
+                                          (uint32_t)(i + 1));
+                    int64_t t = perm[i];
+                    perm[i] = perm[r];
+                    perm[r] = t;
+                }
+                pos = 0;
+                epoch++;
+            }
+            idx[j] = perm[pos++];
+        }
+        int32_t ts, ty;
+        make_batch(&etr, idx, bb, bsrc, blen, btin, btout, &ts, &ty);
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *st = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(ts, bb), bsrc);
+        struct gr_tensor *ti = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(ty, bb), btin);
+        struct gr_tensor *to = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(ty, bb), btout);
+        struct gr_tensor *loss = nlp_s2s_loss(
+            ctx, &model, st, blen, ti, to, tc->label_smoothing, 1,
+            gr_rng_make(tc->seed, (uint64_t)step + 1000));
+        if (loss == NULL) {
+            rc = gr_error(GR_EINVAL, "seq2seq: step %lld: %s",
+                          (long long)step, gr_ctx_error(ctx));
+            break;
+        }
+        double lv = gr_tensor_item(loss);
+        if ((rc = train_check_finite(&run, lv, step)) < 0) {
+            break;
+        }
+        if ((rc = gr_backward(ctx, loss)) < 0) {
+            break;
+        }
+        if (tc->clip > 0) {
+            gr_clip_grad_norm(ctx, NULL, tc->clip, NULL);
+        }
+        float lr = (float)nlp_s2s_noam_lr(step, mc.d, tc->warmup,
+                                          tc->lr_factor);
+        gr_optim_set_lr(opt, lr);
+        gr_optim_step(opt);
+        loss_sum += lv;
+        loss_n++;
+        if (step % tc->eval_every == 0 || step == tc->max_steps) {
+            double bleu = 0.0, acc = 0.0;
+            rc = evaluate_encoded(ctx, &model, &v, &eva, &va, tc->max_len, 1,
+                                  0.0f, &bleu, &acc);
+            if (rc < 0) {
+                break;
+            }
+            struct train_cell cells[6] = {
+                TRAIN_NUM(step), TRAIN_NUM(loss_sum / (double)loss_n),
+                TRAIN_NUM(bleu), TRAIN_NUM(acc), TRAIN_NUM(lr),
+                TRAIN_NUM(now_s() - t0)};
+            if (!tc->quiet) {
+                fprintf(stderr, "| step %6lld | train loss %.4f | valid "
+                        "BLEU %.2f acc %.4f | lr %.3g%s\n", (long long)step,
+                        loss_sum / (double)loss_n, bleu, acc, (double)lr,
+                        bleu > best ? " | saved best" : "");
+            }
+            loss_sum = 0.0;
+            loss_n = 0;
+            rc = train_metrics_row(&run, cells);
+            if (rc == 0 && bleu > best) {
+                best = bleu;
+                rc = train_save(&run, TRAIN_BEST, ctx, cfg, GR_CKPT_PARAMS,
+                                step);
+            }
+            if (rc == 0) {
+                rc = train_save(&run, TRAIN_LAST, ctx, cfg, GR_CKPT_ALL,
+                                step);
+            }
+        }
+    }
+    if (rc == 0 && !tc->quiet) {
+        fprintf(stderr, "run %s: best validation BLEU %.2f -> %s\n",
+                tc->out_dir, best, train_path(&run, TRAIN_BEST));
+    }
+    if (run_open) {
+        train_run_close(&run);
+    }
+    free(perm);
+    free(bsrc);
+    free(btin);
+    free(btout);
+    free(blen);
+    gr_optim_free(opt);
+    nlp_s2s_free(&model);
+    gr_ctx_free(ctx);
+    encoded_free(&etr);
+    encoded_free(&eva);
+    nlp_bpe_free(&bpe);
+    nlp_vocab_free(&v);
+    free(lines);
+    pairs_free(&tr);
+    pairs_free(&va);
+    return rc;
+}
+
+/* ---- reopening a checkpoint ---- */
+
+int nlp_s2s_open(struct nlp_s2s_runtime *rt, const char *checkpoint,
+                 const struct gr_ctx_config *cc)
+{
+    memset(rt, 0, sizeof *rt);
+    nlp_vocab_init(&rt->vocab);
+    char *cfg = NULL;
+    int rc = gr_checkpoint_read_config(checkpoint, &cfg);
+    if (rc < 0) {
+        return rc;
+    }
+    if (strncmp(cfg, "grove-seq2seq 1\n", 16) != 0) {
+        free(cfg);
+        return gr_error(GR_EFORMAT, "%s: not a grove seq2seq checkpoint",
+                        checkpoint);
+    }
+    struct nlp_s2s_config mc = nlp_s2s_config_default(4, 4);
+    const char *keys[] = {"vocab", "d", "layers", "heads", "ffn", "post-norm",
+                          "max-len"};
+    int *dst[] = {&mc.src_vocab, &mc.d, &mc.layers, &mc.heads, &mc.ffn,
+                  &mc.post_norm, &rt->max_len};
+    for (int k = 0; k < 7 && rc == 0; k++) {
+        const char *val = cfg_value(cfg, keys[k]);
+        if (val == NULL) {
+            rc = gr_error(GR_EFORMAT, "%s: the config has no '%s' line",
+                          checkpoint, keys[k]);
+        } else {
+            *dst[k] = atoi(val);
+        }
+    }
+    char name[32] = "";
+    const char *mv = cfg_value(cfg, "model");
+    if (rc == 0 && mv != NULL) {
+        sscanf(mv, "%31s", name);
+        rc = nlp_s2s_model_by_name(&mc, name);
+    }
+    free(cfg);
+    mc.tgt_vocab = mc.src_vocab;
+    mc.dropout = mc.dropout_attn = 0.0f;
+    char dir[GR_PATH_MAX], path[GR_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", checkpoint);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+    } else {
+        snprintf(dir, sizeof dir, ".");
+    }
+    if (rc == 0) {
+        gr_path_join(path, sizeof path, dir, "bpe.codes");
+        rc = nlp_bpe_load(&rt->bpe, path);
+    }
+    if (rc == 0) {
+        gr_path_join(path, sizeof path, dir, "vocab.txt");
+        char *buf = NULL;
+        size_t size = 0;
+        rc = gr_read_file(path, (size_t)1 << 28, &buf, &size);
+        for (char *s = rc == 0 ? buf : NULL; s && *s;) {
+            char *nl = strchr(s, '\n');
+            size_t l = nl ? (size_t)(nl - s) : strlen(s);
+            if (nlp_vocab_add(&rt->vocab, s, l, NULL) < 0) {
+                rc = GR_ENOMEM;
+                break;
+            }
+            s = nl ? nl + 1 : NULL;
+        }
+        free(buf);
+        if (rc == 0 && rt->vocab.size != mc.src_vocab) {
+            rc = gr_error(GR_EFORMAT, "%s: %d words, the checkpoint's model "
+                          "has %d", path, (int)rt->vocab.size,
+                          (int)mc.src_vocab);
+        }
+    }
+    if (rc == 0) {
+        rc = gr_ctx_new(&rt->ctx, cc);
+    }
+    if (rc == 0) {
+        rc = nlp_s2s_init(&rt->model, rt->ctx, &mc, gr_rng_make(1, 0));
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_load(rt->ctx, checkpoint, GR_CKPT_PARAMS, NULL);
+    }
+    if (rc < 0) {
+        nlp_s2s_close(rt);
+    }
+    return rc;
+}
+
+void nlp_s2s_close(struct nlp_s2s_runtime *rt)
+{
+    nlp_s2s_free(&rt->model);
+    gr_ctx_free(rt->ctx);
+    nlp_bpe_free(&rt->bpe);
+    nlp_vocab_free(&rt->vocab);
+    memset(rt, 0, sizeof *rt);
+}
+
+int nlp_s2s_translate(struct nlp_s2s_runtime *rt, const char *const *src,
+                      int64_t n, int32_t beam, float alpha, char **out,
+                      int64_t *truncated)
+{
+    const int32_t ml = rt->max_len;
+    int32_t *ids = malloc((size_t)ml * sizeof *ids);
+    int32_t *res = malloc((size_t)ml * sizeof *res);
+    char *text = malloc(LINE_CAP);
+    int rc = ids && res && text ? 0 : gr_error(GR_ENOMEM, "seq2seq: out of "
+                                               "memory");
+    *truncated = 0;
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        int32_t len = 0, olen = 0;
+        int cut = 0;
+        rc = to_ids(&rt->bpe, &rt->vocab, src[i], ml - 1, ids, &len, &cut);
+        *truncated += cut;
+        if (rc == 0 && len == 0) {
+            ids[0] = UNK;
+            len = 1;
+        }
+        gr_step_reset(rt->ctx);
+        if (rc == 0) {
+            rc = beam <= 1 ? nlp_s2s_greedy(rt->ctx, &rt->model, ids, &len,
+                                            len, 1, ml, res, &olen)
+                           : nlp_s2s_beam(rt->ctx, &rt->model, ids, &len, len,
+                                          1, beam, alpha, ml, res, &olen);
+        }
+        if (rc == 0) {
+            rc = to_text(&rt->vocab, res, olen, text, LINE_CAP);
+        }
+        out[i] = rc == 0 ? strdup(text) : NULL;
+    }
+    free(ids);
+    free(res);
+    free(text);
+    return rc;
+}
+
+int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
+                     int32_t beam, float alpha, double *bleu,
+                     double *accuracy, int64_t *n_pairs)
+{
+    struct pairs p;
+    int rc = read_tsv(tsv, &p);
+    if (rc < 0) {
+        return rc;
+    }
+    struct encoded e;
+    rc = encode_pairs(&rt->bpe, &rt->vocab, &p, rt->max_len, &e);
+    if (rc == 0) {
+        rc = evaluate_encoded(rt->ctx, &rt->model, &rt->vocab, &e, &p,
+                              rt->max_len, beam, alpha, bleu, accuracy);
+        *n_pairs = p.n;
+        encoded_free(&e);
+    }
+    pairs_free(&p);
+    return rc;
+}

@@ -1,0 +1,75 @@
+/* nlp/tasks/seq2seq.h — the sequence-to-sequence task of issue 23 §3 on
+ * parallel text (TSV: source TAB target, one pair per line): a joint BPE
+ * learned on the training pairs (nlp/data/bpe.h), one subword vocabulary
+ * for both sides, the Transformer encoder-decoder (nlp/models/seq2seq.h)
+ * trained with the label-smoothed loss, Adam (0.9, 0.98, 1e-9) and the
+ * noam schedule, validated by corpus BLEU (nlp/tasks/bleu.h) and
+ * sequence accuracy of greedy decoding, in a run folder of train/
+ * (command, config, metrics.csv, best.ckpt by validation BLEU, last.ckpt,
+ * and bpe.codes and vocab.txt beside them). Translation and evaluation
+ * reopen a checkpoint with its folder's codes and vocabulary.
+ *
+ * A pair longer than max_len subwords on either side is truncated to it;
+ * the count is reported. --resume and the MLU generator are not built.
+ * Errors: 0 or a negative code with gr_last_error (naming file and line
+ * for a bad TSV line). One thread.
+ */
+#ifndef GROVE_NLP_TASKS_SEQ2SEQ_H
+#define GROVE_NLP_TASKS_SEQ2SEQ_H
+
+#include <stdint.h>
+
+#include "kernels/tensor.h"
+#include "nlp/data/bpe.h"
+#include "nlp/data/vocab.h"
+#include "nlp/models/seq2seq.h"
+
+struct nlp_s2s_train_config {
+    struct nlp_s2s_config model; /* sizes; vocabularies filled in here */
+    const char *model_name;      /* "transformer", "ftt", "ftt-conv" */
+    int32_t bpe_merges, max_len, batch, max_steps, eval_every, warmup;
+    float lr_factor, label_smoothing, clip;
+    uint64_t seed;
+    const char *train, *valid, *out_dir;
+    int force, quiet, argc;
+    char **argv;
+};
+
+/* transformer, D 128, 2 layers, 4 heads, ffn 512, dropout 0.1, 2,000
+ * merges, max length 64, batch 32, 1,000 steps, validation every 200,
+ * warm-up 400, factor 2, label smoothing 0.1, clip 1. */
+void nlp_s2s_train_config_default(struct nlp_s2s_train_config *c);
+
+/* Sets model.ft_gate / ft_conv for "transformer", "ftt", "ftt-conv";
+ * GR_EINVAL naming the known ones otherwise. */
+int nlp_s2s_model_by_name(struct nlp_s2s_config *m, const char *name);
+
+int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
+                  const struct gr_ctx_config *cc);
+
+/* A trained model reopened from a checkpoint and its folder. */
+struct nlp_s2s_runtime {
+    struct gr_ctx *ctx;
+    struct nlp_s2s model;
+    struct nlp_bpe bpe;
+    struct nlp_vocab vocab;
+    int32_t max_len;
+};
+
+int nlp_s2s_open(struct nlp_s2s_runtime *rt, const char *checkpoint,
+                 const struct gr_ctx_config *cc);
+void nlp_s2s_close(struct nlp_s2s_runtime *rt);
+
+/* Translates n raw source lines (beam 1: greedy) into out[i] (malloc'd
+ * text, caller frees); *truncated counts sources cut to max_len. */
+int nlp_s2s_translate(struct nlp_s2s_runtime *rt, const char *const *src,
+                      int64_t n, int32_t beam, float alpha, char **out,
+                      int64_t *truncated);
+
+/* BLEU and sequence accuracy (exact match after decoding the subwords) of
+ * the model on a TSV file. */
+int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
+                     int32_t beam, float alpha, double *bleu,
+                     double *accuracy, int64_t *n_pairs);
+
+#endif
