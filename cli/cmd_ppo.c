@@ -153,7 +153,10 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 "frames of the run (the learning rate decays to 0 over "
                 "them)",
                 &total),
-        CLI_INT("num-envs", "N", "16", "parallel worlds", &num_envs),
+        CLI_INT("num-envs", "N", "16",
+                "parallel worlds, all processes together (under mpirun -np "
+                "P each acts about N/P of them)",
+                &num_envs),
         CLI_INT("num-steps", "N", "64",
                 "controller decisions per world per rollout (16 x 64 = "
                 "1024 decisions per update)",
@@ -287,6 +290,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     int rank = train_mpi_rank(), n_ranks = train_mpi_size();
     int writer = rank == 0;
     if (n_ranks > num_envs) {
+        if (!writer) {
+            return CLI_EXIT_USAGE; /* process 0 says why, once */
+        }
         return cli_usage_error(cmd, "--num-envs %d is fewer than the %d MPI "
                                     "processes (each acts at least one world)",
                                num_envs, n_ranks);
@@ -589,10 +595,18 @@ const struct cli_command cmd_train_ppo = {
     "evaluation return) and last.ckpt (with the optimizer and trainer "
     "state; --resume continues bit for bit). The checkpoints are OCN "
     "checkpoints: craft run --agent ocn, watch and eval options load them. "
-    "\n\nExamples (a short smoke run, then the real one):\n"
+    "\n\nUnder mpirun -np P (a build with MPI: grove version says mpi: yes) "
+    "each process acts its share of the --num-envs worlds, seeded as in one "
+    "process, and the gradients are summed: the run equals one process's "
+    "with the same flags, to float rounding; process 0 writes --out "
+    "(docs/scaling.md). --num-envs must be at least P; last.ckpt holds "
+    "every process's worlds, so --resume works with any P."
+    "\n\nExamples (a short smoke run, the real one, and it on two processes):\n"
     "  grove train ppo --policy oracle --task DCA --total-timesteps 20000 "
     "--out runs/ppo-smoke\n"
     "  grove train ppo --options runs/s1/best.ckpt --task DCA "
-    "--reward sparse --out runs/ppo-dca",
+    "--reward sparse --out runs/ppo-dca\n"
+    "  mpirun -np 2 grove train ppo --options runs/s1/best.ckpt --task DCA "
+    "--reward sparse --out runs/ppo-dca-mpi",
     run_train_ppo,
 };
