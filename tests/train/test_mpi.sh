@@ -102,8 +102,10 @@ ppo)
             awk -F, 'NR > 1 { for (i = 1; i <= 6; i++) { d = $i - $(i + 6); if (d < 0) d = -d; if (d > 1e-5 * (1 + ($i < 0 ? -$i : $i))) bad = 1 } }
                      END { exit bad }' || fail "$E worlds: losses differ beyond rounding"
     done
-    # resumed on one process from the 2 processes' checkpoint: it holds
-    # every world (gathered), so the state fits
+    # the 2 processes' checkpoint loads in one process (--resume of the
+    # finished run: nothing left to do). That its worlds are all current
+    # (gathered before the save) was checked by hand: its ppo.state differs
+    # from one process's only in the controller states' float bits
     "$grove" "${args[@]}" --out "$tmp/two4" --resume >/dev/null || fail "--resume of the 2 processes' run on 1 failed"
     # fewer worlds than processes: one line, exit 2, no folder
     "${mpi[@]}" "$grove" train ppo --policy oracle --task DCA --num-envs 1 --num-minibatches 1 \
