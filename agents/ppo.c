@@ -18,6 +18,7 @@
 #include "kernels/optim.h"
 #include "kernels/rng.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
 /* ---- config ----------------------------------------------------------------- */
 
@@ -303,9 +304,58 @@ static int ctx_fail(struct gr_ctx *ctx, const char *what)
                     gr_ctx_error(ctx));
 }
 
+/* The advantage's mean and standard deviation (Bessel) over a minibatch
+ * of M rows whose rows here are adv[0..n): with MPI the minibatch is
+ * spread over the processes and the sums are all-reduced (in one process
+ * n = M and the sums are as they were). */
+static int adv_stats(const float *adv, int64_t n, int64_t M, double *mean,
+                     double *sd)
+{
+    double sum = 0.0, var = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        sum += adv[i];
+    }
+    int rc = train_allreduce_sum(&sum, 1);
+    *mean = sum / (double)M;
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        var += (adv[i] - *mean) * (adv[i] - *mean);
+    }
+    if (rc == 0) {
+        rc = train_allreduce_sum(&var, 1);
+    }
+    *sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
+    return rc;
+}
+
+/* ppo_loss with the advantage's statistics given (norm_adv). */
+static int loss_with(struct ocn_model *m, const struct ppo_minibatch *b,
+                     float clip_coef, float vf_coef, float ent_coef,
+                     int norm_adv, double mean, double sd,
+                     struct ppo_loss_out *out);
+
 int ppo_loss(struct ocn_model *m, const struct ppo_minibatch *b,
              float clip_coef, float vf_coef, float ent_coef, int norm_adv,
              struct ppo_loss_out *out)
+{
+    /* the advantage, normalised over the minibatch (host statistics) */
+    double mean = 0.0, sd = 0.0;
+    double sum = 0.0, var = 0.0;
+    for (int64_t i = 0; i < b->M; i++) {
+        sum += b->adv[i];
+    }
+    mean = sum / (double)b->M;
+    for (int64_t i = 0; i < b->M; i++) {
+        var += (b->adv[i] - mean) * (b->adv[i] - mean);
+    }
+    sd = b->M > 1 ? sqrt(var / (double)(b->M - 1)) : 0.0;
+    return loss_with(m, b, clip_coef, vf_coef, ent_coef, norm_adv, mean, sd,
+                     out);
+}
+
+static int loss_with(struct ocn_model *m, const struct ppo_minibatch *b,
+                     float clip_coef, float vf_coef, float ent_coef,
+                     int norm_adv, double mean, double sd,
+                     struct ppo_loss_out *out)
 {
     struct gr_ctx *ctx = m->ctx;
     const int64_t M = b->M, K = m->cfg.n_options, d = m->cfg.hidden;
@@ -313,16 +363,6 @@ int ppo_loss(struct ocn_model *m, const struct ppo_minibatch *b,
         return gr_error(GR_EINVAL, "PPO loss: the model needs a value head "
                                    "and one task");
     }
-    /* the advantage, normalised over the minibatch (host statistics) */
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < M; i++) {
-        mean += b->adv[i];
-    }
-    mean /= (double)M;
-    for (int64_t i = 0; i < M; i++) {
-        var += (b->adv[i] - mean) * (b->adv[i] - mean);
-    }
-    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
     struct gr_tensor *idx =
         gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, b->nz), b->idx);
     struct gr_tensor *val =
@@ -640,6 +680,10 @@ struct ppo_trainer {
     struct craft_config world;
     struct craft_task task;
     int K, d, w, O, A, E, S;
+    /* with MPI (train/mpi.h) this process acts worlds [e0, e1) of the E
+     * (all of them in one process); the rollout storage holds only its
+     * worlds' decisions, world e's at (e − e0)·S */
+    int e0, e1;
     float tau;
     int decide_every; /* moe, flat: a decision every step */
     struct craft_subtask oracle[4];
@@ -672,7 +716,8 @@ struct ppo_trainer {
     int32_t *row_idx; /* [O] */
     float *row_val;
     float *z, *u, *head, *prob, *hnext; /* [max(w, nh, K, d)] */
-    int32_t *perm;    /* [D] */
+    int32_t *perm;    /* [D] of every process's worlds */
+    int32_t *mb_rows; /* [M]: a minibatch's rows of this process */
     int32_t *mb_idx, *mb_opt; /* mb_idx, mb_val: [M, mb_nz] */
     float *mb_val, *mb_hc, *mb_first, *mb_logp, *mb_adv, *mb_ret;
     int mb_nz;
@@ -1062,8 +1107,10 @@ static int mb_reserve(struct ppo_trainer *t, int64_t M, int nz)
 
 size_t ppo_storage_bytes(const struct ppo_trainer *t)
 {
-    const size_t D = (size_t)t->E * (size_t)t->S, d = (size_t)t->d;
-    const size_t M = D / (size_t)t->cfg.num_minibatches;
+    const size_t D = (size_t)(t->e1 - t->e0) * (size_t)t->S;
+    const size_t d = (size_t)t->d;
+    const size_t M = (size_t)t->E * (size_t)t->S /
+                     (size_t)t->cfg.num_minibatches;
     size_t per_d = sizeof(int64_t) + 4 /* d_nz */ + d * 4 /* d_hc */ +
                    7 * 4 /* first, logp, value, R, boot, adv, ret */ +
                    4 + 4 + 1 + 1 /* opt, n, term, trunc */ + 4 /* perm */;
@@ -1089,12 +1136,12 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     for (int e = 0; e < E; e++) {
         t->count[e] = 0;
     }
-    int n_active = E;
+    int n_active = t->e1 - t->e0;
     int rc = 0;
     t->pool_used = 0;
     part(t, PPO_PART_ROLLOUT);
     while (n_active > 0 && rc == 0) {
-        for (int e = 0; e < E && rc == 0; e++) {
+        for (int e = t->e0; e < t->e1 && rc == 0; e++) {
             if (t->count[e] > S) {
                 continue; /* done this rollout */
             }
@@ -1133,7 +1180,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 if (rc < 0) {
                     break;
                 }
-                int64_t j = (int64_t)e * S + t->count[e]++;
+                int64_t j = (int64_t)(e - t->e0) * S + t->count[e]++;
                 int k = sample_p(t, a, e, t->prob, t->K);
                 memcpy(t->d_idx + t->pool_used, t->row_idx,
                        (size_t)nz * sizeof *t->d_idx);
@@ -1204,18 +1251,27 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
+    /* with MPI, the totals of every process's worlds */
+    double sums[6] = {(double)frames, (double)log.episodes, log.return_sum,
+                      (double)log.steps, (double)log.successes,
+                      (double)dec_sum};
+    rc = train_allreduce_sum(sums, 6);
+    if (rc < 0) {
+        return rc;
+    }
+    frames = (int64_t)sums[0];
     t->global_step += frames;
-    t->total_episodes += (int64_t)log.episodes;
+    t->total_episodes += (int64_t)sums[1];
     st->frames = frames;
     st->global_step = t->global_step;
     st->decisions = (int64_t)E * S;
-    st->episodes = (int64_t)log.episodes;
+    st->episodes = (int64_t)sums[1];
     st->total_episodes = t->total_episodes;
-    double ne = (double)log.episodes;
-    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
-    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
-    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
-    st->decisions_per_episode = ne > 0 ? (double)dec_sum / ne : NAN;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
+    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
     st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
     return 0;
 }
@@ -1232,28 +1288,35 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
     const int E = t->E, S = t->S, d = t->d;
     const int64_t D = (int64_t)E * S;
     const int64_t M = D / t->cfg.num_minibatches;
-    for (int e = 0; e < E; e++) {
-        int64_t o = (int64_t)e * S;
+    /* with MPI: this process's decisions are the global ones [g0, g1) */
+    const int64_t g0 = (int64_t)t->e0 * S, g1 = (int64_t)t->e1 * S;
+    const int64_t Dl = g1 - g0;
+    for (int e = t->e0; e < t->e1; e++) {
+        int64_t o = (int64_t)(e - t->e0) * S;
         ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
                      t->d_term + o, t->d_trunc + o, t->d_boot + o,
                      t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
                      t->d_adv + o, t->d_ret + o);
     }
-    /* explained variance of the rollout's values */
-    double mr = 0.0, mdiff = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        mr += t->d_ret[j];
-        mdiff += t->d_ret[j] - t->d_value[j];
+    /* explained variance of the rollout's values (sums of every process) */
+    double mean2[2] = {0.0, 0.0};
+    for (int64_t j = 0; j < Dl; j++) {
+        mean2[0] += t->d_ret[j];
+        mean2[1] += t->d_ret[j] - t->d_value[j];
     }
-    mr /= (double)D;
-    mdiff /= (double)D;
-    double vr = 0.0, vd = 0.0;
-    for (int64_t j = 0; j < D; j++) {
+    int rc = train_allreduce_sum(mean2, 2);
+    double mr = mean2[0] / (double)D, mdiff = mean2[1] / (double)D;
+    double var2[2] = {0.0, 0.0};
+    for (int64_t j = 0; j < Dl; j++) {
         double r = t->d_ret[j] - mr;
         double df = t->d_ret[j] - t->d_value[j] - mdiff;
-        vr += r * r;
-        vd += df * df;
+        var2[0] += r * r;
+        var2[1] += df * df;
     }
+    if (rc == 0) {
+        rc = train_allreduce_sum(var2, 2);
+    }
+    double vr = var2[0], vd = var2[1];
     st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
     /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
     double frac = 1.0;
@@ -1269,7 +1332,6 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
     int n_mb = 0;
     int epochs = 0;
     struct ppo_loss_out lo = {0};
-    int rc = 0;
     for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
         /* a fresh permutation per (iteration, epoch) */
         uint64_t key = gr_rng_key_of(
@@ -1287,17 +1349,26 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
             t->perm[i] = tmp;
         }
         for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
+            /* the minibatch's decisions of this process's worlds (all of
+             * them in one process), in the permutation's order */
             const int32_t *rows = t->perm + (int64_t)mb * M;
-            int nzm = 1;
+            int64_t Ml = 0;
             for (int64_t i = 0; i < M; i++) {
-                nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
+                if (rows[i] >= g0 && rows[i] < g1) {
+                    t->mb_rows[Ml++] = (int32_t)(rows[i] - g0);
+                }
+            }
+            int nzm = 1;
+            for (int64_t i = 0; i < Ml; i++) {
+                int32_t j = t->mb_rows[i];
+                nzm = t->d_nz[j] > nzm ? t->d_nz[j] : nzm;
             }
             rc = mb_reserve(t, M, nzm);
             if (rc < 0) {
                 break;
             }
-            for (int64_t i = 0; i < M; i++) {
-                int64_t j = rows[i];
+            for (int64_t i = 0; i < Ml; i++) {
+                int64_t j = t->mb_rows[i];
                 int nz = t->d_nz[j];
                 memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
                        (size_t)nz * sizeof *t->mb_idx);
@@ -1315,23 +1386,59 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
                 t->mb_adv[i] = t->d_adv[j];
                 t->mb_ret[i] = t->d_ret[j];
             }
-            struct ppo_minibatch b = {(int)M,     nzm,         t->mb_idx,
+            struct ppo_minibatch b = {(int)Ml,    nzm,         t->mb_idx,
                                       t->mb_val,  t->mb_hc,    t->mb_first,
                                       t->mb_opt,  t->mb_logp,  t->mb_adv,
                                       t->mb_ret};
             gr_step_reset(t->ctx);
             gr_zero_grad(t->ctx);
-            rc = ppo_loss(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
-                          t->cfg.ent_coef, t->cfg.norm_adv, &lo);
+            double mean = 0.0, sd = 0.0;
+            rc = adv_stats(t->mb_adv, Ml, M, &mean, &sd);
+            if (rc < 0) {
+                break;
+            }
+            /* each process's loss is its rows' mean: weighted by its share
+             * of the minibatch, the sums over processes are the whole
+             * minibatch's (a process without rows adds nothing) */
+            double share = (double)Ml / (double)M;
+            memset(&lo, 0, sizeof lo);
+            if (Ml > 0) {
+                rc = loss_with(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
+                               t->cfg.ent_coef, t->cfg.norm_adv, mean, sd,
+                               &lo);
+            }
+            double sums[7] = {0.0};
+            if (rc == 0 && Ml > 0) {
+                sums[0] = gr_tensor_item(lo.loss) * share;
+                sums[1] = lo.policy_loss * share;
+                sums[2] = lo.value_loss * share;
+                sums[3] = lo.entropy * share;
+                sums[4] = lo.old_approx_kl * share;
+                sums[5] = lo.approx_kl * share;
+                sums[6] = lo.clipfrac * share;
+            }
             if (rc == 0) {
-                double lv = gr_tensor_item(lo.loss);
-                if (!isfinite(lv)) {
+                rc = train_allreduce_sum(sums, 7);
+            }
+            if (rc == 0) {
+                lo.policy_loss = sums[1];
+                lo.value_loss = sums[2];
+                lo.entropy = sums[3];
+                lo.old_approx_kl = sums[4];
+                lo.approx_kl = sums[5];
+                lo.clipfrac = sums[6];
+                if (!isfinite(sums[0])) {
                     rc = gr_error(GR_EINVAL, "non-finite loss at iteration "
                                              "%lld (epoch %d, minibatch %d)",
                                   (long long)t->iteration + 1, ep, mb);
                     break;
                 }
-                rc = gr_backward(t->ctx, lo.loss);
+                if (Ml > 0) {
+                    rc = gr_backward(t->ctx, lo.loss);
+                }
+            }
+            if (rc == 0 && train_mpi_size() > 1) {
+                rc = train_allreduce_grads(t->ctx, share);
             }
             float norm = 0.0f;
             if (rc == 0) {
@@ -1769,7 +1876,7 @@ void ppo_trainer_free(struct ppo_trainer *t)
                     t->head,    t->prob,      t->hnext,   t->perm,
                     t->mb_idx,  t->mb_opt,    t->mb_val,  t->mb_hc,
                     t->mb_first, t->mb_logp,  t->mb_adv,  t->mb_ret,
-                    t->state_host};
+                    t->mb_rows, t->state_host};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -1849,6 +1956,14 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     t->A = oc.n_actions;
     t->E = cfg->num_envs;
     t->S = cfg->num_steps;
+    train_mpi_share(t->E, &t->e0, &t->e1);
+    if (t->e1 <= t->e0) {
+        pool_free(&pool);
+        free(t);
+        return gr_error(GR_EINVAL, "num_envs %d is fewer than the %d MPI "
+                                   "processes",
+                        cfg->num_envs, train_mpi_size());
+    }
     t->decide_every = cfg->policy == PPO_POLICY_MOE ||
                       cfg->policy == PPO_POLICY_FLAT;
     const char *letters = "ABCD";
@@ -1881,7 +1996,7 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
     }
     const int E = t->E, S = t->S, d = t->d, w = t->w, K = t->K, O = t->O;
-    const size_t D = (size_t)E * S;
+    const size_t D = (size_t)(t->e1 - t->e0) * S; /* this process's */
     if (rc == 0) {
         rc = hcell_alloc(&t->hc, 1, O, w, d, K + d + 1, w);
     }
@@ -1926,8 +2041,9 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->head = malloc(scr * sizeof(float));
         t->prob = malloc(scr * sizeof(float));
         t->hnext = malloc(scr * sizeof(float));
-        t->perm = malloc(D * sizeof(int32_t));
-        size_t M = D / (size_t)cfg->num_minibatches;
+        t->perm = malloc((size_t)E * S * sizeof(int32_t));
+        size_t M = (size_t)E * S / (size_t)cfg->num_minibatches;
+        t->mb_rows = malloc(M * sizeof(int32_t));
         t->mb_nz = PPO_NZ_START;
         t->mb_idx = malloc(M * PPO_NZ_START * sizeof(int32_t));
         t->mb_val = malloc(M * PPO_NZ_START * sizeof(float));
@@ -1945,7 +2061,7 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
             !t->actions || !t->row_idx || !t->row_val || !t->z || !t->u ||
             !t->head || !t->prob || !t->hnext || !t->perm || !t->mb_idx ||
             !t->mb_val || !t->mb_hc || !t->mb_first || !t->mb_opt ||
-            !t->mb_logp || !t->mb_adv || !t->mb_ret) {
+            !t->mb_logp || !t->mb_adv || !t->mb_ret || !t->mb_rows) {
             rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
                           D);
         }
@@ -2064,10 +2180,46 @@ char *ppo_checkpoint_config(const struct ppo_trainer *t)
     return text;
 }
 
+/* With MPI: every process's worlds into every process's copy (each acts
+ * its own share of them), so the trainer state is the whole run's. */
+static int gather_worlds(struct ppo_trainer *t)
+{
+    if (train_mpi_size() <= 1) {
+        return 0;
+    }
+    const int E = t->E;
+    const size_t d = (size_t)t->d;
+    struct actor *a = &t->act;
+    struct craft_batch *b = &t->batch;
+    struct {
+        void *p;
+        size_t size;
+    } arrays[] = {
+        {a->ask, 1},       {a->first, 1},     {a->opt, 4},
+        {a->hc, d * 4},    {a->ho, d * 4},    {a->start, 4},
+        {a->draws, 8},     {a->ep_dec, 4},    {b->grid, (size_t)b->cells},
+        {b->x, 1},         {b->y, 1},         {b->dir, 1},
+        {b->k, 1},         {b->task, 1},      {b->t, 2},
+        {b->inventory, CRAFT_N_KINDS * 2},    {b->ret, 4},
+        {b->episode, 8},   {b->seed, 8},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int ppo_save(struct ppo_trainer *t, const char *path, int force)
 {
+    int rc = gather_worlds(t);
+    if (rc < 0 || train_mpi_rank() != 0) {
+        return rc; /* process 0 writes */
+    }
     memset(t->state_host, 0, t->state_bytes + 4);
-    int rc = state_io(t, t->state_host, 0);
+    rc = state_io(t, t->state_host, 0);
     if (rc == 0) {
         rc = gr_tensor_set_host(t->state, t->state_host);
     }

@@ -47,6 +47,15 @@
  * it bit for bit. flat and oracle checkpoints say "kind flat"/"kind
  * oracle", which the OCN loaders refuse by name.
  *
+ * MPI (train/mpi.h): in a process of P, the trainer acts worlds
+ * [r·E/P, (r+1)·E/P) of num_envs E (train_mpi_share) and stores only their
+ * decisions; ppo_iteration all-reduces the rollout's statistics, each
+ * minibatch's advantage sums and losses, and the gradients (scaled by the
+ * process's share of the minibatch), so every process takes the
+ * one-process step. Every process calls ppo_save (it gathers the worlds,
+ * so the checkpoint holds all E); process 0 writes. Without MPI, or in one
+ * process, nothing changes.
+ *
  * Memory: ppo_trainer_new allocates everything (worlds, rollout storage,
  * host weights, scratch) once; an iteration allocates only step tensors in
  * the context's arena, but for the rollout's sparse observation pool and

@@ -21,6 +21,7 @@
 #include "render/plot.h"
 #include "render/pngfile.h"
 #include "replays/replay.h"
+#include "train/mpi.h"
 #include "train/train.h"
 
 /* metrics.csv (agents/README.md documents each column) */
@@ -152,7 +153,10 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 "frames of the run (the learning rate decays to 0 over "
                 "them)",
                 &total),
-        CLI_INT("num-envs", "N", "16", "parallel worlds", &num_envs),
+        CLI_INT("num-envs", "N", "16",
+                "parallel worlds, all processes together (under mpirun -np "
+                "P each acts about N/P of them)",
+                &num_envs),
         CLI_INT("num-steps", "N", "64",
                 "controller decisions per world per rollout (16 x 64 = "
                 "1024 decisions per update)",
@@ -281,6 +285,21 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     if (ppo_config_validate(&pc) < 0) {
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
+    /* MPI (train/mpi.h): every process acts its share of the worlds and
+     * the update sums their gradients; process 0 writes and speaks */
+    int rank = train_mpi_rank(), n_ranks = train_mpi_size();
+    int writer = rank == 0;
+    if (n_ranks > num_envs) {
+        if (!writer) {
+            return CLI_EXIT_USAGE; /* process 0 says why, once */
+        }
+        return cli_usage_error(cmd, "--num-envs %d is fewer than the %d MPI "
+                                    "processes (each acts at least one world)",
+                               num_envs, n_ranks);
+    }
+    if (!writer) {
+        common.quiet = 1;
+    }
 
     for (int i = 0; i < n_paths; i++) {
         if ((rc = cli_need_path(cmd, "--options", paths[i])) != CLI_CONTINUE) {
@@ -292,8 +311,10 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     spec.force = common.force;
     spec.resume = resume;
     spec.what = "train ppo";
-    if (train_run_check(&spec) < 0) {
-        return cli_fail(cmd);
+    rc = writer ? train_run_check(&spec) : 0;
+    /* process 0's checks stop every process (one message, from it) */
+    if (train_allreduce_max_int(rc < 0)) {
+        return rc < 0 ? cli_fail(cmd) : CLI_EXIT_FAIL;
     }
     /* the trainer first: a bad options' file fails before the run folder */
     struct gr_ctx *ctx = NULL;
@@ -327,7 +348,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     char missing[256];
     ppo_untrained_subtasks(t, missing, sizeof missing);
-    if (missing[0] != '\0') {
+    if (missing[0] != '\0' && writer) {
         fprintf(stderr, "grove train ppo: warning: task %s has subtasks no "
                         "option was trained on (%s)\n",
                 tk.name, missing);
@@ -339,6 +360,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         return cli_fail(cmd);
     }
     struct train_run run;
+    memset(&run, 0, sizeof run);
+    run.last_saved_step = -1;
     spec = train_run_spec_default();
     spec.dir = common.out;
     spec.force = common.force;
@@ -351,10 +374,25 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     spec.n_columns = N_COLUMNS;
     spec.what = "train ppo";
     spec.step_unit = "frame";
-    if (train_run_open(&run, &spec) < 0) {
+    if (writer) {
+        rc = train_run_open(&run, &spec);
+    } else {
+        /* the other processes only read last.ckpt (--resume) */
+        rc = gr_path_join(run.path_last, sizeof run.path_last, common.out,
+                          "last.ckpt");
+        if (rc == 0) {
+            rc = gr_path_join(run.path_best, sizeof run.path_best,
+                              common.out, "best.ckpt");
+        }
+    }
+    if (train_allreduce_max_int(rc < 0)) {
         free(text);
         ppo_trainer_free(t);
         gr_ctx_free(ctx);
+        if (rc == 0) {
+            train_run_close(&run);
+            return CLI_EXIT_FAIL; /* process 0 says why */
+        }
         return run.config_mismatch ? cli_usage_error(cmd, "%s", gr_last_error())
                                    : cli_fail(cmd);
     }
@@ -364,10 +402,10 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         if (rc == 0) {
             rc = gr_tensor_to_host(best_t, best);
         }
-        if (rc == 0) {
+        if (rc == 0 && writer) {
             rc = train_metrics_resume(&run, ppo_global_step(t));
         }
-        if (rc == 0) {
+        if (rc == 0 && writer) {
             train_note_last_saved(&run, ppo_global_step(t));
         }
     }
@@ -395,6 +433,11 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 m->cfg.width, (double)m->cfg.tau, num_envs, num_steps,
                 gr_device_name(gr_ctx_device(ctx)),
                 resume ? " (resumed)" : "");
+        if (n_ranks > 1) {
+            fprintf(stderr, "MPI: %d processes, %d or %d worlds each\n",
+                    n_ranks, num_envs / n_ranks,
+                    (num_envs + n_ranks - 1) / n_ranks);
+        }
     }
     struct gr_progress prog;
     gr_progress_start(&prog, "ppo", (uint64_t)total, "frames", common.quiet);
@@ -437,11 +480,16 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
             TRAIN_NUM(st.mean_option_duration), TRAIN_NUM(st.learning_rate),
             TRAIN_NUM(sps),                   TRAIN_NUM(now - t0),
         };
-        rc = train_metrics_row(&run, c);
+        /* every process evaluates (the same weights: the same numbers,
+         * so the best checkpoint is the same decision everywhere) and
+         * saves (ppo_save gathers the worlds; process 0 writes) */
+        rc = writer ? train_metrics_row(&run, c) : 0;
         if (rc == 0 && do_eval) {
-            draw_curves(metrics, png, &warned);
-            rc = write_eval_replay(replay, world, tk.name, policy,
-                                   ppo_model(t)->cfg.n_options, E, &tr);
+            if (writer) {
+                draw_curves(metrics, png, &warned);
+                rc = write_eval_replay(replay, world, tk.name, policy,
+                                       ppo_model(t)->cfg.n_options, E, &tr);
+            }
             if (rc == 0 && er > best[0]) {
                 best[0] = (float)er;
                 best[1] = (float)st.global_step;
@@ -465,7 +513,14 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                  rate, st.episodic_return, st.success_rate, ev.mean_return);
         gr_progress_set_extra(&prog, extra);
         gr_progress_update(&prog, (uint64_t)st.global_step);
-        if (rc == 0 && train_stop_requested()) {
+        /* every process stops at the same update: a failure of one (2)
+         * or a signal (1) */
+        int flag = train_allreduce_max_int(
+            rc < 0 ? 2 : train_stop_requested() != 0 ? 1 : 0);
+        if (flag == 2 && rc == 0) {
+            rc = gr_error(GR_EINVAL, "another MPI process failed");
+        }
+        if (rc == 0 && flag == 1) {
             /* stop at this update boundary with last.ckpt written */
             if (!do_eval) {
                 rc = gr_tensor_set_host(best_t, best);
@@ -489,7 +544,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         } else {
             gr_error(rc, "%s; stopped before any checkpoint", msg);
         }
-    } else if (stopped) {
+    } else if (stopped && writer) {
         train_print_stopped(&run, ppo_global_step(t));
     }
     int64_t steps = ppo_global_step(t);
@@ -507,6 +562,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     if (stopped) {
         return 128 + train_stop_requested();
+    }
+    if (!writer) {
+        return CLI_EXIT_OK; /* process 0 reports */
     }
     double secs = gr_now_seconds() - t0;
     char dur[32];
@@ -537,10 +595,18 @@ const struct cli_command cmd_train_ppo = {
     "evaluation return) and last.ckpt (with the optimizer and trainer "
     "state; --resume continues bit for bit). The checkpoints are OCN "
     "checkpoints: craft run --agent ocn, watch and eval options load them. "
-    "\n\nExamples (a short smoke run, then the real one):\n"
+    "\n\nUnder mpirun -np P (a build with MPI: grove version says mpi: yes) "
+    "each process acts its share of the --num-envs worlds, seeded as in one "
+    "process, and the gradients are summed: the run equals one process's "
+    "with the same flags, to float rounding; process 0 writes --out "
+    "(docs/scaling.md). --num-envs must be at least P; last.ckpt holds "
+    "every process's worlds, so --resume works with any P."
+    "\n\nExamples (a short smoke run, the real one, and it on two processes):\n"
     "  grove train ppo --policy oracle --task DCA --total-timesteps 20000 "
     "--out runs/ppo-smoke\n"
     "  grove train ppo --options runs/s1/best.ckpt --task DCA "
-    "--reward sparse --out runs/ppo-dca",
+    "--reward sparse --out runs/ppo-dca\n"
+    "  mpirun -np 2 grove train ppo --options runs/s1/best.ckpt --task DCA "
+    "--reward sparse --out runs/ppo-dca-mpi",
     run_train_ppo,
 };

@@ -81,6 +81,44 @@ int train_allreduce_sum(double *x, int n)
     return 0;
 }
 
+void train_mpi_share(int n, int *lo, int *hi)
+{
+    *lo = (int)((int64_t)n * mpi_rank_ / mpi_size_);
+    *hi = (int)((int64_t)n * (mpi_rank_ + 1) / mpi_size_);
+}
+
+int train_allgather_shares(void *buf, size_t size, int n)
+{
+#ifdef GROVE_HAVE_MPI
+    if (mpi_on && mpi_size_ > 1) {
+        int *counts = malloc(2 * (size_t)mpi_size_ * sizeof *counts);
+        if (counts == NULL) {
+            return gr_error(GR_ENOMEM, "all-gather: out of memory");
+        }
+        int *displs = counts + mpi_size_;
+        for (int r = 0; r < mpi_size_; r++) {
+            int64_t lo = (int64_t)n * r / mpi_size_;
+            int64_t hi = (int64_t)n * (r + 1) / mpi_size_;
+            displs[r] = (int)(lo * (int64_t)size);
+            counts[r] = (int)((hi - lo) * (int64_t)size);
+        }
+        int ok = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+                                counts, displs, MPI_BYTE,
+                                MPI_COMM_WORLD) == MPI_SUCCESS;
+        free(counts);
+        if (!ok) {
+            return gr_error(GR_EDEVICE, "MPI_Allgatherv of %d shares failed",
+                            n);
+        }
+    }
+#else
+    (void)buf;
+    (void)size;
+    (void)n;
+#endif
+    return 0;
+}
+
 int train_allreduce_max_int(int v)
 {
 #ifdef GROVE_HAVE_MPI

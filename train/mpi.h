@@ -41,6 +41,15 @@ int train_allreduce_sum(double *x, int n);
 /* The largest of every process's v (a stop flag, for example). */
 int train_allreduce_max_int(int v);
 
+/* buf holds n items of `size` bytes, process r owning items
+ * [n·r/N, (r+1)·n/N) (train_mpi_share); afterwards every process holds
+ * every process's items (PPO gathers its worlds' states this way before
+ * process 0 writes a checkpoint). */
+int train_allgather_shares(void *buf, size_t size, int n);
+
+/* [*lo, *hi): the items of this process's share of n (all n for one). */
+void train_mpi_share(int n, int *lo, int *hi);
+
 /* Every trainable parameter's gradient <- Σ_processes scale · gradient. */
 int train_allreduce_grads(struct gr_ctx *ctx, double scale);
 
