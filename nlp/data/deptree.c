@@ -446,6 +446,39 @@ int nlp_conll_write(const struct nlp_deptrees *d, void *file)
 
 /* ---- filtering (§3) ---------------------------------------------------- */
 
+/* The new head of kept token i given map[] (-1 = removed): climb over
+ * removed heads; a root reached (or a cycle in malformed input, stopped
+ * after n steps) makes i a root. */
+static int32_t climb(int32_t n, const int32_t *heads, const int32_t *map,
+                     int32_t i)
+{
+    int32_t h = heads[i], steps = 0;
+    while (h != i && map[h] < 0 && heads[h] != h && steps++ < n) {
+        h = heads[h];
+    }
+    return (h == i || map[h] < 0) ? map[i] : map[h];
+}
+
+int32_t nlp_deps_reroute(int32_t n, const int32_t *heads,
+                         const uint8_t *keep, int32_t *out)
+{
+    int32_t *map = malloc((size_t)(n > 0 ? n : 1) * sizeof *map);
+    if (map == NULL) {
+        return oom();
+    }
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        map[i] = keep[i] ? m++ : -1;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (map[i] >= 0) {
+            out[map[i]] = climb(n, heads, map, i);
+        }
+    }
+    free(map);
+    return m;
+}
+
 int nlp_deps_filter(struct nlp_deptrees *out, const struct nlp_deptrees *in)
 {
     int rc = store_init(out, in->name);
@@ -479,14 +512,7 @@ int nlp_deps_filter(struct nlp_deptrees *out, const struct nlp_deptrees *in)
             if (map[i] < 0) {
                 continue;
             }
-            /* Climb over removed heads; a cycle in malformed input stops
-             * after n steps and makes the token a root. */
-            int32_t h = x->heads[i], steps = 0;
-            while (h != i && map[h] < 0 && x->heads[h] != h &&
-                   steps++ < x->n) {
-                h = x->heads[h];
-            }
-            int32_t nh = (h == i || map[h] < 0) ? map[i] : map[h];
+            int32_t nh = climb(x->n, x->heads, map, i);
             rc = add_token(&b, x->forms[i], strlen(x->forms[i]), x->tags[i],
                            strlen(x->tags[i]), x->labels[i],
                            strlen(x->labels[i]), nh, x->orig[i]);

@@ -99,6 +99,13 @@ int nlp_deps_from_text(struct nlp_deptrees *d, const char *text, size_t n,
  * (`source` keeps the index in `in`'s source). */
 int nlp_deps_filter(struct nlp_deptrees *out, const struct nlp_deptrees *in);
 
+/* The §3 rerouting on one head array: keep[i] != 0 for kept tokens; writes
+ * out[map(i)] for each kept i (0-based over kept tokens, roots to
+ * themselves) and returns the number kept. Used for predictions given on
+ * the gold tokens (their mask comes from the gold tags). */
+int32_t nlp_deps_reroute(int32_t n, const int32_t *heads,
+                         const uint8_t *keep, int32_t *out);
+
 void nlp_deptrees_free(struct nlp_deptrees *d);
 
 #endif
