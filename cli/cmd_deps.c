@@ -142,11 +142,11 @@ const struct cli_command cmd_nlp_deps_convert = {
     "(not comparable with the thesis's Stanford dependencies).",
     "",
     "-NONE- leaves and emptied constituents are deleted, function tags cut, "
-    "head children chosen\nby the Collins (1999) table "
-    "(dependency_parsing.md §2); DEPREL is PARENT/CHILD of the\nconstituent "
+    "head children chosen by the Collins (1999) table "
+    "(dependency_parsing.md §2); DEPREL is PARENT/CHILD of the constituent "
     "labels. Writes CoNLL-X (HEAD 0 = root, the tag in columns 4 and 5). "
-    "Example:\n"
-    "  grove nlp deps convert --trees data/treebank_sample/treebank.zip "
+    "\nExample:\n"
+    "  grove nlp deps convert --trees treebank.zip "
     "--out wsj_sample.conll",
     run_convert,
 };
@@ -356,11 +356,11 @@ const struct cli_command cmd_nlp_deps_eval = {
     "accuracy, per-label recall.",
     "",
     "Tokens are filtered to word tags and heads rerouted over removed "
-    "tokens first, on both sides\n(dependency_parsing.md §3); UUAS counts "
-    "unordered pairs as a set. A treebank --gold is\nconverted by Collins "
+    "tokens first, on both sides (dependency_parsing.md §3); UUAS counts "
+    "unordered pairs as a set. A treebank --gold is converted by Collins "
     "rules and is NOT comparable with the thesis's Stanford dependencies. "
-    "Examples:\n"
-    "  grove nlp deps eval --gold data/treebank_sample/treebank.zip "
+    "\nExamples:\n"
+    "  grove nlp deps eval --gold treebank.zip "
     "--baseline right\n"
     "  grove nlp deps eval --gold wsj23.conll --pred induced.conll",
     run_eval,
