@@ -86,12 +86,9 @@ struct count_row {
     int64_t count;
 };
 
-static const struct count_row *sort_rows;
-
 static int cmp_rank(const void *pa, const void *pb)
 {
-    const struct count_row *a = &sort_rows[*(const int32_t *)pa];
-    const struct count_row *b = &sort_rows[*(const int32_t *)pb];
+    const struct count_row *a = pa, *b = pb;
     if (a->count != b->count) {
         return a->count > b->count ? -1 : 1;
     }
@@ -134,7 +131,6 @@ static int build(struct nlp_mlm_corpus *c, struct raw *r, int32_t min_count)
     struct nlp_vocab seen;
     nlp_vocab_init(&seen);
     struct count_row *rows = NULL;
-    int32_t *rank = NULL;
     int64_t cap = 0;
     int rc = 0;
     for (int64_t i = 0; i < r[0].n && rc == 0; i++) {
@@ -160,27 +156,18 @@ static int build(struct nlp_mlm_corpus *c, struct raw *r, int32_t min_count)
             rows[id].count++;
         }
     }
-    if (rc == 0) {
-        rank = malloc((size_t)(seen.size ? seen.size : 1) * sizeof *rank);
-        if (rank == NULL) {
-            rc = oom();
-        }
-    }
     nlp_vocab_init(&c->vocab);
     if (rc == 0) {
-        for (int32_t i = 0; i < seen.size; i++) {
-            rank[i] = i;
-        }
-        sort_rows = rows;
+        /* rows[k].first is word k's id in `seen` (its first-seen rank). */
         if (seen.size > 1) {
-            qsort(rank, (size_t)seen.size, sizeof *rank, cmp_rank);
+            qsort(rows, (size_t)seen.size, sizeof *rows, cmp_rank);
         }
         rc = nlp_vocab_add(&c->vocab, "<unk>", 5, NULL);
         if (rc == 0) rc = nlp_vocab_add(&c->vocab, "<pad>", 5, NULL);
         if (rc == 0) rc = nlp_vocab_add(&c->vocab, "<mask>", 6, NULL);
         for (int32_t i = 0; i < seen.size && rc == 0; i++) {
-            if (rows[rank[i]].count >= min_count) {
-                const char *w = nlp_vocab_word(&seen, rank[i]);
+            if (rows[i].count >= min_count) {
+                const char *w = nlp_vocab_word(&seen, rows[i].first);
                 rc = nlp_vocab_add(&c->vocab, w, strlen(w), NULL);
             }
         }
@@ -189,7 +176,6 @@ static int build(struct nlp_mlm_corpus *c, struct raw *r, int32_t min_count)
     if (rc == 0) rc = map_split(&c->valid, &r[1], &c->vocab, NULL);
     if (rc == 0) rc = map_split(&c->test, &r[2], &c->vocab, NULL);
     free(rows);
-    free(rank);
     nlp_vocab_free(&seen);
     return rc;
 }
@@ -330,17 +316,18 @@ int32_t nlp_mlm_mask(const int32_t *ids, int32_t n, float rate,
     return m;
 }
 
-static const struct nlp_mlm_split *len_split;
+struct len_idx {
+    int64_t len;
+    int32_t idx;
+};
 
 static int cmp_len(const void *pa, const void *pb)
 {
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    int64_t la = len_split->offsets[a + 1] - len_split->offsets[a];
-    int64_t lb = len_split->offsets[b + 1] - len_split->offsets[b];
-    if (la != lb) {
-        return la > lb ? -1 : 1;
+    const struct len_idx *a = pa, *b = pb;
+    if (a->len != b->len) {
+        return a->len > b->len ? -1 : 1;
     }
-    return (a > b) - (a < b);
+    return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
 int nlp_mlm_batches(struct nlp_mlm_batches *b, const struct nlp_mlm_split *s,
@@ -358,13 +345,21 @@ int nlp_mlm_batches(struct nlp_mlm_batches *b, const struct nlp_mlm_split *s,
         nlp_mlm_batches_free(b);
         return oom();
     }
+    struct len_idx *li = malloc((size_t)(n ? n : 1) * sizeof *li);
+    if (li == NULL) {
+        nlp_mlm_batches_free(b);
+        return oom();
+    }
     for (int32_t i = 0; i < n; i++) {
-        b->order[i] = i;
+        li[i] = (struct len_idx){s->offsets[i + 1] - s->offsets[i], i};
     }
-    len_split = s;
     if (n > 1) {
-        qsort(b->order, (size_t)n, sizeof *b->order, cmp_len);
+        qsort(li, (size_t)n, sizeof *li, cmp_len);
     }
+    for (int32_t i = 0; i < n; i++) {
+        b->order[i] = li[i].idx;
+    }
+    free(li);
     int64_t total = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t id = b->order[i];

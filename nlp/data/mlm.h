@@ -27,6 +27,7 @@
  * batch order is shuffled per epoch by nlp_mlm_shuffle (seeded).
  *
  * Memory: the corpus and batch list own their arrays until *_free.
+ * Thread safety: no shared state; read-only use from any thread.
  */
 #ifndef GROVE_NLP_MLM_H
 #define GROVE_NLP_MLM_H

@@ -18,7 +18,8 @@
  *            to each side), first r on ties. An option, not the reference.
  * The score of a tree is the sum of S over its non-root tokens
  * (nlp_deps_tree_score). Decoders allocate scratch (GR_ENOMEM possible),
- * are pure and thread-safe.
+ * are pure and thread-safe. struct nlp_dep_eval owns its label table and
+ * scratch (nlp_dep_eval_free); one accumulator per thread.
  *
  * Metrics (§5), accumulated over sentences (struct nlp_dep_eval):
  *   UAS   tokens whose predicted head is the gold head (the root: iff it
