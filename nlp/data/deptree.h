@@ -12,7 +12,7 @@
  * are skipped. Column 1 ID (1..n in order), 2 FORM, `tag_column` the POS
  * tag, 7 HEAD (0 = root), 8 DEPREL. tag_column 0 picks the default: 4 for
  * CoNLL-X, 5 (XPOS) for CoNLL-U (a path ending in ".conllu", or a file
- * with a ramge/empty-node ID or a "# sent_id" / "# text" comment), since
+ * with a range/empty-node ID or a "# sent_id" / "# text" comment), since
  * UPOS tags are not PTB tags. A malformed line is GR_EFORMAT naming the
  * file and the line, e.g. "dev.conll:12: HEAD 'x' is not a number".
  *
