@@ -33,6 +33,8 @@ const struct cli_command *const cli_commands[] = {
     &cmd_nlp_seq2seq_eval,
     &cmd_nlp_listops_generate,
     &cmd_nlp_logic_generate,
+    &cmd_nlp_deps_convert,
+    &cmd_nlp_deps_eval,
     &cmd_bench_craft,
     &cmd_bench_kernels,
     &cmd_bench_ocn,

@@ -33,6 +33,8 @@ extern const struct cli_command cmd_nlp_seq2seq_translate;
 extern const struct cli_command cmd_nlp_seq2seq_eval;
 extern const struct cli_command cmd_nlp_listops_generate;
 extern const struct cli_command cmd_nlp_logic_generate;
+extern const struct cli_command cmd_nlp_deps_convert;
+extern const struct cli_command cmd_nlp_deps_eval;
 extern const struct cli_command cmd_bench_craft;
 extern const struct cli_command cmd_bench_kernels;
 extern const struct cli_command cmd_bench_ocn;

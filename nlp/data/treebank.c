@@ -46,6 +46,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 struct sent_build {
     int32_t file, index, n_words, n_gold, n_labeled;
     size_t word_first, gold_first, labeled_first;
+    size_t tree_off; /* the tree's text in st->text (issue 24) */
+    int32_t line;
 };
 
 struct nlp_treebank_store {
@@ -293,7 +295,7 @@ static int process_tree(struct file_ctx *fc, size_t n_nodes, int32_t index)
         root = nodes[0].first_child;
     }
     struct sent_build sb = {fc->file, index, 0, 0, 0, st->n_words,
-                            st->n_gold, st->n_labeled};
+                            st->n_gold, st->n_labeled, 0, 0};
     int rc = 0;
     /* Forward: words, in order. */
     for (size_t i = (size_t)root; i < n_nodes && rc == 0; i++) {
@@ -467,13 +469,25 @@ static int parse_file(struct file_ctx *fc, int32_t *n_trees)
                             (int)(pos - a), fc->text + a, a);
         }
         size_t n_nodes = 0;
+        size_t tree_start = pos;
+        int32_t tree_line = line;
         int rc = parse_tree(fc, &pos, &line, &n_nodes);
         if (rc == 0) {
             rc = process_tree(fc, n_nodes, *n_trees);
         }
+        /* The tree's own text, for readers of other views of it (the
+         * dependency converter, nlp/data/deptree.h). */
+        size_t off = 0;
+        if (rc == 0) {
+            rc = add_text(fc->tb->store, fc->text + tree_start,
+                          pos - tree_start, &off);
+        }
         if (rc < 0) {
             return rc;
         }
+        struct nlp_treebank_store *st = fc->tb->store;
+        st->sents[st->n_sents - 1].tree_off = off;
+        st->sents[st->n_sents - 1].line = tree_line;
         (*n_trees)++;
     }
 }
@@ -692,6 +706,8 @@ static int finalize(struct nlp_treebank *tb)
         s->gold = st->gold ? st->gold + b->gold_first : NULL;
         s->n_labeled = b->n_labeled;
         s->labeled = st->labeled ? st->labeled + b->labeled_first : NULL;
+        s->tree = st->text + b->tree_off;
+        s->line = b->line;
     }
     tb->n_sentences = (int32_t)st->n_sents;
     tb->n_labels = (int32_t)st->n_label_offs;

@@ -63,6 +63,8 @@ struct nlp_sentence {
     const struct nlp_span *gold;     /* [n_gold], root first */
     int32_t n_labeled;
     const struct nlp_labeled_span *labeled; /* [n_labeled] */
+    const char *tree; /* the tree's bracketed text as read, NUL-terminated */
+    int32_t line;     /* the line of the file where the tree begins */
 };
 
 struct nlp_treebank_file {
