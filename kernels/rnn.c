@@ -5,7 +5,9 @@
  * then per step only G_t += h_{t-1} U^T (one GEMM into the gates buffer)
  * and the fused cell, writing h_t straight into y[t] and c_t into C[t].
  * Backward: one sweep from t = T-1 down to 0 keeps every step's gate
- * gradient dG_t (it is needed anyway for dh_{t-1} = dG_t U); the weight
+ * gradient dG_t (it is needed anyway for dh_{t-1} = dG_t U), per step
+ * only that product (overwriting dh) and the fused cell backward, which
+ * adds ∂L/∂y_t and ∂L/∂C_{t-1} itself (no copy or clear); the weight
  * and bias gradients then come from single products over all steps:
  * dU += dG[1..T-1]^T y[0..T-2] (+ dG_0^T h0), dW_ih += dG^T X,
  * dX += dG W_ih, db_ih = db_hh += Σ_rows dG.
