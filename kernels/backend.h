@@ -185,19 +185,29 @@ struct gr_backend {
      * the backward needs no transcendental function. */
     int (*lstm_fwd)(void *st, const float *gates, const float *c_prev,
                     float *h, float *c, float *act, int64_t b, int64_t hdim);
+    /* The cell backward, in one launch with no prepared buffer:
+     * dh = gh + gh_rec (each NULL: none; rnn.c passes ∂L/∂y_t and the
+     * product dG_{t+1} U), dc = gc (NULL: zero) + dh·o·(1 - tanh²c),
+     * ggates += the gate gradients (NULL: not wanted), and
+     * gc_prev = gc_prev_in + dc·f, where gc_prev_in is NULL (zero: gc_prev
+     * is overwritten), another buffer, or gc_prev itself (accumulate);
+     * gc_prev NULL: not wanted. gc_prev must not overlap gh, gh_rec, gc. */
     int (*lstm_bwd)(void *st, const float *act, const float *c_prev,
-                    const float *gh, const float *gc, float *ggates,
-                    float *gc_prev, int64_t b, int64_t hdim);
+                    const float *gh, const float *gh_rec, const float *gc,
+                    float *ggates, const float *gc_prev_in, float *gc_prev,
+                    int64_t b, int64_t hdim);
     /* save: [b, 4n] = (ĩ, f̃, softmax of ẑ_i, softmax of ẑ_f); act [b, 5H]
      * = (σ(o), tanh(ĉ), σ(i), σ(f), tanh(c)) */
     int (*onlstm_fwd)(void *st, const float *z, const float *c_prev,
                       float *h, float *c, float *df, float *di, float *save,
                       float *act, int64_t b, int64_t hdim, int64_t chunk);
+    /* gh, gh_rec, gc, gz, gc_prev_in, gc_prev as in lstm_bwd (the
+     * forget gate being f̂ = σ(f)·ω + (f̃ - ω)) */
     int (*onlstm_bwd)(void *st, const float *c_prev, const float *save,
-                      const float *act, const float *gh, const float *gc,
-                      float *gz, float *gc_prev,
-                      float *scratch /* [b, 2n] */, int64_t b, int64_t hdim,
-                      int64_t chunk);
+                      const float *act, const float *gh, const float *gh_rec,
+                      const float *gc, float *gz, const float *gc_prev_in,
+                      float *gc_prev, float *scratch /* [b, 2n] */, int64_t b,
+                      int64_t hdim, int64_t chunk);
     /* The element-wise linear recurrence of Faster FastTrees (kernels/
      * fasttrees.h, gr_linear_scan) over t steps of n lanes, arrays [t, n]:
      * c[s] = a[s]⊙c[s-1] + b[s], c[-1] = c0 (NULL: zeros). bwd overwrites

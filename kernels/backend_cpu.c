@@ -1003,25 +1003,37 @@ static int disjoint(const float *p, int64_t n, const float *q, int64_t m)
     return !p || !q || p + n <= q || q + m <= p;
 }
 
-/* One row of the LSTM cell backward with every pointer distinct, so the
- * loop vectorises; gp (∂L/∂c_prev) is optional. */
+/* Read in place of an absent (NULL) input of the LSTM cell backward, a
+ * row at most this many units at a time. */
+enum { LSTM_ZN = 1024 };
+static const float lstm_zeros[LSTM_ZN];
+
+/* len units of one row of the LSTM cell backward with every pointer
+ * distinct and none NULL (absent inputs read lstm_zeros), so the loop
+ * vectorises; a's gate blocks lie hd apart. gp (∂L/∂c_prev): gpm 0 not
+ * wanted, 1 written as gpin + dc·f, 2 accumulated (gpin unused). */
 static inline void lstm_bwd_row(const float *restrict a,
                                 const float *restrict cp,
-                                const float *restrict dhr,
-                                const float *restrict dcr,
-                                float *restrict dg, float *restrict gp,
-                                int64_t hd, int has_gp)
+                                const float *restrict gh,
+                                const float *restrict gr,
+                                const float *restrict gc,
+                                float *restrict dg,
+                                const float *restrict gpin,
+                                float *restrict gp, int64_t hd, int64_t len,
+                                int gpm)
 {
-    for (int64_t u = 0; u < hd; u++) {
+    for (int64_t u = 0; u < len; u++) {
         float i = a[u], f = a[hd + u], gg = a[2 * hd + u];
         float o = a[3 * hd + u], tc = a[4 * hd + u];
-        float dh = dhr[u];
-        float dc = dcr[u] + dh * o * (1.0f - tc * tc);
+        float dh = gh[u] + gr[u];
+        float dc = gc[u] + dh * o * (1.0f - tc * tc);
         dg[u] += dc * gg * i * (1.0f - i);
         dg[hd + u] += dc * cp[u] * f * (1.0f - f);
         dg[2 * hd + u] += dc * i * (1.0f - gg * gg);
         dg[3 * hd + u] += dh * tc * o * (1.0f - o);
-        if (has_gp) {
+        if (gpm == 1) {
+            gp[u] = gpin[u] + dc * f;
+        } else if (gpm == 2) {
             gp[u] += dc * f;
         }
     }
@@ -1076,27 +1088,45 @@ static int cpu_om_gate_bwd(void *st, const float *z, const float *v,
 }
 
 static int cpu_lstm_bwd(void *st, const float *act, const float *c_prev,
-                        const float *gh, const float *gc, float *ggates,
-                        float *gc_prev, int64_t b, int64_t hd)
+                        const float *gh, const float *gh_rec, const float *gc,
+                        float *ggates, const float *gc_prev_in, float *gc_prev,
+                        int64_t b, int64_t hd)
 {
     (void)st;
     int64_t n = b * hd;
-    if (gh && gc && ggates && disjoint(ggates, 4 * n, gc_prev, n) &&
-        disjoint(ggates, 4 * n, gh, n) && disjoint(ggates, 4 * n, gc, n) &&
+    int acc = gc_prev && gc_prev_in == gc_prev;
+    const float *gpin = acc ? NULL : gc_prev_in;
+    if (ggates && disjoint(ggates, 4 * n, gc_prev, n) &&
+        disjoint(ggates, 4 * n, gh, n) && disjoint(ggates, 4 * n, gh_rec, n) &&
+        disjoint(ggates, 4 * n, gc, n) && disjoint(ggates, 4 * n, gpin, n) &&
         disjoint(ggates, 4 * n, act, 5 * n) &&
         disjoint(ggates, 4 * n, c_prev, n) && disjoint(gc_prev, n, gh, n) &&
-        disjoint(gc_prev, n, gc, n) && disjoint(gc_prev, n, act, 5 * n) &&
+        disjoint(gc_prev, n, gh_rec, n) && disjoint(gc_prev, n, gc, n) &&
+        disjoint(gc_prev, n, gpin, n) && disjoint(gc_prev, n, act, 5 * n) &&
         disjoint(gc_prev, n, c_prev, n)) {
+        int gpm = !gc_prev ? 0 : acc ? 2 : 1;
         for (int64_t r = 0; r < b; r++) {
-            const float *a = act + r * 5 * hd;
-            const float *cp = c_prev + r * hd;
-            float *dg = ggates + r * 4 * hd;
-            if (gc_prev) {
-                lstm_bwd_row(a, cp, gh + r * hd, gc + r * hd, dg,
-                             gc_prev + r * hd, hd, 1);
-            } else {
-                lstm_bwd_row(a, cp, gh + r * hd, gc + r * hd, dg, NULL, hd,
-                             0);
+            for (int64_t u0 = 0; u0 < hd; u0 += LSTM_ZN) {
+                int64_t o = r * hd + u0;
+                int64_t len = hd - u0 < LSTM_ZN ? hd - u0 : LSTM_ZN;
+                const float *a = act + r * 5 * hd + u0;
+                const float *z = lstm_zeros;
+                const float *ph = gh ? gh + o : z;
+                const float *pr = gh_rec ? gh_rec + o : z;
+                const float *pc = gc ? gc + o : z;
+                const float *pin = gpin ? gpin + o : z;
+                float *dg = ggates + r * 4 * hd + u0;
+                float *gp = gc_prev ? gc_prev + o : NULL;
+                if (gpm == 1) {
+                    lstm_bwd_row(a, c_prev + o, ph, pr, pc, dg, pin, gp, hd,
+                                 len, 1);
+                } else if (gpm == 2) {
+                    lstm_bwd_row(a, c_prev + o, ph, pr, pc, dg, NULL, gp, hd,
+                                 len, 2);
+                } else {
+                    lstm_bwd_row(a, c_prev + o, ph, pr, pc, dg, NULL, NULL,
+                                 hd, len, 0);
+                }
             }
         }
         return 0;
@@ -1108,6 +1138,9 @@ static int cpu_lstm_bwd(void *st, const float *act, const float *c_prev,
             float i = a[u], f = a[hd + u], gg = a[2 * hd + u];
             float o = a[3 * hd + u], tc = a[4 * hd + u];
             float dh = gh ? gh[k] : 0.0f;
+            if (gh_rec) {
+                dh = gh ? dh + gh_rec[k] : gh_rec[k];
+            }
             float dc = (gc ? gc[k] : 0.0f) + dh * o * (1.0f - tc * tc);
             if (ggates) {
                 float *dg = ggates + r * 4 * hd;
@@ -1117,7 +1150,7 @@ static int cpu_lstm_bwd(void *st, const float *act, const float *c_prev,
                 dg[3 * hd + u] += dh * tc * o * (1.0f - o);
             }
             if (gc_prev) {
-                gc_prev[k] += dc * f;
+                gc_prev[k] = (gc_prev_in ? gc_prev_in[k] : 0.0f) + dc * f;
             }
         }
     }
@@ -1171,9 +1204,11 @@ static int cpu_onlstm_fwd(void *st, const float *z, const float *c_prev,
 }
 
 static int cpu_onlstm_bwd(void *st, const float *c_prev, const float *save,
-                          const float *act, const float *gh, const float *gc,
-                          float *gz, float *gc_prev, float *scratch,
-                          int64_t b, int64_t hd, int64_t chunk)
+                          const float *act, const float *gh,
+                          const float *gh_rec, const float *gc, float *gz,
+                          const float *gc_prev_in, float *gc_prev,
+                          float *scratch, int64_t b, int64_t hd,
+                          int64_t chunk)
 {
     (void)st;
     int64_t n = hd / chunk, w = 2 * n + 4 * hd;
@@ -1186,7 +1221,9 @@ static int cpu_onlstm_bwd(void *st, const float *c_prev, const float *save,
         float *gzr = gz ? gz + r * w : NULL;
         const float *cp = c_prev + r * hd;
         const float *ghr = gh ? gh + r * hd : NULL;
+        const float *grr = gh_rec ? gh_rec + r * hd : NULL;
         const float *gcr = gc ? gc + r * hd : NULL;
+        const float *gpin = gc_prev_in ? gc_prev_in + r * hd : NULL;
         float *gpr = gc_prev ? gc_prev + r * hd : NULL;
         /* Chunk by chunk (no division per element); the chunk sums run in
          * the same order as an element loop would. */
@@ -1200,6 +1237,9 @@ static int cpu_onlstm_bwd(void *st, const float *c_prev, const float *save,
                 float ih = ig * om + io;
                 float fh = fg * om + fo;
                 float dh = ghr ? ghr[u] : 0.0f;
+                if (grr) {
+                    dh = ghr ? dh + grr[u] : grr[u];
+                }
                 float dc = (gcr ? gcr[u] : 0.0f) + dh * o * (1.0f - tc * tc);
                 float dih = dc * ch, dfh = dc * cp[u];
                 float dom = dih * (ig - 1.0f) + dfh * (fg - 1.0f);
@@ -1212,7 +1252,7 @@ static int cpu_onlstm_bwd(void *st, const float *c_prev, const float *save,
                     gzr[2 * n + 3 * hd + u] += dfh * om * fg * (1.0f - fg);
                 }
                 if (gpr) {
-                    gpr[u] += dc * fh;
+                    gpr[u] = (gpin ? gpin[u] : 0.0f) + dc * fh;
                 }
             }
             gmi[k] = si;

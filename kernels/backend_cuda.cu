@@ -1533,8 +1533,10 @@ int cu_lstm_fwd(void *st, const float *gates, const float *c_prev, float *h,
 }
 
 __global__ void k_lstm_bwd(const float *act, const float *c_prev,
-                           const float *gh, const float *gc, float *ggates,
-                           float *gc_prev, int64_t b, int64_t hd)
+                           const float *gh, const float *gh_rec,
+                           const float *gc, float *ggates,
+                           const float *gc_prev_in, float *gc_prev, int64_t b,
+                           int64_t hd)
 {
     GRID_STRIDE(k, b * hd)
     {
@@ -1543,6 +1545,9 @@ __global__ void k_lstm_bwd(const float *act, const float *c_prev,
         float i = a[u], f = a[hd + u], gg = a[2 * hd + u];
         float o = a[3 * hd + u], tc = a[4 * hd + u];
         float dh = gh ? gh[k] : 0.0f;
+        if (gh_rec) {
+            dh = gh ? dh + gh_rec[k] : gh_rec[k];
+        }
         float dc = (gc ? gc[k] : 0.0f) + dh * o * (1.0f - tc * tc);
         if (ggates) {
             float *dg = ggates + r * 4 * hd;
@@ -1552,17 +1557,19 @@ __global__ void k_lstm_bwd(const float *act, const float *c_prev,
             dg[3 * hd + u] += dh * tc * o * (1.0f - o);
         }
         if (gc_prev) {
-            gc_prev[k] += dc * f;
+            gc_prev[k] = (gc_prev_in ? gc_prev_in[k] : 0.0f) + dc * f;
         }
     }
 }
 
 int cu_lstm_bwd(void *st, const float *act, const float *c_prev,
-                const float *gh, const float *gc, float *ggates,
-                float *gc_prev, int64_t b, int64_t hd)
+                const float *gh, const float *gh_rec, const float *gc,
+                float *ggates, const float *gc_prev_in, float *gc_prev,
+                int64_t b, int64_t hd)
 {
     (void)st;
-    LAUNCH(k_lstm_bwd, b * hd, act, c_prev, gh, gc, ggates, gc_prev, b, hd);
+    LAUNCH(k_lstm_bwd, b * hd, act, c_prev, gh, gh_rec, gc, ggates,
+           gc_prev_in, gc_prev, b, hd);
 }
 
 /* master gates of each row: save [b, 4n] = (ĩ, f̃, p_i, p_f), distances */
@@ -1637,9 +1644,10 @@ int cu_onlstm_fwd(void *st, const float *z, const float *c_prev, float *h,
  * the per-unit gradients and the chunk's master-gate gradients. */
 __global__ void k_onlstm_bwd_units(const float *c_prev, const float *save,
                                    const float *act, const float *gh,
-                                   const float *gc, float *gz, float *gc_prev,
-                                   float *scratch, int64_t b, int64_t hd,
-                                   int64_t chunk)
+                                   const float *gh_rec, const float *gc,
+                                   float *gz, const float *gc_prev_in,
+                                   float *gc_prev, float *scratch, int64_t b,
+                                   int64_t hd, int64_t chunk)
 {
     int64_t n = hd / chunk, w = 2 * n + 4 * hd;
     GRID_STRIDE(rk, b * n)
@@ -1657,6 +1665,9 @@ __global__ void k_onlstm_bwd_units(const float *c_prev, const float *save,
             float fh = fg * om + (mf[k] - om);
             float ih = ig * om + (mi[k] - om);
             float dh = gh ? gh[q] : 0.0f;
+            if (gh_rec) {
+                dh = gh ? dh + gh_rec[q] : gh_rec[q];
+            }
             float dc = (gc ? gc[q] : 0.0f) + dh * o * (1.0f - tc * tc);
             float dih = dc * ch, dfh = dc * c_prev[q];
             float dom = dih * (ig - 1.0f) + dfh * (fg - 1.0f);
@@ -1669,7 +1680,7 @@ __global__ void k_onlstm_bwd_units(const float *c_prev, const float *save,
                 gzr[2 * n + 3 * hd + u] += dfh * om * fg * (1.0f - fg);
             }
             if (gc_prev) {
-                gc_prev[q] += dc * fh;
+                gc_prev[q] = (gc_prev_in ? gc_prev_in[q] : 0.0f) + dc * fh;
             }
         }
         scratch[r * 2 * n + k] = gmi;
@@ -1693,14 +1704,16 @@ __global__ void k_onlstm_bwd_master(const float *save, const float *scratch,
 }
 
 int cu_onlstm_bwd(void *st, const float *c_prev, const float *save,
-                  const float *act, const float *gh, const float *gc,
-                  float *gz, float *gc_prev, float *scratch, int64_t b,
-                  int64_t hd, int64_t chunk)
+                  const float *act, const float *gh, const float *gh_rec,
+                  const float *gc, float *gz, const float *gc_prev_in,
+                  float *gc_prev, float *scratch, int64_t b, int64_t hd,
+                  int64_t chunk)
 {
     (void)st;
     int64_t n = hd / chunk;
     k_onlstm_bwd_units<<<blocks_for(b * n), kBlock>>>(
-        c_prev, save, act, gh, gc, gz, gc_prev, scratch, b, hd, chunk);
+        c_prev, save, act, gh, gh_rec, gc, gz, gc_prev_in, gc_prev, scratch,
+        b, hd, chunk);
     int rc = check_launch("k_onlstm_bwd_units");
     if (rc < 0 || !gz) {
         return rc;

@@ -1775,10 +1775,11 @@ static int lstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     if (!gg && !gcp) {
         return 0;
     }
+    /* gcp accumulates (gc_prev_in = gc_prev) */
     CALLB(ctx->be->lstm_bwd(ctx->st, nd->aux[0], F(cp),
-                            h->grad ? F(h->grad) : NULL,
-                            c->grad ? F(c->grad) : NULL, gg, gcp, nd->i[0],
-                            nd->i[1]));
+                            h->grad ? F(h->grad) : NULL, NULL,
+                            c->grad ? F(c->grad) : NULL, gg, gcp, gcp,
+                            nd->i[0], nd->i[1]));
     return 0;
 }
 
@@ -1852,9 +1853,9 @@ static int onlstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
         return ctx->status;
     }
     CALLB(ctx->be->onlstm_bwd(ctx->st, F(cp), nd->aux[0], nd->aux[1],
-                              h->grad ? F(h->grad) : NULL,
-                              c->grad ? F(c->grad) : NULL, gz, gcp, scratch,
-                              nd->i[0], nd->i[1], nd->i[2]));
+                              h->grad ? F(h->grad) : NULL, NULL,
+                              c->grad ? F(c->grad) : NULL, gz, gcp, gcp,
+                              scratch, nd->i[0], nd->i[1], nd->i[2]));
     return 0;
 }
 

@@ -5,7 +5,9 @@
  * then per step only G_t += h_{t-1} U^T (one GEMM into the gates buffer)
  * and the fused cell, writing h_t straight into y[t] and c_t into C[t].
  * Backward: one sweep from t = T-1 down to 0 keeps every step's gate
- * gradient dG_t (it is needed anyway for dh_{t-1} = dG_t U); the weight
+ * gradient dG_t (it is needed anyway for dh_{t-1} = dG_t U), per step
+ * only that product (overwriting dh) and the fused cell backward, which
+ * adds ∂L/∂y_t and ∂L/∂C_{t-1} itself (no copy or clear); the weight
  * and bias gradients then come from single products over all steps:
  * dU += dG[1..T-1]^T y[0..T-2] (+ dG_0^T h0), dW_ih += dG^T X,
  * dX += dG W_ih, db_ih = db_hh += Σ_rows dG.
@@ -79,47 +81,38 @@ static int rnn_seq_bwd(struct gr_ctx *ctx, struct gr_node *nd)
         (nc && !scratch)) {
         return ctx->status < 0 ? ctx->status : GR_ENOMEM;
     }
-    const size_t hbytes = (size_t)bh * sizeof(float);
     /* The cell kernels accumulate into the gate gradient. */
     CALLB(be->zero(st, dg, (size_t)(t_len * bw) * sizeof(float)));
-    if (gcs) {
-        CALLB(be->d2d(st, dc, gcs + (t_len - 1) * bh, hbytes));
-    } else {
-        CALLB(be->zero(st, dc, hbytes));
-    }
     const float *yd = F(y), *cd = F(cs), *ud = F(u);
+    /* Per step one product and one cell launch, no copy or clear: the
+     * product overwrites dh with dG_{t+1} U (none at the last step), the
+     * cell adds ∂L/∂y_t itself, reads dc_t (at the last step straight from
+     * ∂L/∂C, or none) and writes dc_{t-1} = ∂L/∂C_{t-1} + dc_t·f into the
+     * other of two buffers (at t = 0 it accumulates into c0's gradient). */
+    const float *gct = gcs ? gcs + (t_len - 1) * bh : NULL;
     for (int64_t t = t_len - 1; t >= 0; t--) {
         float *dgt = dg + t * bw;
-        /* dh_t = ∂L/∂y_t + dG_{t+1} U */
-        if (gy) {
-            CALLB(be->d2d(st, dh, gy + t * bh, hbytes));
-        } else {
-            CALLB(be->zero(st, dh, hbytes));
-        }
+        const float *ght = gy ? gy + t * bh : NULL;
+        const float *grec = NULL;
         if (t + 1 < t_len) {
             CALLB(be->gemm(st, 0, 0, (int)b, (int)hd, (int)uw, 1.0f,
-                           dgt + bw + uo, (int)w, 0, ud, (int)hd, 0, 1.0f,
+                           dgt + bw + uo, (int)w, 0, ud, (int)hd, 0, 0.0f,
                            dh, (int)hd, 0, 1));
+            grec = dh;
         }
-        /* dc_{t-1} starts from ∂L/∂C_{t-1}; the cell adds dc_t · f. */
-        float *gprev = gc0;
-        if (t > 0) {
-            if (gcs) {
-                CALLB(be->d2d(st, dn, gcs + (t - 1) * bh, hbytes));
-            } else {
-                CALLB(be->zero(st, dn, hbytes));
-            }
-            gprev = dn;
-        }
+        float *gprev = t > 0 ? dn : gc0;
+        const float *gprev_in = t > 0 ? (gcs ? gcs + (t - 1) * bh : NULL)
+                                      : gc0;
         const float *cprev = t > 0 ? cd + (t - 1) * bh : F(c0);
         if (cell != GR_RNN_LSTM) {
             CALLB(be->onlstm_bwd(st, cprev, save + t * b * 4 * nc,
-                                 act + t * b * 5 * hd, dh, dc, dgt, gprev,
-                                 scratch, b, hd, chunk));
+                                 act + t * b * 5 * hd, ght, grec, gct, dgt,
+                                 gprev_in, gprev, scratch, b, hd, chunk));
         } else {
-            CALLB(be->lstm_bwd(st, act + t * b * 5 * hd, cprev, dh, dc, dgt,
-                               gprev, b, hd));
+            CALLB(be->lstm_bwd(st, act + t * b * 5 * hd, cprev, ght, grec,
+                               gct, dgt, gprev_in, gprev, b, hd));
         }
+        gct = dn;
         float *tmp = dc;
         dc = dn;
         dn = tmp;
