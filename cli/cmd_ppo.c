@@ -606,7 +606,7 @@ const struct cli_command cmd_train_ppo = {
     "--out runs/ppo-smoke\n"
     "  grove train ppo --options runs/s1/best.ckpt --task DCA "
     "--reward sparse --out runs/ppo-dca\n"
-    "  mpirun -np 2 grove train ppo --options runs/s1/best.ckpt --task DCA "
-    "--reward sparse --out runs/ppo-dca-mpi",
+    "  mpirun -np 2 grove train ppo --options runs/s1/best.ckpt \\\n"
+    "      --task DCA --reward sparse --out runs/ppo-dca-mpi",
     run_train_ppo,
 };
