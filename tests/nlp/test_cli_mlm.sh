@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# grove nlp mlm train | eval and grove nlp depparse (issue 24 §3) on a tiny
+# hand-written corpus and CoNLL file (no shared data needed): the run
+# folder and metrics.csv, --resume bit-identical to an uninterrupted run,
+# a --resume with other options refused, the transformer row, the
+# ablations, perplexity deterministic over maskings, bad command lines:
+# exit 2 with one line. (depparse: test_cli_depparse.sh.)
+#   test_cli_mlm.sh PATH/TO/grove
+set -u
+grove=$1
+fails=0
+checks=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect RC PATTERN ARGS...: exit status RC and PATTERN (grep -E) in stdout
+# (RC 0) or in the single stderr line (RC != 0).
+expect() {
+    local want_rc=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -ne "$want_rc" ]; then
+        fail "grove $*: exit $rc, want $want_rc"; cat "$tmp/err"; return
+    fi
+    if [ "$want_rc" -eq 0 ]; then
+        grep -Eq -- "$pattern" "$tmp/out" || { fail "grove $*: no /$pattern/ in stdout"; cat "$tmp/out"; }
+    else
+        [ "$(wc -l <"$tmp/err")" -eq 1 ] || { fail "grove $*: stderr is not one line"; cat "$tmp/err"; }
+        grep -Eq -- "$pattern" "$tmp/err" || { fail "grove $*: no /$pattern/ in: $(cat "$tmp/err")"; }
+    fi
+}
+
+# A tiny PTB-format corpus (one sentence a line) and gold trees over it.
+mkdir -p "$tmp/ptb"
+words="the a dog cat man saw chased big small red park in on with"
+gen() { # gen N SEED -> N sentences
+    awk -v n="$1" -v s="$2" -v w="$words" 'BEGIN { srand(s); k = split(w, W, " ");
+        for (i = 0; i < n; i++) { m = 3 + int(rand() * 6); l = "";
+            for (j = 0; j < m; j++) l = l (j ? " " : "") W[1 + int(rand() * k)];
+            print l } }'
+}
+gen 120 1 >"$tmp/ptb/ptb.train.txt"
+gen 20 2 >"$tmp/ptb/ptb.valid.txt"
+gen 20 3 >"$tmp/ptb/ptb.test.txt"
+cat >"$tmp/gold.conll" <<'EOF'
+1	The	_	DT	DT	_	2	det	_	_
+2	dog	_	NN	NN	_	3	nsubj	_	_
+3	saw	_	VBD	VBD	_	0	root	_	_
+4	a	_	DT	DT	_	5	det	_	_
+5	cat	_	NN	NN	_	3	dobj	_	_
+6	.	_	.	.	_	3	punct	_	_
+
+1	A	_	DT	DT	_	3	det	_	_
+2	big	_	JJ	JJ	_	3	amod	_	_
+3	man	_	NN	NN	_	4	nsubj	_	_
+4	chased	_	VBD	VBD	_	0	root	_	_
+5	the	_	DT	DT	_	7	det	_	_
+6	small	_	JJ	JJ	_	7	amod	_	_
+7	cat	_	NN	NN	_	4	dobj	_	_
+8	in	_	IN	IN	_	4	prep	_	_
+9	the	_	DT	DT	_	10	det	_	_
+10	park	_	NN	NN	_	8	pobj	_	_
+
+EOF
+grep -v $'\t[.]\t' "$tmp/gold.conll" >"$tmp/gold_words.conll"   # §3-filtered by hand
+tiny="--nemb 16 --nlayers 2 --nheads 2 --head-size 4 --parser-layers 1 --batch-tokens 120 --eval-runs 2 --pos-classes 2"
+
+# ---- a run folder -------------------------------------------------------
+checks=$((checks + 1))
+"$grove" nlp mlm train --data "$tmp/ptb" --trees "$tmp/gold.conll" --out "$tmp/r1" $tiny --epochs 2 --max-batches 3 --quiet 2>"$tmp/err" \
+    || { fail "train: $(cat "$tmp/err")"; }
+for f in command config vocab.txt metrics.csv curves.png best.ckpt last.ckpt; do
+    [ -s "$tmp/r1/$f" ] || fail "run folder lacks $f"
+done
+[ "$(head -1 "$tmp/r1/metrics.csv")" = "epoch,train_loss,valid_ppl,uas,uuas,lr,wall_s" ] \
+    || fail "metrics.csv header: $(head -1 "$tmp/r1/metrics.csv")"
+[ "$(wc -l <"$tmp/r1/metrics.csv")" -eq 3 ] || fail "metrics.csv: $(cat "$tmp/r1/metrics.csv")"
+# uas and uuas are numbers in [0, 100]; valid ppl below the vocabulary size
+awk -F, 'NR > 1 { if ($4 == "" || $4 < 0 || $4 > 100 || $5 < $4 * 0 || $5 > 100 || $3 <= 1) bad = 1 } END { exit bad }' "$tmp/r1/metrics.csv" \
+    || fail "metrics.csv values: $(cat "$tmp/r1/metrics.csv")"
+[ "$(head -3 "$tmp/r1/vocab.txt" | tr '\n' ' ')" = "<unk> <pad> <mask> " ] || fail "vocab.txt specials"
+
+# ---- --resume is bit-identical to an uninterrupted run -------------------
+checks=$((checks + 1))
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/a" $tiny --epochs 3 --max-batches 2 --quiet 2>"$tmp/err" || fail "run a: $(cat "$tmp/err")"
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/b" $tiny --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" || fail "run b: $(cat "$tmp/err")"
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/b" $tiny --epochs 3 --max-batches 2 --quiet --resume 2>"$tmp/err" || fail "resume b: $(cat "$tmp/err")"
+cut -d, -f1-6 "$tmp/a/metrics.csv" >"$tmp/ma"
+cut -d, -f1-6 "$tmp/b/metrics.csv" >"$tmp/mb"
+cmp -s "$tmp/ma" "$tmp/mb" || { fail "resumed metrics differ"; diff "$tmp/ma" "$tmp/mb"; }
+[ "$(wc -l <"$tmp/ma")" -eq 4 ] || fail "run a has $(wc -l <"$tmp/ma") lines"
+cmp -s "$tmp/a/best.ckpt" "$tmp/b/best.ckpt" || fail "resumed best.ckpt differs from the uninterrupted run's"
+# a different seed gives different numbers (the comparison can fail)
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/c" $tiny --epochs 1 --max-batches 2 --quiet --seed 2 2>/dev/null
+[ "$(sed -n 2p "$tmp/c/metrics.csv" | cut -d, -f2)" != "$(sed -n 2p "$tmp/a/metrics.csv" | cut -d, -f2)" ] \
+    || fail "seed 2 gave seed 1's training loss"
+
+expect 2 "resume.*nemb" nlp mlm train --data "$tmp/ptb" --out "$tmp/b" --nemb 24 --nlayers 2 --nheads 2 --head-size 4 --parser-layers 1 --batch-tokens 120 --eval-runs 2 --pos-classes 2 --epochs 4 --resume
+expect 1 "exists" nlp mlm train --data "$tmp/ptb" --out "$tmp/a" $tiny --epochs 1
+[ -s "$tmp/a/best.ckpt" ] || fail "a refused run touched the folder"
+
+# ---- the transformer row and the ablations --------------------------------
+checks=$((checks + 1))
+"$grove" nlp mlm train --model transformer --data "$tmp/ptb" --out "$tmp/t" --nemb 16 --nlayers 1 --nheads 2 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
+    || fail "transformer: $(cat "$tmp/err")"
+awk -F, 'NR == 2 { exit !($4 == "" && $3 > 1) }' "$tmp/t/metrics.csv" || fail "transformer metrics: $(cat "$tmp/t/metrics.csv")"
+checks=$((checks + 1))
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/abl" $tiny --epochs 1 --max-batches 2 --quiet \
+    --no-nonlinear --no-gates --no-competition-sigmoid --single-channel --abs-pos 2>"$tmp/err" \
+    || fail "ablations: $(cat "$tmp/err")"
+grep -q "^single_channel 1" "$tmp/abl/config" || fail "config lacks single_channel 1"
+
+# ---- perplexity ------------------------------------------------------------
+expect 0 "udgn test: masked-token perplexity [0-9.]+ .*2 maskings" nlp mlm eval --checkpoint "$tmp/a/best.ckpt" --eval-runs 2
+cp "$tmp/out" "$tmp/e1"
+expect 0 "perplexity" nlp mlm eval --checkpoint "$tmp/a/best.ckpt" --eval-runs 2
+cmp -s "$tmp/e1" "$tmp/out" || fail "mlm eval is not deterministic"
+expect 0 "transformer valid: masked-token perplexity" nlp mlm eval --checkpoint "$tmp/t/best.ckpt" --split valid --eval-runs 1
+expect 2 "--split" nlp mlm eval --checkpoint "$tmp/a/best.ckpt" --split train
+expect 2 "does not exist" nlp mlm eval --checkpoint "$tmp/nope.ckpt"
+
+# ---- bad command lines -----------------------------------------------------
+expect 2 "--model 'bert'" nlp mlm train --model bert --data "$tmp/ptb" --out "$tmp/x"
+expect 2 "mask-rate" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --mask-rate 1.5
+expect 2 "sizes" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --nemb 0
+expect 2 "data" nlp mlm train --out "$tmp/x"
+expect 2 "does not exist" nlp mlm train --data "$tmp/none" --out "$tmp/x"
+expect 2 "udgn only" nlp mlm train --model transformer --no-gates --data "$tmp/ptb" --out "$tmp/x"
+expect 2 "twice|more than once|repeated" nlp mlm train --data "$tmp/ptb" --data "$tmp/ptb" --out "$tmp/x"
+[ -e "$tmp/x" ] && fail "a refused command left $tmp/x"
+
+echo "test_cli_mlm: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]
