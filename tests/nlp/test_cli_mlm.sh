@@ -99,6 +99,27 @@ cmp -s "$tmp/a/best.ckpt" "$tmp/b/best.ckpt" || fail "resumed best.ckpt differs 
 [ "$(sed -n 2p "$tmp/c/metrics.csv" | cut -d, -f2)" != "$(sed -n 2p "$tmp/a/metrics.csv" | cut -d, -f2)" ] \
     || fail "seed 2 gave seed 1's training loss"
 
+# SIGINT stops at a batch boundary with last.ckpt written; --resume from
+# there matches an uninterrupted run of the same length.
+checks=$((checks + 1))
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/s" $tiny --epochs 100000 --max-batches 1 --quiet 2>"$tmp/serr" &
+pid=$!
+for i in $(seq 1 200); do
+    [ -f "$tmp/s/metrics.csv" ] && [ "$(wc -l <"$tmp/s/metrics.csv")" -ge 3 ] && break
+    sleep 0.1
+done
+kill -INT $pid
+wait $pid
+src=$?
+[ $src -eq 0 ] || fail "SIGINT: exit $src"
+grep -q "SIGINT: stopped at epoch" "$tmp/serr" || fail "SIGINT message: $(cat "$tmp/serr")"
+k=$(tail -1 "$tmp/s/metrics.csv" | cut -d, -f1)
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/s" $tiny --epochs $((k + 1)) --max-batches 1 --quiet --resume 2>"$tmp/err" || fail "resume after SIGINT: $(cat "$tmp/err")"
+"$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/u" $tiny --epochs $((k + 1)) --max-batches 1 --quiet 2>"$tmp/err" || fail "run u: $(cat "$tmp/err")"
+cut -d, -f1-6 "$tmp/s/metrics.csv" >"$tmp/ms"
+cut -d, -f1-6 "$tmp/u/metrics.csv" >"$tmp/mu"
+cmp -s "$tmp/ms" "$tmp/mu" || { fail "metrics after SIGINT + resume differ"; diff "$tmp/ms" "$tmp/mu"; }
+
 expect 2 "resume.*nemb" nlp mlm train --data "$tmp/ptb" --out "$tmp/b" --nemb 24 --nlayers 2 --nheads 2 --head-size 4 --parser-layers 1 --batch-tokens 120 --eval-runs 2 --pos-classes 2 --epochs 4 --resume
 expect 1 "exists" nlp mlm train --data "$tmp/ptb" --out "$tmp/a" $tiny --epochs 1
 [ -s "$tmp/a/best.ckpt" ] || fail "a refused run touched the folder"
