@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/device.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
 #include "nlp/models/udgn.h"
@@ -20,16 +21,21 @@
 
 #define RTOL 1e-5
 
-static struct gr_ctx *cpu_ctx(void)
+static struct gr_ctx *dev_ctx(enum gr_device dev)
 {
     struct gr_ctx *ctx = NULL;
     struct gr_ctx_config cc = gr_ctx_config_default();
-    cc.device = GR_DEVICE_CPU;
+    cc.device = dev;
     if (gr_ctx_new(&ctx, &cc) < 0) {
         fprintf(stderr, "%s\n", gr_last_error());
         exit(1);
     }
     return ctx;
+}
+
+static struct gr_ctx *cpu_ctx(void)
+{
+    return dev_ctx(GR_DEVICE_CPU);
 }
 
 static void test_param_count(void)
@@ -77,7 +83,7 @@ struct setup {
     int32_t ids[64], lens[8], targets[64];
 };
 
-static int setup(struct setup *s, const char *dir)
+static int setup(struct setup *s, const char *dir, enum gr_device dev)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/udgn.txt", dir);
@@ -104,7 +110,7 @@ static int setup(struct setup *s, const char *dir)
     for (int b = 0; b < s->B; b++) {
         s->lens[b] = (int32_t)ln->v[b];
     }
-    s->ctx = cpu_ctx();
+    s->ctx = dev_ctx(dev);
     if (nlp_udgn_init(&s->m, s->ctx, &c, 7) < 0) {
         fprintf(stderr, "%s\n", gr_last_error());
         return -1;
@@ -335,20 +341,76 @@ static void test_padding(struct setup *s)
     }
 }
 
+/* Training mode (every dropout on): the loss for a dropout key. */
+static double train_loss(struct setup *s, uint64_t key)
+{
+    struct nlp_udgn m = s->m;
+    m.cfg.dropout = 0.3f;
+    m.cfg.parser_dropout = 0.3f;
+    m.cfg.dropatt = 0.3f;
+    gr_step_reset(s->ctx);
+    struct nlp_udgn_out o;
+    int rc = nlp_udgn_forward(s->ctx, &m, s->ids, s->lens, s->B, s->n,
+                              s->targets, 1, gr_rng_make(key, 5), &o);
+    CHECK_MSG(rc == 0 && o.loss, "%s", gr_ctx_error(s->ctx));
+    return o.loss ? gr_tensor_item(o.loss) : NAN;
+}
+
+/* CUDA: the same fixture on the GPU, and training-mode losses (dropout
+ * masks are the same bits on both devices) equal to the CPU's. */
+static int run_cuda(const char *dir)
+{
+    if (!gr_cuda_compiled()) {
+        return test_skip("nlp_udgn_cuda", NULL,
+                         "CUDA is not compiled in (-DGROVE_CUDA=ON)");
+    }
+    if (gr_cuda_device_count() < 1) {
+        return test_skip("nlp_udgn_cuda", TEST_NEED_GPU, "no GPU visible");
+    }
+    struct setup c, g;
+    memset(&c, 0, sizeof c);
+    memset(&g, 0, sizeof g);
+    if (setup(&c, dir, GR_DEVICE_CPU) == 0 &&
+        setup(&g, dir, GR_DEVICE_CUDA) == 0) {
+        test_model(&g);
+        for (uint64_t k = 1; k <= 3; k++) {
+            double a = train_loss(&c, k), b = train_loss(&g, k);
+            CHECK_MSG(fabs(a - b) <= 1e-5 * fabs(a), "dropout key %llu: "
+                      "cpu %.9g cuda %.9g", (unsigned long long)k, a, b);
+        }
+    } else {
+        CHECK(0);
+    }
+    gr_ctx_free(c.ctx);
+    gr_ctx_free(g.ctx);
+    fx_free(&c.fx);
+    fx_free(&g.fx);
+    return test_report("nlp_udgn_cuda");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_udgn FIXTURE_DIR\n");
+        fprintf(stderr, "usage: test_udgn FIXTURE_DIR [cuda]\n");
         return 2;
+    }
+    if (argc > 2 && strcmp(argv[2], "cuda") == 0) {
+        return run_cuda(argv[1]);
     }
     test_param_count();
     struct setup s;
     memset(&s, 0, sizeof s);
-    if (setup(&s, argv[1]) == 0) {
+    if (setup(&s, argv[1], GR_DEVICE_CPU) == 0) {
         test_model(&s);
         test_layer(&s);
         test_ablated(&s);
         test_padding(&s);
+        /* dropout: the same key gives the same loss, another key another */
+        double a = train_loss(&s, 1), b = train_loss(&s, 1);
+        double c = train_loss(&s, 2);
+        CHECK(a == b);
+        CHECK(a != c);
+        CHECK(fabs(a - fx_scalar(&s.fx, "loss")) > 1e-4);
         gr_ctx_free(s.ctx);
     } else {
         CHECK(0);
