@@ -426,7 +426,7 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *trees = NULL, *baseline = NULL;
     const char *decoder = "chuliu";
-    int limit = 0;
+    int limit = 0, tag_column = 0, converted = 0;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -444,6 +444,8 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
                    &decoder),
         CLI_INT("limit", "N", "0", "the first N sentences only (0: all)",
                 &limit),
+        CLI_INT("tag-column", "N", "0", "CoNLL column of the POS tag: 0 = 4 "
+                "for CoNLL-X, 5 (XPOS) for CoNLL-U", &tag_column),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts, CLI_COMMON_ALL, 0, 0, argc, argv, &common,
@@ -473,6 +475,10 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
     if (limit < 0) {
         return cli_usage_error(cmd, "--limit must be >= 0");
     }
+    if (tag_column < 0 || tag_column > 10) {
+        return cli_usage_error(cmd, "--tag-column must be 0..10, got %d",
+                               tag_column);
+    }
     rc = cli_need_path(cmd, "--trees", trees);
     if (rc != CLI_CONTINUE) {
         return rc;
@@ -494,7 +500,7 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
         }
     }
     struct nlp_deptrees gold;
-    if (nlp_mlm_load_trees(&gold, trees) < 0) {
+    if (nlp_mlm_load_trees(&gold, trees, tag_column, &converted) < 0) {
         if (ckpt) {
             nlp_mlm_close(&rt);
         }
@@ -536,9 +542,7 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
     if (rc == 0) {
         struct nlp_dep_scores sc;
         nlp_dep_eval_scores(&ev, &sc);
-        int conll = !(strstr(trees, ".zip") || strstr(trees, ".mrg") ||
-                      strstr(trees, ".ZIP"));
-        if (!conll) {
+        if (converted) {
             fputs(not_comparable, stdout);
         } else {
             printf("NOTE: gold trees from %s; the thesis's UAS is on Stanford "

@@ -283,13 +283,17 @@ static int ends_with_ci(const char *s, const char *suffix)
     return 1;
 }
 
-int nlp_mlm_load_trees(struct nlp_deptrees *out, const char *path)
+int nlp_mlm_load_trees(struct nlp_deptrees *out, const char *path,
+                       int tag_column, int *converted)
 {
     struct stat st;
     int treebank = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ||
                    ends_with_ci(path, ".zip") || ends_with_ci(path, ".mrg");
     struct nlp_deptrees d;
     int rc;
+    if (converted) {
+        *converted = treebank;
+    }
     if (treebank) {
         struct nlp_treebank tb;
         rc = nlp_treebank_read(&tb, path);
@@ -299,7 +303,7 @@ int nlp_mlm_load_trees(struct nlp_deptrees *out, const char *path)
         rc = nlp_deps_from_treebank(&d, &tb, 0);
         nlp_treebank_free(&tb);
     } else {
-        rc = nlp_conll_read(&d, path, 0);
+        rc = nlp_conll_read(&d, path, tag_column);
     }
     if (rc < 0) {
         return rc;
@@ -758,7 +762,7 @@ int nlp_mlm_train(const struct nlp_mlm_train_config *tc,
                       tc->data);
     }
     if (rc == 0 && tc->trees && e->heads) {
-        rc = nlp_mlm_load_trees(&trees, tc->trees);
+        rc = nlp_mlm_load_trees(&trees, tc->trees, 0, NULL);
         have_trees = rc == 0;
     }
     if (rc == 0) {

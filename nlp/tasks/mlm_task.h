@@ -143,9 +143,11 @@ int nlp_mlm_train(const struct nlp_mlm_train_config *tc,
 int nlp_mlm_load_data(struct nlp_mlm_corpus *c, const char *data,
                       int32_t min_count);
 
-/* Gold trees for parsing: CoNLL (tag_column 0 = default) or a treebank
- * (converted), §3-filtered into *out. */
-int nlp_mlm_load_trees(struct nlp_deptrees *out, const char *path);
+/* Gold trees for parsing: CoNLL (tag_column 0 = the reader's default) or
+ * a treebank (converted), §3-filtered into *out. *converted (may be NULL)
+ * says which: UAS on converted trees is not comparable with the thesis. */
+int nlp_mlm_load_trees(struct nlp_deptrees *out, const char *path,
+                       int tag_column, int *converted);
 
 /* A trained model reopened from a checkpoint (vocab.txt beside it). */
 struct nlp_mlm_runtime {

@@ -299,6 +299,45 @@ static void test_layer(struct setup *s)
     }
 }
 
+/* − competition + single channel: π ≡ 1, so w = M + 1e-6 exactly. */
+static void test_single_channel(void)
+{
+    struct nlp_udgn_config t = nlp_udgn_config_default(17);
+    t.d = 6;
+    t.layers = 1;
+    t.channels = 3;
+    t.head_size = 2;
+    t.parser_layers = 1;
+    t.pos_classes = 0;
+    nlp_udgn_config_single_channel(&t);
+    CHECK(t.channels == 1 && t.head_size == 6);
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_udgn m;
+    CHECK(nlp_udgn_init(&m, ctx, &t, 3) == 0);
+    float x[2 * 4 * 6], mk[2 * 4 * 4], kp[8] = {1, 1, 1, 1, 1, 1, 0, 0};
+    for (int i = 0; i < 48; i++) {
+        x[i] = (float)sin(i * 0.7);
+    }
+    for (int i = 0; i < 32; i++) {
+        mk[i] = 0.5f;
+    }
+    struct gr_tensor *pi = NULL;
+    struct gr_tensor *y = nlp_udgn_layer_forward(
+        ctx, &m, 0, gr_tensor_from_host(ctx, GR_F32, gr_shape3(2, 4, 6), x),
+        gr_tensor_from_host(ctx, GR_F32, gr_shape3(2, 4, 4), mk),
+        gr_tensor_from_host(ctx, GR_F32, gr_shape4(2, 4, 1, 1), kp), 0,
+        gr_rng_make(1, 1), &pi);
+    CHECK(y != NULL && pi != NULL && pi->numel == 32);
+    float pv[32];
+    if (pi) {
+        gr_tensor_to_host(pi, pv);
+        for (int i = 0; i < 32; i++) {
+            CHECK(pv[i] == 1.0f);
+        }
+    }
+    gr_ctx_free(ctx);
+}
+
 static void test_ablated(struct setup *s)
 {
     struct nlp_udgn m = s->m;
@@ -398,6 +437,7 @@ int main(int argc, char **argv)
         return run_cuda(argv[1]);
     }
     test_param_count();
+    test_single_channel();
     struct setup s;
     memset(&s, 0, sizeof s);
     if (setup(&s, argv[1], GR_DEVICE_CPU) == 0) {
