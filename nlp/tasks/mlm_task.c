@@ -812,7 +812,12 @@ int nlp_mlm_train(const struct nlp_mlm_train_config *tc,
             rc = train_metrics_resume(&run, s.epoch);
         }
     } else if (rc == 0) {
+        /* the initial model as both checkpoints: --epochs 0 gives a
+         * model to evaluate, and --resume works from the start */
         rc = write_vocab(tc->out_dir, &corpus.vocab);
+        if (rc == 0) {
+            rc = train_save(&run, TRAIN_BEST, ctx, cfg, GR_CKPT_PARAMS, 0);
+        }
         if (rc == 0) {
             rc = save_last(&run, ctx, cfg, &s);
         }
@@ -948,7 +953,8 @@ int nlp_mlm_train(const struct nlp_mlm_train_config *tc,
             tc->on_epoch(tc->user, &lg);
         }
     }
-    if (rc == 0 && !tc->quiet && !train_stop_requested()) {
+    if (rc == 0 && !tc->quiet && !train_stop_requested() &&
+        isfinite(s.best_val)) {
         fprintf(stderr, "run %s: best validation perplexity %.2f -> %s\n",
                 tc->out_dir, exp(s.best_val), run.path_best);
     }

@@ -14,6 +14,9 @@
 #include "core/error.h"
 #include "kernels/device.h"
 #include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "nlp/data/mlm.h"
+#include "core/random.h"
 #include "kernels/tape.h"
 #include "nlp/models/udgn.h"
 #include "tests/nlp/lm_fixture.h"
@@ -380,6 +383,63 @@ static void test_padding(struct setup *s)
     }
 }
 
+/* A seeded task it must learn: sentences w_0 .. w_5 with w_{i+1} =
+ * (w_i + 1) mod 8 (ids 3..10), masked at 0.3; only the context tells a
+ * masked word, so the loss must fall far below log 8 (2.08). */
+static void test_learns(void)
+{
+    struct nlp_udgn_config t = nlp_udgn_config_default(11);
+    t.d = 24;
+    t.layers = 2;
+    t.channels = 4;
+    t.head_size = 6;
+    t.parser_layers = 1;
+    t.pos_classes = 2;
+    t.dropout = t.dropatt = t.parser_dropout = 0.0f;
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_udgn m;
+    CHECK(nlp_udgn_init(&m, ctx, &t, 5) == 0);
+    struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+    oc.lr = 1e-2f;
+    struct gr_optim *opt = NULL;
+    CHECK(gr_optim_new(&opt, ctx, "adam", &oc) == 0);
+    enum { B = 16, N = 6 };
+    int32_t ids[B * N], in[B * N], tg[B * N], lens[B];
+    struct gr_philox_stream ps = gr_philox_stream_init(9, 0);
+    double first = 0.0, last = 0.0;
+    for (int step = 0; step < 300; step++) {
+        for (int b = 0; b < B; b++) {
+            lens[b] = N;
+            int32_t w = (int32_t)(gr_philox_next_u32(&ps) % 8u);
+            for (int i = 0; i < N; i++) {
+                ids[b * N + i] = 3 + (w + i) % 8;
+            }
+            nlp_mlm_mask(ids + b * N, N, 0.3f, 77, (uint64_t)(step * B + b)
+                         << 8, in + b * N, tg + b * N);
+        }
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct nlp_udgn_out o;
+        CHECK(nlp_udgn_forward(ctx, &m, in, lens, B, N, tg, 1,
+                               gr_rng_make(1, (uint64_t)step), &o) == 0);
+        if (!o.loss) {
+            continue;
+        }
+        double l = gr_tensor_item(o.loss);
+        first = step < 10 ? first + l / 10 : first;
+        last = step >= 290 ? last + l / 10 : last;
+        gr_backward(ctx, o.loss);
+        gr_clip_grad_norm(ctx, NULL, 1.0f, NULL);
+        gr_optim_step(opt);
+    }
+    printf("learning: masked loss %.3f (first 10 steps) -> %.3f (last 10)\n",
+           first, last);
+    CHECK_MSG(first > 1.8 && last < 0.5, "masked loss %.3f -> %.3f", first,
+              last);
+    gr_optim_free(opt);
+    gr_ctx_free(ctx);
+}
+
 /* Training mode (every dropout on): the loss for a dropout key. */
 static double train_loss(struct setup *s, uint64_t key)
 {
@@ -438,6 +498,7 @@ int main(int argc, char **argv)
     }
     test_param_count();
     test_single_channel();
+    test_learns();
     struct setup s;
     memset(&s, 0, sizeof s);
     if (setup(&s, argv[1], GR_DEVICE_CPU) == 0) {
