@@ -6,9 +6,12 @@
 # deps eval` on the CoNLL depparse writes; the left/right baselines equal
 # deps eval's; the random baseline; a model without a parser and bad
 # command lines: exit 2 with one line.
-#   test_cli_depparse.sh PATH/TO/grove
+# With the shared data: the chain baselines on NLTK's sample equal deps
+# eval's (right 27.9 / left 24.2 UAS); exits 77 after the rest without it.
+#   test_cli_depparse.sh PATH/TO/grove [SHARED_DATA_DIR]
 set -u
 grove=$1
+data=${2:-}
 fails=0
 checks=0
 tmp=$(mktemp -d)
@@ -98,6 +101,18 @@ expect 2 "no parser" nlp depparse --checkpoint "$tmp/t/best.ckpt" --trees "$tmp/
 expect 2 "exactly one" nlp depparse --checkpoint "$tmp/a/best.ckpt" --baseline left --trees "$tmp/gold.conll"
 expect 2 "--decoder" nlp depparse --baseline left --trees "$tmp/gold.conll" --decoder best
 expect 2 "--baseline" nlp depparse --baseline middle --trees "$tmp/gold.conll"
+
+sample=$data/treebank_sample/treebank.zip
+if [ -z "$data" ] || [ ! -f "$sample" ]; then
+    echo "test_cli_depparse: $checks checks, $fails failed"
+    . "$(dirname "$0")/../skip.sh"
+    test_skip DATA "$fails" "no $sample: the sample's baselines not checked"
+fi
+expect 0 "NOT comparable" nlp depparse --baseline right --trees "$sample"
+grep -q "3914 sentences, 82369 tokens" "$tmp/out" || fail "sample counts: $(cat "$tmp/out")"
+grep -q "UAS 27.9  UUAS 52.0" "$tmp/out" || fail "right chain on the sample: $(grep UAS "$tmp/out")"
+expect 0 "UAS 24.2  UUAS 51.8" nlp depparse --baseline left --trees "$sample"
+expect 0 "NOT comparable" nlp depparse --checkpoint "$tmp/a/best.ckpt" --trees "$sample" --limit 20 --decoder eisner
 
 echo "test_cli_depparse: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
