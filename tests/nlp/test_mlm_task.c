@@ -1,0 +1,266 @@
+/* The MLM task's pieces with fake rows of the model table
+ * (nlp/tasks/mlm_task.h): the perplexity is exp of the mean over maskings
+ * of the token-weighted mean loss, every sentence is seen once per masking,
+ * <pad>/<unk> never masked, maskings differ between runs and repeat
+ * between calls; the gold-tree word normalisation; depparse through a
+ * model's heads (an oracle scores 100 under Chu-Liu, argmax loses exactly
+ * the roots); the table itself. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "nlp/tasks/mlm_task.h"
+#include "tests/test.h"
+
+#define MAX_CALLS 4096
+
+struct fake {
+    int calls;
+    double value[MAX_CALLS];
+    int32_t masked[MAX_CALLS];
+    int64_t tokens;       /* real tokens seen */
+    int64_t bad_mask;     /* masked <pad> or <unk> */
+    uint64_t hash;        /* of the masked positions */
+    const struct nlp_deptrees *gold;
+    int sentence;
+};
+
+static int fake_loss(void *state, struct gr_ctx *ctx,
+                     const struct nlp_mlm_input *in, int training,
+                     struct gr_rng rng, struct gr_tensor **loss,
+                     int32_t *n_masked)
+{
+    (void)training;
+    (void)rng;
+    struct fake *f = state;
+    double sum = 0.0;
+    int32_t m = 0;
+    for (int32_t b = 0; b < in->B; b++) {
+        f->tokens += in->lens[b];
+        for (int32_t t = 0; t < in->n; t++) {
+            int32_t k = b * in->n + t;
+            if (in->targets[k] >= 0) {
+                m++;
+                sum += 0.01 * in->targets[k] + 0.1 * (t % 3);
+                f->bad_mask += in->targets[k] == NLP_MLM_PAD ||
+                               in->targets[k] == NLP_MLM_UNK ||
+                               in->ids[k] != NLP_MLM_MASK;
+                f->hash = f->hash * 1000003u + (uint64_t)k * 31u +
+                          (uint64_t)in->targets[k];
+            }
+        }
+    }
+    *n_masked = m;
+    *loss = NULL;
+    if (m == 0) {
+        return 0;
+    }
+    float v = (float)(sum / m);
+    f->value[f->calls] = v;
+    f->masked[f->calls] = m;
+    f->calls++;
+    *loss = gr_tensor_from_host(ctx, GR_F32, gr_shape0(), &v);
+    return 0;
+}
+
+/* The oracle: 0.9 on the gold head, 0.01 elsewhere, nothing on a root's
+ * row; sentences come in order. */
+static int fake_heads(void *state, struct gr_ctx *ctx, const int32_t *ids,
+                      int32_t n, float *H)
+{
+    (void)ctx;
+    (void)ids;
+    struct fake *f = state;
+    const struct nlp_dep_sentence *s = &f->gold->sentences[f->sentence++];
+    CHECK(s->n == n);
+    for (int32_t i = 0; i < n; i++) {
+        for (int32_t j = 0; j < n; j++) {
+            H[i * n + j] = i == j ? 0.0f
+                           : (s->heads[i] == j ? 0.9f : 0.01f);
+        }
+    }
+    return 0;
+}
+
+static void make_split(struct nlp_mlm_split *s, int32_t ns, int32_t V)
+{
+    s->n_sentences = ns;
+    s->offsets = malloc((size_t)(ns + 1) * sizeof *s->offsets);
+    s->offsets[0] = 0;
+    for (int32_t i = 0; i < ns; i++) {
+        s->offsets[i + 1] = s->offsets[i] + 2 + (i * 7) % 11;
+    }
+    s->n_tokens = s->offsets[ns];
+    s->ids = malloc((size_t)s->n_tokens * sizeof *s->ids);
+    for (int64_t k = 0; k < s->n_tokens; k++) {
+        /* some <unk> (0); never <pad> or <mask> inside sentences */
+        s->ids[k] = k % 9 == 4 ? NLP_MLM_UNK : 3 + (int32_t)(k * 5 % (V - 3));
+    }
+}
+
+static void test_perplexity(void)
+{
+    struct gr_ctx *ctx = NULL;
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    CHECK(gr_ctx_new(&ctx, &cc) == 0);
+    struct nlp_mlm_split s;
+    make_split(&s, 200, 40);
+    struct nlp_mlm_model_entry e = {"fake", "test", NULL, fake_loss, NULL,
+                                    NULL};
+    static struct fake f;
+    memset(&f, 0, sizeof f);
+    double ppl = 0, loss = 0;
+    CHECK(nlp_mlm_perplexity(ctx, &e, &f, &s, 64, 0.3f, 3, 5, &ppl,
+                             &loss) == 0);
+    /* each run sees every real token once */
+    CHECK_MSG(f.tokens == 3 * s.n_tokens, "%lld tokens seen, %lld",
+              (long long)f.tokens, (long long)(3 * s.n_tokens));
+    CHECK(f.bad_mask == 0);
+    /* the aggregation, recomputed from the calls: runs split the calls in
+     * three equal parts (same batches each run) */
+    int per = f.calls / 3;
+    CHECK(per * 3 == f.calls);
+    double mean = 0.0, total_masked = 0.0;
+    for (int r = 0; r < 3; r++) {
+        double sum = 0.0, cnt = 0.0;
+        for (int c = r * per; c < (r + 1) * per; c++) {
+            sum += f.value[c] * f.masked[c];
+            cnt += f.masked[c];
+        }
+        mean += sum / cnt / 3.0;
+        total_masked += cnt;
+    }
+    CHECK_NEAR(loss, mean, 1e-9);
+    CHECK_NEAR(ppl, exp(mean), 1e-9 * exp(mean));
+    /* about 30 % of the maskable tokens */
+    int64_t maskable = 0;
+    for (int64_t k = 0; k < s.n_tokens; k++) {
+        maskable += s.ids[k] != NLP_MLM_UNK;
+    }
+    double rate = total_masked / (3.0 * (double)maskable);
+    CHECK_MSG(rate > 0.25 && rate < 0.35, "mask rate %.3f", rate);
+    /* the same call again gives the same maskings; one run alone is the
+     * first run of three; another seed other maskings */
+    uint64_t h3 = f.hash;
+    memset(&f, 0, sizeof f);
+    double ppl2 = 0, loss2 = 0;
+    nlp_mlm_perplexity(ctx, &e, &f, &s, 64, 0.3f, 3, 5, &ppl2, &loss2);
+    CHECK(f.hash == h3 && ppl2 == ppl);
+    memset(&f, 0, sizeof f);
+    nlp_mlm_perplexity(ctx, &e, &f, &s, 64, 0.3f, 1, 5, &ppl2, &loss2);
+    uint64_t h1 = f.hash;
+    double first_run = 0.0, cnt = 0.0;
+    for (int c = 0; c < f.calls; c++) {
+        first_run += f.value[c] * f.masked[c];
+        cnt += f.masked[c];
+    }
+    CHECK(f.calls == per);
+    CHECK_NEAR(loss2, first_run / cnt, 1e-9);
+    CHECK(fabs(loss2 - loss) > 1e-6); /* runs differ */
+    memset(&f, 0, sizeof f);
+    nlp_mlm_perplexity(ctx, &e, &f, &s, 64, 0.3f, 1, 6, &ppl2, &loss2);
+    CHECK(f.hash != h1);
+    free(s.offsets);
+    free(s.ids);
+    gr_ctx_free(ctx);
+}
+
+static void test_depparse(void)
+{
+    /* A hand-made CoNLL text; the "." goes in the §3 filtering. */
+    const char *text =
+        "1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n"
+        "2\tDog\t_\tNN\tNN\t_\t3\tnsubj\t_\t_\n"
+        "3\tsaw\t_\tVBD\tVBD\t_\t0\troot\t_\t_\n"
+        "4\t1,500\t_\tCD\tCD\t_\t5\tnum\t_\t_\n"
+        "5\tcats\t_\tNNS\tNNS\t_\t3\tdobj\t_\t_\n"
+        "6\t.\t_\t.\t.\t_\t3\tpunct\t_\t_\n"
+        "\n"
+        "1\tGo\t_\tVB\tVB\t_\t0\troot\t_\t_\n"
+        "2\tnow\t_\tRB\tRB\t_\t1\tadvmod\t_\t_\n"
+        "\n";
+    struct nlp_deptrees raw, gold;
+    CHECK(nlp_conll_read_text(&raw, text, strlen(text), "t.conll", 0) == 0);
+    CHECK(nlp_deps_filter(&gold, &raw) == 0);
+    nlp_deptrees_free(&raw);
+    CHECK(gold.n_sentences == 2 && gold.sentences[0].n == 5);
+
+    /* word normalisation: lower case, each digit run -> one N */
+    struct nlp_vocab v;
+    nlp_vocab_init(&v);
+    const char *words[] = {"<unk>", "<pad>", "<mask>", "the", "dog", "saw",
+                           "N,N", "cats"};
+    for (int i = 0; i < 8; i++) {
+        nlp_vocab_add(&v, words[i], strlen(words[i]), NULL);
+    }
+    int32_t ids[8];
+    nlp_mlm_tree_ids(&v, &gold.sentences[0], ids);
+    const int32_t want[5] = {3, 4, 5, 6, 7};
+    for (int i = 0; i < 5; i++) {
+        CHECK_MSG(ids[i] == want[i], "word %d: id %d, want %d", i, ids[i],
+                  want[i]);
+    }
+    nlp_mlm_tree_ids(&v, &gold.sentences[1], ids);
+    CHECK(ids[0] == NLP_MLM_UNK && ids[1] == NLP_MLM_UNK);
+
+    struct gr_ctx *ctx = NULL;
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    CHECK(gr_ctx_new(&ctx, &cc) == 0);
+    struct nlp_mlm_model_entry e = {"oracle", "test", NULL, fake_loss,
+                                    fake_heads, NULL};
+    static struct fake f;
+    for (int d = 0; d < 3; d++) {
+        memset(&f, 0, sizeof f);
+        f.gold = &gold;
+        struct nlp_dep_eval ev;
+        nlp_dep_eval_init(&ev);
+        int32_t pred[16];
+        CHECK(nlp_mlm_depparse(ctx, &e, &f, &v, &gold, 0,
+                               (enum nlp_dep_decoder)d, pred, &ev) == 0);
+        struct nlp_dep_scores sc;
+        nlp_dep_eval_scores(&ev, &sc);
+        CHECK(sc.n_tokens == 7 && sc.n_sentences == 2);
+        if (d == NLP_DEP_ARGMAX) {
+            /* every token right but the two roots */
+            CHECK_NEAR(sc.uas, 100.0 * 5 / 7, 1e-9);
+        } else {
+            CHECK_NEAR(sc.uas, 100.0, 1e-9);
+            CHECK(pred[2] == 2 && pred[5] == 0);
+        }
+        nlp_dep_eval_free(&ev);
+    }
+    /* a row without a parser is refused */
+    struct nlp_mlm_model_entry np = {"none", "test", NULL, fake_loss, NULL,
+                                     NULL};
+    struct nlp_dep_eval ev;
+    nlp_dep_eval_init(&ev);
+    CHECK(nlp_mlm_depparse(ctx, &np, &f, &v, &gold, 0, NLP_DEP_CHULIU, NULL,
+                           &ev) == GR_EINVAL);
+    CHECK(strstr(gr_last_error(), "no parser") != NULL);
+    nlp_dep_eval_free(&ev);
+    gr_ctx_free(ctx);
+    nlp_vocab_free(&v);
+    nlp_deptrees_free(&gold);
+}
+
+static void test_table(void)
+{
+    CHECK(nlp_mlm_model_find("udgn") && nlp_mlm_model_find("udgn")->heads);
+    CHECK(nlp_mlm_model_find("transformer") &&
+          !nlp_mlm_model_find("transformer")->heads);
+    CHECK(nlp_mlm_model_find("bert") == NULL);
+    CHECK(strstr(nlp_mlm_model_names(), "udgn|transformer") != NULL);
+}
+
+int main(void)
+{
+    test_perplexity();
+    test_depparse();
+    test_table();
+    return test_report("nlp_mlm_task");
+}
