@@ -422,6 +422,37 @@ static void baseline_heads(int kind, const struct nlp_dep_sentence *s,
     nlp_deps_decode(dec, H, n, p);
 }
 
+/* Attachment recall of the ten most frequent gold labels. */
+static void print_labels(const struct nlp_dep_eval *ev)
+{
+    int32_t top[10];
+    int nt = 0;
+    for (int32_t i = 0; i < ev->n_labels; i++) {
+        int k = nt < 10 ? nt++ : 10;
+        if (k == 10 && ev->label_total[i] <= ev->label_total[top[9]]) {
+            continue;
+        }
+        if (k == 10) {
+            k = 9;
+        }
+        while (k > 0 && ev->label_total[top[k - 1]] < ev->label_total[i]) {
+            top[k] = top[k - 1];
+            k--;
+        }
+        top[k] = i;
+    }
+    if (nt == 0) {
+        return;
+    }
+    printf("attachment recall of the most frequent gold labels:");
+    for (int k = 0; k < nt; k++) {
+        printf("%s %s %.1f (%lld)", k ? "," : "", ev->labels[top[k]],
+               nlp_dep_eval_label_recall(ev, top[k]),
+               (long long)ev->label_total[top[k]]);
+    }
+    printf("\n");
+}
+
 static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *trees = NULL, *baseline = NULL;
@@ -554,6 +585,7 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
                (base == 1 || base == 2) ? "-" : nlp_dep_decoder_name(dec),
                (long long)sc.n_sentences, (long long)sc.n_tokens);
         printf("UAS %.1f  UUAS %.1f  root %.1f\n", sc.uas, sc.uuas, sc.root);
+        print_labels(&ev);
         if (common.out) {
             printf("wrote %s\n", common.out);
         }
