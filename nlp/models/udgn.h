@@ -18,7 +18,8 @@
  *            then attention dropout; o^c_i = σ(G^c_i) ⊙ Σ_j w^c_ij
  *            tanh(V^c_j); X += drop(W_o drop(o) + c_o) (§5);
  *   MLM head Z = drop(LN(X^L)); logits = Z Eᵀ + c_out (tied to the input
- *            embedding E); loss = mean cross entropy over masked positions.
+ *            embedding E); loss = mean cross entropy over masked positions
+ *            (nlp/models/mlm_head.h, shared with the other MLM models).
  * Ablations of Table 4.4 (udgn.md §9, grove's reading): no_nonlinear
  * (tanh(V) -> V), no_gates (no σ(G)), sigmoid (π^c = σ(s^c) per channel),
  * single channel (config C = 1, d_c = C·d_c: π ≡ 1, w = M + 1e-6), abs_pos
@@ -160,17 +161,5 @@ int nlp_udgn_forward(struct gr_ctx *ctx, const struct nlp_udgn *m,
  * host H [n*n] with the diagonal 0 (dependency_parsing.md §1). */
 int nlp_udgn_heads(struct gr_ctx *ctx, const struct nlp_udgn *m,
                    const int32_t *ids, int32_t n, float *H);
-
-/* The MLM head on final states x [B, n, d]: gathers the masked rows of
- * targets host [B, n] (-1 = not masked), LN, dropout, tied output, mean
- * cross entropy. Shared with the Transformer MLM (emb, norm, out_bias
- * given apart; norm_w and norm_b both NULL: no LayerNorm, for an encoder
- * that ends with its own). *loss is NULL when nothing is masked. */
-int nlp_mlm_head(struct gr_ctx *ctx, struct gr_tensor *x,
-                 struct gr_tensor *emb, struct gr_tensor *norm_w,
-                 struct gr_tensor *norm_b, struct gr_tensor *out_bias,
-                 const int32_t *targets, int32_t B, int32_t n, float dropout,
-                 int training, struct gr_rng rng, struct gr_tensor **logits,
-                 struct gr_tensor **loss, int32_t *n_masked);
 
 #endif

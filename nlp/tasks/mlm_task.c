@@ -21,6 +21,7 @@
 #include "kernels/tape.h"
 #include "nlp/data/treebank.h"
 #include "nlp/models/transformer.h"
+#include "nlp/models/mlm_head.h"
 #include "nlp/models/udgn.h"
 #include "train/train.h"
 
