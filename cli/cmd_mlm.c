@@ -14,6 +14,7 @@
 #include "core/files.h"
 #include "kernels/rng.h"
 #include "nlp/tasks/mlm_task.h"
+#include "render/deptree.h"
 #include "render/plot.h"
 #include "render/pngfile.h"
 #include "train/train.h"
@@ -457,7 +458,8 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *trees = NULL, *baseline = NULL;
     const char *decoder = "chuliu";
-    int limit = 0, tag_column = 0, converted = 0;
+    int limit = 0, tag_column = 0, converted = 0, draw = 0;
+    const char *png = NULL;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -477,6 +479,10 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
                 &limit),
         CLI_INT("tag-column", "N", "0", "CoNLL column of the POS tag: 0 = 4 "
                 "for CoNLL-X, 5 (XPOS) for CoNLL-U", &tag_column),
+        CLI_INT("draw", "K", "0", "with --png: draw sentence K (1-based) as "
+                "arcs over its words, the parse above (green where right, "
+                "red where wrong), the gold below", &draw),
+        CLI_STRING("png", "FILE", NULL, "the picture of --draw", &png),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts, CLI_COMMON_ALL, 0, 0, argc, argv, &common,
@@ -509,6 +515,14 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
     if (tag_column < 0 || tag_column > 10) {
         return cli_usage_error(cmd, "--tag-column must be 0..10, got %d",
                                tag_column);
+    }
+    if ((draw > 0) != (png != NULL) || draw < 0) {
+        return cli_usage_error(cmd, "--draw K (>= 1) and --png FILE go "
+                               "together");
+    }
+    if (png && !common.force && gr_path_exists(png)) {
+        return cli_usage_error(cmd, "--png %s exists (use --force to "
+                               "replace it)", png);
     }
     rc = cli_need_path(cmd, "--trees", trees);
     if (rc != CLI_CONTINUE) {
@@ -567,8 +581,30 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
         }
         free(H);
     }
+    if (rc == 0 && draw > ns) {
+        rc = gr_error(GR_EINVAL, "--draw %d: only %d sentences were parsed",
+                      draw, ns);
+    }
     if (rc == 0 && common.out) {
         rc = write_conll(common.out, common.force, &gold, ns, pred);
+    }
+    if (rc == 0 && png) {
+        int64_t at = 0;
+        for (int32_t i = 0; i < draw - 1; i++) {
+            at += gold.sentences[i].n;
+        }
+        const struct nlp_dep_sentence *s = &gold.sentences[draw - 1];
+        char title[256];
+        snprintf(title, sizeof title, "sentence %d: %s%s%s (above) vs gold "
+                 "(below)", draw, ckpt ? rt.entry->name : baseline,
+                 (base == 1 || base == 2) ? "" : ", ",
+                 (base == 1 || base == 2) ? "" : nlp_dep_decoder_name(dec));
+        struct render_image img;
+        rc = render_deptree(&img, s->forms, s->n, pred + at, s->heads, title);
+        if (rc == 0) {
+            rc = render_png_write(png, &img, common.force);
+            render_image_free(&img);
+        }
     }
     if (rc == 0) {
         struct nlp_dep_scores sc;
@@ -588,6 +624,9 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
         print_labels(&ev);
         if (common.out) {
             printf("wrote %s\n", common.out);
+        }
+        if (png) {
+            printf("drew sentence %d to %s\n", draw, png);
         }
     }
     nlp_dep_eval_free(&ev);

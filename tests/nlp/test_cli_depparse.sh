@@ -97,6 +97,11 @@ for b in left right; do
     grep -q "$got" "$tmp/out" || fail "--baseline $b: depparse $got, deps eval $(grep UAS "$tmp/out")"
 done
 expect 0 "random, decoder eisner" nlp depparse --baseline random --trees "$tmp/gold.conll" --decoder eisner
+expect 0 "drew sentence 2" nlp depparse --checkpoint "$tmp/a/best.ckpt" --trees "$tmp/gold.conll" --draw 2 --png "$tmp/t2.png"
+[ "$(head -c 8 "$tmp/t2.png" | od -An -tx1 | tr -d ' ')" = "89504e470d0a1a0a" ] || fail "--png is not a PNG"
+expect 2 "go together" nlp depparse --baseline left --trees "$tmp/gold.conll" --draw 2
+expect 2 "exists" nlp depparse --baseline left --trees "$tmp/gold.conll" --draw 1 --png "$tmp/t2.png"
+expect 1 "only 2 sentences" nlp depparse --baseline left --trees "$tmp/gold.conll" --draw 3 --png "$tmp/t3.png"
 expect 2 "no parser" nlp depparse --checkpoint "$tmp/t/best.ckpt" --trees "$tmp/gold.conll"
 expect 2 "exactly one" nlp depparse --checkpoint "$tmp/a/best.ckpt" --baseline left --trees "$tmp/gold.conll"
 expect 2 "--decoder" nlp depparse --baseline left --trees "$tmp/gold.conll" --decoder best
