@@ -454,11 +454,44 @@ static void print_labels(const struct nlp_dep_eval *ev)
     printf("\n");
 }
 
+/* Table 4.3: the ten most frequent gold labels, each with its best
+ * (layer, channel) and the Pearson correlation. */
+static int print_channels(struct nlp_mlm_runtime *rt,
+                          const struct nlp_deptrees *gold, int32_t ns)
+{
+    struct nlp_mlm_channel_corr cc;
+    int rc = nlp_mlm_channel_correlation(rt->ctx, rt->entry, rt->model,
+                                         &rt->vocab, gold, ns, &cc);
+    if (rc < 0) {
+        return rc;
+    }
+    printf("channel / label correlation (Table 4.3; %lld gold arcs, "
+           "child -> head):\n", (long long)cc.n_arcs);
+    printf("  %-16s %8s  %-13s %s\n", "label", "arcs", "layer.channel",
+           "r");
+    unsigned char *done = calloc((size_t)cc.n_labels + 1, 1);
+    for (int k = 0; done && k < 10 && k < cc.n_labels; k++) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < cc.n_labels; i++) {
+            if (!done[i] && (best < 0 || cc.count[i] > cc.count[best])) {
+                best = i;
+            }
+        }
+        done[best] = 1;
+        printf("  %-16s %8lld  %5d.%-7d %.2f\n", cc.labels[best],
+               (long long)cc.count[best], cc.layer[best] + 1,
+               cc.channel[best] + 1, cc.r[best]);
+    }
+    free(done);
+    nlp_mlm_channel_corr_free(&cc);
+    return 0;
+}
+
 static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *trees = NULL, *baseline = NULL;
     const char *decoder = "chuliu";
-    int limit = 0, tag_column = 0, converted = 0, draw = 0;
+    int limit = 0, tag_column = 0, converted = 0, draw = 0, channels = 0;
     const char *png = NULL;
     struct cli_common common;
     int first = 0;
@@ -483,6 +516,9 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
                 "arcs over its words, the parse above (green where right, "
                 "red where wrong), the gold below", &draw),
         CLI_STRING("png", "FILE", NULL, "the picture of --draw", &png),
+        CLI_FLAG("channels", "with a udgn --checkpoint: the channel / label "
+                 "correlation of thesis Table 4.3 (the best layer and "
+                 "channel per gold label)", &channels),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts, CLI_COMMON_ALL, 0, 0, argc, argv, &common,
@@ -515,6 +551,9 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
     if (tag_column < 0 || tag_column > 10) {
         return cli_usage_error(cmd, "--tag-column must be 0..10, got %d",
                                tag_column);
+    }
+    if (channels && !ckpt) {
+        return cli_usage_error(cmd, "--channels needs --checkpoint");
     }
     if ((draw > 0) != (png != NULL) || draw < 0) {
         return cli_usage_error(cmd, "--draw K (>= 1) and --png FILE go "
@@ -627,6 +666,9 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
         }
         if (png) {
             printf("drew sentence %d to %s\n", draw, png);
+        }
+        if (channels) {
+            rc = print_channels(&rt, &gold, ns);
         }
     }
     nlp_dep_eval_free(&ev);

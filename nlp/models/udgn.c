@@ -459,3 +459,33 @@ int nlp_udgn_heads(struct gr_ctx *ctx, const struct nlp_udgn *m,
     }
     return 0;
 }
+
+int nlp_udgn_channels(struct gr_ctx *ctx, const struct nlp_udgn *m,
+                      const int32_t *ids, int32_t n, float *pi)
+{
+    const struct nlp_udgn_config *c = &m->cfg;
+    if (c->abs_pos && n > c->max_len) {
+        return gr_error(GR_EINVAL, "udgn: a sentence of %d tokens is longer "
+                        "than the position table (%d)", n, c->max_len);
+    }
+    struct gr_rng r0 = gr_rng_make(0, 0);
+    struct gr_tensor *idt =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(1, n), ids);
+    struct gr_tensor *keep = gr_full(ctx, gr_shape4(1, n, 1, 1), 1.0f);
+    struct gr_tensor *M =
+        nlp_udgn_mask(ctx, nlp_udgn_parser(ctx, m, idt, &n, 0, r0));
+    struct gr_tensor *x = gr_embedding(ctx, m->emb, idt);
+    if (m->pos_emb) {
+        struct gr_tensor *p = gr_positions_learned(ctx, m->pos_emb, n, 0);
+        x = gr_add(ctx, x, gr_reshape(ctx, p, gr_shape3(1, n, c->d)));
+    }
+    int64_t per = (int64_t)n * n * c->channels;
+    for (int l = 0; l < c->layers; l++) {
+        struct gr_tensor *p = NULL;
+        x = nlp_udgn_layer_forward(ctx, m, l, x, M, keep, 0, r0, &p);
+        if (!x || !p || gr_tensor_to_host(p, pi + l * per) < 0) {
+            return gr_ctx_status(ctx) < 0 ? gr_ctx_status(ctx) : GR_EINVAL;
+        }
+    }
+    return 0;
+}

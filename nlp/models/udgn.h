@@ -162,4 +162,11 @@ int nlp_udgn_forward(struct gr_ctx *ctx, const struct nlp_udgn *m,
 int nlp_udgn_heads(struct gr_ctx *ctx, const struct nlp_udgn *m,
                    const int32_t *ids, int32_t n, float *H);
 
+/* The channel probabilities of every layer for one unmasked sentence
+ * (dropout off) into host pi [L, n, n, C]: pi[l][j][i][c] = π^c of layer
+ * l for the message from sender j to receiver i (eq. 4.2.11); for the
+ * channel/label correlation of thesis Table 4.3. */
+int nlp_udgn_channels(struct gr_ctx *ctx, const struct nlp_udgn *m,
+                      const int32_t *ids, int32_t n, float *pi);
+
 #endif

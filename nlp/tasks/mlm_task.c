@@ -492,6 +492,151 @@ int nlp_mlm_depparse(struct gr_ctx *ctx, const struct nlp_mlm_model_entry *e,
     return rc;
 }
 
+/* ---- channel / label correlation (Table 4.3) ---------------------------- */
+
+void nlp_mlm_channel_corr_free(struct nlp_mlm_channel_corr *c)
+{
+    for (int32_t i = 0; i < c->n_labels; i++) {
+        free(c->labels[i]);
+    }
+    free(c->labels);
+    free(c->count);
+    free(c->layer);
+    free(c->channel);
+    free(c->r);
+    memset(c, 0, sizeof *c);
+}
+
+int nlp_mlm_channel_correlation(struct gr_ctx *ctx,
+                                const struct nlp_mlm_model_entry *e,
+                                void *model, const struct nlp_vocab *v,
+                                const struct nlp_deptrees *gold,
+                                int32_t limit,
+                                struct nlp_mlm_channel_corr *out)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(e->name, "udgn") != 0) {
+        return gr_error(GR_EINVAL, "channel correlations need a udgn model, "
+                        "not '%s'", e->name);
+    }
+    const struct nlp_udgn *m = model;
+    int64_t L = m->cfg.layers, C = m->cfg.channels, K = L * C;
+    int32_t ns = gold->n_sentences;
+    if (limit > 0 && limit < ns) {
+        ns = limit;
+    }
+    int32_t nmax = 1;
+    for (int32_t i = 0; i < ns; i++) {
+        nmax = gold->sentences[i].n > nmax ? gold->sentences[i].n : nmax;
+    }
+    int32_t *ids = malloc((size_t)nmax * sizeof *ids);
+    float *pi = malloc((size_t)(K * nmax * nmax) * sizeof *pi);
+    double *sx = calloc((size_t)K, sizeof *sx);
+    double *sxx = calloc((size_t)K, sizeof *sxx);
+    double *sxl = NULL; /* [label][K] */
+    int32_t cap = 0;
+    int rc = (ids && pi && sx && sxx) ? 0
+             : gr_error(GR_ENOMEM, "mlm: out of memory");
+    int prev = gr_set_grad_enabled(ctx, 0);
+    for (int32_t si = 0; rc == 0 && si < ns; si++) {
+        const struct nlp_dep_sentence *s = &gold->sentences[si];
+        int32_t n = s->n;
+        nlp_mlm_tree_ids(v, s, ids);
+        gr_step_reset(ctx);
+        rc = nlp_udgn_channels(ctx, m, ids, n, pi);
+        for (int32_t i = 0; rc == 0 && i < n; i++) {
+            int32_t j = s->heads[i];
+            if (j == i) {
+                continue;
+            }
+            const char *lab = s->labels && s->labels[i] ? s->labels[i] : "_";
+            int32_t li = 0;
+            while (li < out->n_labels && strcmp(out->labels[li], lab) != 0) {
+                li++;
+            }
+            if (li == out->n_labels) {
+                if (li == cap) {
+                    cap = cap ? 2 * cap : 32;
+                    char **nl = realloc(out->labels,
+                                        (size_t)cap * sizeof *nl);
+                    int64_t *nc = realloc(out->count,
+                                          (size_t)cap * sizeof *nc);
+                    if (nl) {
+                        out->labels = nl;
+                    }
+                    if (nc) {
+                        out->count = nc;
+                    }
+                    double *ns2 = realloc(sxl, (size_t)(cap * K) *
+                                                   sizeof *ns2);
+                    if (!nl || !nc || !ns2) {
+                        rc = gr_error(GR_ENOMEM, "mlm: out of memory");
+                        break;
+                    }
+                    sxl = ns2;
+                }
+                out->labels[li] = malloc(strlen(lab) + 1);
+                if (!out->labels[li]) {
+                    rc = gr_error(GR_ENOMEM, "mlm: out of memory");
+                    break;
+                }
+                strcpy(out->labels[li], lab);
+                out->count[li] = 0;
+                memset(sxl + li * K, 0, (size_t)K * sizeof *sxl);
+                out->n_labels++;
+            }
+            out->count[li]++;
+            out->n_arcs++;
+            for (int64_t l = 0; l < L; l++) {
+                const float *p = pi + l * n * n * C +
+                                 ((int64_t)i * n + j) * C; /* i -> j */
+                for (int64_t c = 0; c < C; c++) {
+                    double x = p[c];
+                    sx[l * C + c] += x;
+                    sxx[l * C + c] += x * x;
+                    sxl[li * K + l * C + c] += x;
+                }
+            }
+        }
+    }
+    gr_set_grad_enabled(ctx, prev);
+    int32_t nl = out->n_labels;
+    if (rc == 0 && nl > 0) {
+        out->layer = malloc((size_t)nl * sizeof *out->layer);
+        out->channel = malloc((size_t)nl * sizeof *out->channel);
+        out->r = malloc((size_t)nl * sizeof *out->r);
+        if (!out->layer || !out->channel || !out->r) {
+            rc = gr_error(GR_ENOMEM, "mlm: out of memory");
+        }
+    }
+    double N = (double)out->n_arcs;
+    for (int32_t li = 0; rc == 0 && li < nl; li++) {
+        double py = (double)out->count[li] / N;
+        out->r[li] = NAN;
+        out->layer[li] = out->channel[li] = 0;
+        for (int64_t k = 0; k < K; k++) {
+            double mx = sx[k] / N, vx = sxx[k] / N - mx * mx;
+            double cov = sxl[li * K + k] / N - mx * py;
+            double den = sqrt(vx > 0 ? vx : 0) * sqrt(py * (1.0 - py));
+            double r = den > 0 ? cov / den : NAN;
+            if (!isnan(r) && (isnan(out->r[li]) || r > out->r[li])) {
+                out->r[li] = r;
+                out->layer[li] = (int32_t)(k / C);
+                out->channel[li] = (int32_t)(k % C);
+            }
+        }
+    }
+    free(ids);
+    free(pi);
+    free(sx);
+    free(sxx);
+    free(sxl);
+    if (rc < 0) {
+        nlp_mlm_channel_corr_free(out);
+    }
+    return rc;
+}
+
 /* ---- config text --------------------------------------------------------- */
 
 static int config_text(const struct nlp_mlm_train_config *tc,

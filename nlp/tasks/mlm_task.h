@@ -188,4 +188,27 @@ int nlp_mlm_depparse(struct gr_ctx *ctx, const struct nlp_mlm_model_entry *e,
                      enum nlp_dep_decoder dec, int32_t *pred,
                      struct nlp_dep_eval *ev);
 
+/* Thesis Table 4.3 on gold trees (udgn rows only; GR_EINVAL otherwise):
+ * for every gold arc (child i -> head j; roots skipped) x_{l,c} = π^c of
+ * layer l for the message from the child to the head (sender i, receiver
+ * j), and for each gold label the Pearson correlation over all arcs
+ * between x_{l,c} and [the arc has that label]; the best (l, c) per label.
+ * Sentences [0, limit) of gold (0: all), each alone, unmasked. */
+struct nlp_mlm_channel_corr {
+    int32_t n_labels;
+    char **labels;            /* [n_labels], in order of first appearance */
+    int64_t *count;           /* arcs with the label */
+    int32_t *layer, *channel; /* the best, 0-based */
+    double *r;                /* its correlation (NAN if undefined) */
+    int64_t n_arcs;
+};
+
+int nlp_mlm_channel_correlation(struct gr_ctx *ctx,
+                                const struct nlp_mlm_model_entry *e,
+                                void *model, const struct nlp_vocab *v,
+                                const struct nlp_deptrees *gold,
+                                int32_t limit,
+                                struct nlp_mlm_channel_corr *out);
+void nlp_mlm_channel_corr_free(struct nlp_mlm_channel_corr *c);
+
 #endif

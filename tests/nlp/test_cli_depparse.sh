@@ -99,6 +99,9 @@ done
 expect 0 "random, decoder eisner" nlp depparse --baseline random --trees "$tmp/gold.conll" --decoder eisner
 expect 0 "drew sentence 2" nlp depparse --checkpoint "$tmp/a/best.ckpt" --trees "$tmp/gold.conll" --draw 2 --png "$tmp/t2.png"
 [ "$(head -c 8 "$tmp/t2.png" | od -An -tx1 | tr -d ' ')" = "89504e470d0a1a0a" ] || fail "--png is not a PNG"
+expect 0 "channel / label correlation \(Table 4.3; 13 gold arcs" nlp depparse --checkpoint "$tmp/a/best.ckpt" --trees "$tmp/gold_words.conll" --channels
+grep -Eq "^  det +5  +[12]\.[12] +-?[01]\.[0-9][0-9]$" "$tmp/out" || fail "--channels det row: $(cat "$tmp/out")"
+expect 2 "--channels needs --checkpoint" nlp depparse --baseline left --trees "$tmp/gold.conll" --channels
 expect 2 "go together" nlp depparse --baseline left --trees "$tmp/gold.conll" --draw 2
 expect 2 "exists" nlp depparse --baseline left --trees "$tmp/gold.conll" --draw 1 --png "$tmp/t2.png"
 expect 1 "only 2 sentences" nlp depparse --baseline left --trees "$tmp/gold.conll" --draw 3 --png "$tmp/t3.png"

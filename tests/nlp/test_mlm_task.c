@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "nlp/models/udgn.h"
 #include "nlp/tasks/mlm_task.h"
 #include "tests/test.h"
 
@@ -248,6 +249,126 @@ static void test_depparse(void)
     nlp_deptrees_free(&gold);
 }
 
+/* Table 4.3 against a two-pass Pearson recomputed here from
+ * nlp_udgn_channels, for every label and every (layer, channel): the
+ * reported one is the largest. */
+static void test_channels(void)
+{
+    const char *text =
+        "1\tthe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n"
+        "2\tdog\t_\tNN\tNN\t_\t3\tnsubj\t_\t_\n"
+        "3\tsaw\t_\tVBD\tVBD\t_\t0\troot\t_\t_\n"
+        "4\tthe\t_\tDT\tDT\t_\t5\tdet\t_\t_\n"
+        "5\tcat\t_\tNN\tNN\t_\t3\tdobj\t_\t_\n"
+        "\n"
+        "1\ta\t_\tDT\tDT\t_\t2\tdet\t_\t_\n"
+        "2\tcat\t_\tNN\tNN\t_\t3\tnsubj\t_\t_\n"
+        "3\tran\t_\tVBD\tVBD\t_\t0\troot\t_\t_\n"
+        "\n";
+    struct nlp_deptrees gold;
+    CHECK(nlp_conll_read_text(&gold, text, strlen(text), "c.conll", 0) == 0);
+    struct nlp_vocab v;
+    nlp_vocab_init(&v);
+    const char *words[] = {"<unk>", "<pad>", "<mask>", "the", "dog", "saw",
+                           "cat", "a", "ran"};
+    for (int i = 0; i < 9; i++) {
+        nlp_vocab_add(&v, words[i], strlen(words[i]), NULL);
+    }
+    struct gr_ctx *ctx = NULL;
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    CHECK(gr_ctx_new(&ctx, &cc) == 0);
+    const struct nlp_mlm_model_entry *e = nlp_mlm_model_find("udgn");
+    struct nlp_mlm_options o;
+    nlp_mlm_options_default(&o);
+    o.nemb = 8;
+    o.nlayers = 2;
+    o.nheads = 3;
+    o.head_size = 2;
+    o.parser_layers = 1;
+    o.pos_classes = 0;
+    void *model = NULL;
+    CHECK(e->init(&model, ctx, &o, v.size, 4) == 0);
+    struct nlp_mlm_channel_corr c;
+    CHECK(nlp_mlm_channel_correlation(ctx, e, model, &v, &gold, 0, &c) == 0);
+    CHECK(c.n_arcs == 6 && c.n_labels == 3);
+    /* x[arc][k], k = l·C + c, recomputed (6 arcs: det 3, nsubj 2,
+     * dobj 1) */
+    enum { K = 6 };
+    double x[6][K];
+    int lab[6], a = 0;
+    float pi[2 * 5 * 5 * 3];
+    for (int32_t si = 0; si < gold.n_sentences; si++) {
+        const struct nlp_dep_sentence *s = &gold.sentences[si];
+        int32_t ids[5];
+        nlp_mlm_tree_ids(&v, s, ids);
+        gr_step_reset(ctx);
+        CHECK(nlp_udgn_channels(ctx, model, ids, s->n, pi) == 0);
+        for (int32_t i = 0; i < s->n; i++) {
+            int32_t j = s->heads[i];
+            if (j == i) {
+                continue;
+            }
+            for (int k = 0; k < K; k++) {
+                int l = k / 3, ch = k % 3;
+                x[a][k] = pi[((l * s->n + i) * s->n + j) * 3 + ch];
+            }
+            if (a == 6) {
+                break;
+            }
+            lab[a++] = strcmp(s->labels[i], "det") == 0   ? 0
+                       : strcmp(s->labels[i], "nsubj") == 0 ? 1 : 2;
+        }
+    }
+    CHECK(a == 6);
+    const char *names[3] = {"det", "nsubj", "dobj"};
+    for (int li = 0; li < 3; li++) {
+        int32_t at = -1;
+        for (int32_t q = 0; q < c.n_labels; q++) {
+            at = strcmp(c.labels[q], names[li]) == 0 ? q : at;
+        }
+        CHECK(at >= 0);
+        if (at < 0) {
+            continue;
+        }
+        double best = -2.0;
+        int bk = -1;
+        for (int k = 0; k < K; k++) {
+            double mx = 0, my = 0;
+            for (int q = 0; q < 6; q++) {
+                mx += x[q][k] / 6;
+                my += (lab[q] == li) / 6.0;
+            }
+            double sxy = 0, sxx = 0, syy = 0;
+            for (int q = 0; q < 6; q++) {
+                double dx = x[q][k] - mx, dy = (lab[q] == li) - my;
+                sxy += dx * dy;
+                sxx += dx * dx;
+                syy += dy * dy;
+            }
+            double r = sxy / sqrt(sxx * syy);
+            if (r > best) {
+                best = r;
+                bk = k;
+            }
+        }
+        CHECK_MSG(fabs(c.r[at] - best) < 1e-4, "%s: r %.6f, recomputed "
+                  "%.6f", names[li], c.r[at], best);
+        CHECK(c.layer[at] * 3 + c.channel[at] == bk);
+        CHECK(c.count[at] == (li == 0 ? 3 : li == 1 ? 2 : 1));
+    }
+    nlp_mlm_channel_corr_free(&c);
+    /* a model without channels is refused */
+    struct nlp_mlm_model_entry t = *e;
+    t.name = "transformer";
+    CHECK(nlp_mlm_channel_correlation(ctx, &t, model, &v, &gold, 0, &c) ==
+          GR_EINVAL);
+    e->free(model);
+    gr_ctx_free(ctx);
+    nlp_vocab_free(&v);
+    nlp_deptrees_free(&gold);
+}
+
 static void test_table(void)
 {
     CHECK(nlp_mlm_model_find("udgn") && nlp_mlm_model_find("udgn")->heads);
@@ -261,6 +382,7 @@ int main(void)
 {
     test_perplexity();
     test_depparse();
+    test_channels();
     test_table();
     return test_report("nlp_mlm_task");
 }
