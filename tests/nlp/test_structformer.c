@@ -8,8 +8,10 @@
  * gradient), all to 1e-5 relative, on the CPU and, where visible, on CUDA;
  * a gradient scaled by 1.001 must fail the same comparison. Without the
  * fixture argument: construction (parameter count), bad batches, the
- * decoder on a hand-made Par, Par's rows as distributions, and a training
- * forward with dropout. */
+ * decoder on a hand-made Par, Par's rows as distributions, a training
+ * forward with dropout, and a seeded copy task it must learn (each token
+ * is repeated once, "x x y y z z"; one of each pair is masked and must be
+ * read from its neighbour). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "core/error.h"
 #include "kernels/device.h"
 #include "kernels/ops.h"
+#include "kernels/optim.h"
 #include "kernels/tape.h"
 #include "nlp/models/structformer.h"
 #include "tests/nlp/lm_fixture.h"
@@ -438,6 +441,77 @@ static void check_decode(void)
     CHECK(heads[0] == 2 && heads[1] == 1 && heads[2] == 1);
 }
 
+/* The copy task: masked-token loss after training, against log(8) (the
+ * loss of a model that knows the vocabulary but not the neighbour). */
+static void check_learns(void)
+{
+    struct gr_ctx *ctx = new_ctx(GR_DEVICE_CPU);
+    struct nlp_structformer_config c = fixture_config();
+    c.d = 16;
+    c.ffn = 32;
+    struct nlp_structformer m;
+    CHECK(nlp_structformer_init(&m, ctx, "sf", &c, gr_rng_make(11, 1)) == 0);
+    struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+    oc.lr = 5e-3f;
+    struct gr_optim *opt = NULL;
+    CHECK(gr_optim_new(&opt, ctx, "adam", &oc) == 0);
+    enum { TT = 6, BB = 16, STEPS = 150 };
+    int32_t len[BB];
+    uint64_t key = gr_rng_key(gr_rng_make(12, 3));
+    uint64_t ctr = 0;
+    double first = 0.0, last = 0.0;
+    for (int step = 0; step < STEPS && opt; step++) {
+        int32_t ids[TT * BB], rows[TT * BB / 2], tg[TT * BB / 2];
+        int nr = 0;
+        for (int b = 0; b < BB; b++) {
+            len[b] = TT;
+            for (int p = 0; p < TT / 2; p++) {
+                int32_t w = 3 + (int32_t)(gr_rng_u32(key, ctr++) % 8);
+                int which = (int)(gr_rng_u32(key, ctr++) % 2);
+                for (int q = 0; q < 2; q++) {
+                    int t = 2 * p + q;
+                    ids[t * BB + b] = q == which ? 2 : w;
+                }
+                rows[nr] = (2 * p + which) * BB + b;
+                tg[nr++] = w;
+            }
+        }
+        gr_step_reset(ctx);
+        gr_zero_grad(ctx);
+        struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape2(TT, BB), ids);
+        struct gr_tensor *rt = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape1(nr), rows);
+        struct gr_tensor *tt = gr_tensor_from_host(ctx, GR_I32,
+                                                   gr_shape1(nr), tg);
+        struct nlp_structformer_out o;
+        if (nlp_structformer_forward(ctx, &m, it, len, rt, 1,
+                                     gr_rng_make(13, (uint64_t)step),
+                                     &o) < 0) {
+            CHECK_MSG(0, "forward: %s", gr_last_error());
+            break;
+        }
+        struct gr_tensor *loss = gr_cross_entropy(ctx, o.logits, tt, -1);
+        CHECK(loss && gr_backward(ctx, loss) == 0);
+        double l = (double)gr_tensor_item(loss);
+        if (step < 10) {
+            first += l / 10.0;
+        }
+        if (step >= STEPS - 10) {
+            last += l / 10.0;
+        }
+        gr_clip_grad_norm(ctx, NULL, 1.0f, NULL);
+        gr_optim_step(opt);
+    }
+    printf("copy task: loss %.3f over the first 10 steps, %.3f over the last "
+           "10 (log 8 = %.3f)\n", first, last, log(8.0));
+    CHECK_MSG(last < 0.5 * log(8.0), "the copy task was not learned: %.3f",
+              last);
+    gr_optim_free(opt);
+    nlp_structformer_free(&m);
+    gr_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2) {
@@ -446,5 +520,6 @@ int main(int argc, char **argv)
     check_count();
     check_model();
     check_decode();
+    check_learns();
     return test_report("nlp_structformer");
 }
