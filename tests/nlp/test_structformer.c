@@ -339,6 +339,26 @@ static void check_count(void)
               "%lld", (long long)gr_param_count(ctx, "sf."), (long long)want);
     nlp_structformer_free(&m);
     gr_ctx_free(ctx);
+    /* the UDGN copy's layers: LayerNorms without gain/bias inside layers */
+    ctx = new_ctx(GR_DEVICE_CPU);
+    c.norm_affine = 0;
+    CHECK(nlp_structformer_init(&m, ctx, "sf", &c, gr_rng_make(3, 4)) == 0);
+    CHECK(gr_param_count(ctx, "sf.") == want - L * 4 * d);
+    CHECK(gr_ctx_find(ctx, "sf.layers.0.norm1.weight") == NULL &&
+          gr_ctx_find(ctx, "sf.norm.weight") != NULL);
+    gr_step_reset(ctx);
+    int32_t ids[6 * 3] = {3, 4, 5, 6, 7, 8, 9, 10, 3, 4, 5, 6,
+                          7, 8, 9, 10, 3, 4};
+    struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
+                                               ids);
+    struct nlp_structformer_out o;
+    CHECK(nlp_structformer_forward(ctx, &m, it, LENGTHS, NULL, 0,
+                                   gr_rng_make(1, 1), &o) == 0);
+    CHECK(o.logits && o.logits->shape[0] == T && o.logits->shape[1] == B &&
+          o.logits->shape[2] == V);
+    nlp_structformer_free(&m);
+    gr_ctx_free(ctx);
+    c.norm_affine = 1;
     /* bad configurations */
     ctx = new_ctx(GR_DEVICE_CPU);
     c.heads = 3;
