@@ -5,6 +5,7 @@
 #include "nlp/models/structformer.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,85 @@ struct nlp_structformer_config nlp_structformer_config_default(int32_t vocab)
     c.pos_emb = 500;
     c.norm_affine = 1;
     return c;
+}
+
+/* ---- config text ---- */
+
+struct sf_field {
+    const char *key;
+    size_t off;
+    char kind; /* 'i' int / int32_t, 'f' float */
+};
+
+#define SF_FIELD(k, m, t)                                                    \
+    { k, offsetof(struct nlp_structformer_config, m), t }
+static const struct sf_field sf_fields[] = {
+    SF_FIELD("sf-vocab", vocab, 'i'),
+    SF_FIELD("sf-d", d, 'i'),
+    SF_FIELD("sf-layers", layers, 'i'),
+    SF_FIELD("sf-heads", heads, 'i'),
+    SF_FIELD("sf-ffn", ffn, 'i'),
+    SF_FIELD("sf-parser-layers", parser_layers, 'i'),
+    SF_FIELD("sf-conv", conv, 'i'),
+    SF_FIELD("sf-dropout", dropout, 'f'),
+    SF_FIELD("sf-dropout-attn", dropout_attn, 'f'),
+    SF_FIELD("sf-parser-dropout", parser_dropout, 'f'),
+    SF_FIELD("sf-pos-emb", pos_emb, 'i'),
+    SF_FIELD("sf-norm-affine", norm_affine, 'i'),
+};
+#define SF_N_FIELDS (sizeof sf_fields / sizeof sf_fields[0])
+
+int nlp_structformer_config_format(const struct nlp_structformer_config *c,
+                                   char *out, size_t cap, int *len)
+{
+    for (size_t i = 0; i < SF_N_FIELDS; i++) {
+        const char *p = (const char *)c + sf_fields[i].off;
+        int n = sf_fields[i].kind == 'f'
+                    ? snprintf(out + *len, cap - (size_t)*len, "%s %.9g\n",
+                               sf_fields[i].key, (double)*(const float *)p)
+                    : snprintf(out + *len, cap - (size_t)*len, "%s %d\n",
+                               sf_fields[i].key, *(const int *)p);
+        if (n < 0 || (size_t)(*len + n) >= cap) {
+            return gr_error(GR_EINVAL, "structformer config: text too long");
+        }
+        *len += n;
+    }
+    return 0;
+}
+
+int nlp_structformer_config_parse(const char *text, const char *what,
+                                  struct nlp_structformer_config *c)
+{
+    for (size_t i = 0; i < SF_N_FIELDS; i++) {
+        const char *key = sf_fields[i].key;
+        size_t k = strlen(key);
+        const char *v = NULL;
+        for (const char *p = text; p != NULL && *p != '\0';) {
+            if (strncmp(p, key, k) == 0 && p[k] == ' ') {
+                v = p + k + 1;
+                break;
+            }
+            p = strchr(p, '\n');
+            p = p ? p + 1 : NULL;
+        }
+        if (v == NULL) {
+            continue;
+        }
+        char *end = NULL;
+        char *dst = (char *)c + sf_fields[i].off;
+        if (sf_fields[i].kind == 'f') {
+            double x = strtod(v, &end);
+            *(float *)dst = (float)x;
+        } else {
+            long x = strtol(v, &end, 10);
+            *(int *)dst = (int)x;
+        }
+        if (end == v || (*end != '\n' && *end != '\0')) {
+            return gr_error(GR_EINVAL, "%s: structformer config: bad value for "
+                            "%s", what, key);
+        }
+    }
+    return 0;
 }
 
 /* ---- parameters ---- */

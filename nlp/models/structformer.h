@@ -56,6 +56,7 @@
 #ifndef GROVE_NLP_MODELS_STRUCTFORMER_H
 #define GROVE_NLP_MODELS_STRUCTFORMER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/rng.h"
@@ -80,6 +81,15 @@ struct nlp_structformer_config {
  * ffn 2048, 3 parser layers, conv 9, dropout 0.1, dropatt 0, positions
  * 500, affine norms. */
 struct nlp_structformer_config nlp_structformer_config_default(int32_t vocab);
+
+/* The config as "sf-KEY VALUE" lines appended to out[cap] at *len (for a
+ * checkpoint's config text), and back: parse starts from `c` as given
+ * (defaults) and overwrites the fields it finds; a malformed value is
+ * GR_EINVAL naming the key and `what` (the file). */
+int nlp_structformer_config_format(const struct nlp_structformer_config *c,
+                                   char *out, size_t cap, int *len);
+int nlp_structformer_config_parse(const char *text, const char *what,
+                                  struct nlp_structformer_config *c);
 
 struct nlp_structformer_layer {
     struct gr_tensor *in_w, *in_b, *out_w, *out_b;

@@ -450,6 +450,25 @@ static void check_model(void)
 
 /* The decoder on a hand-made Par: token 1 is the highest (root); 0 and 2
  * attach by the row arg-max, never to themselves. */
+static void check_config_text(void)
+{
+    struct nlp_structformer_config c = fixture_config(), back;
+    c.dropout = 0.25f;
+    c.parser_dropout = 0.125f;
+    c.norm_affine = 0;
+    c.pos_emb = 77;
+    char text[1024];
+    int len = 0;
+    CHECK(nlp_structformer_config_format(&c, text, sizeof text, &len) == 0);
+    back = nlp_structformer_config_default(5);
+    CHECK(nlp_structformer_config_parse(text, "config", &back) == 0);
+    CHECK(memcmp(&c, &back, sizeof c) == 0);
+    CHECK(nlp_structformer_config_parse("sf-heads two\n", "run/config",
+                                        &back) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "run/config: structformer config: "
+                       "bad value for sf-heads");
+}
+
 static void check_decode(void)
 {
     const float par[9] = {0.9f, 0.3f, 0.7f,  /* diagonal ignored */
@@ -540,6 +559,7 @@ int main(int argc, char **argv)
     check_count();
     check_model();
     check_decode();
+    check_config_text();
     check_learns();
     return test_report("nlp_structformer");
 }
