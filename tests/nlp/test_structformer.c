@@ -437,6 +437,18 @@ static void check_model(void)
     CHECK(finite && differ);
     free(va);
     free(ve);
+    /* one-token sentences: no arcs, the forward still runs */
+    int32_t one_len[2] = {1, 1};
+    struct gr_tensor *one = gr_tensor_from_host(ctx, GR_I32, gr_shape2(1, 2),
+                                                ids);
+    CHECK(nlp_structformer_forward(ctx, &m, one, one_len, NULL, 1,
+                                   gr_rng_make(7, 9), &a) == 0);
+    float p1[2] = {1.0f, 1.0f};
+    if (a.head) {
+        gr_tensor_to_host(a.head, p1);
+    }
+    CHECK(a.logits && a.logits->numel == 2 * 11 && p1[0] == 0.0f &&
+          p1[1] == 0.0f);
     /* bad batches */
     int32_t bad_len[3] = {6, 0, 3};
     CHECK(nlp_structformer_forward(ctx, &m, it, bad_len, NULL, 0,
