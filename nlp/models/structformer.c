@@ -126,7 +126,7 @@ static struct gr_tensor *param(struct gr_ctx *ctx, const char *prefix,
     return gr_param_new(ctx, name, s);
 }
 
-/* Xavier-uniform with the given fans (0 on a NULL tensor: the caller
+/* Xavier-uniform with the given fans; -1 for a NULL tensor (the caller
  * reports the context's error). */
 static int xavier(struct gr_tensor *t, int64_t fan_in, int64_t fan_out,
                   struct gr_rng rng)
