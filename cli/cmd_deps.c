@@ -20,7 +20,7 @@ static const char not_comparable[] =
     "NOTE: these trees come from grove's Collins-rule converter, not from "
     "Stanford basic\ndependencies: UAS on them is NOT comparable with the "
     "thesis's (Stanford basic\ndependencies of WSJ section 23; see "
-    "docs and dependency_parsing.md §2).\n";
+    "docs/tasks.md, 'Dependency trees').\n";
 
 static int ends_with_ci(const char *s, const char *suffix)
 {
@@ -74,7 +74,7 @@ static int run_convert(const struct cli_command *cmd, int argc, char **argv)
         CLI_FLAG("coord", "Collins' coordination tweak (a head child after "
                  "CC moves two children left)", &coord),
         CLI_FLAG("filter", "keep only word-tag tokens, heads rerouted "
-                 "(dependency_parsing.md §3), as every evaluation does",
+                 "(docs/tasks.md), as every evaluation does",
                  &filter),
         CLI_END,
     };
@@ -143,7 +143,7 @@ const struct cli_command cmd_nlp_deps_convert = {
     "",
     "-NONE- leaves and emptied constituents are deleted, function tags cut, "
     "head children chosen by the Collins (1999) table "
-    "(dependency_parsing.md §2); DEPREL is PARENT/CHILD of the constituent "
+    "(docs/tasks.md, 'Dependency trees'); DEPREL is PARENT/CHILD of the constituent "
     "labels. Writes CoNLL-X (HEAD 0 = root, the tag in columns 4 and 5). "
     "\nExample:\n"
     "  grove nlp deps convert --trees treebank.zip "
@@ -187,7 +187,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         CLI_FLAG("coord", "with a treebank --gold: Collins' coordination "
                  "tweak", &coord),
         CLI_FLAG("no-filter", "score every token (punctuation included) "
-                 "instead of word tags only (§3)", &no_filter),
+                 "instead of word tags only", &no_filter),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts, CLI_COMMON_QUIET, 0, 0, argc, argv,
@@ -325,7 +325,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
                                      : "right chain baseline");
     printf("tokens: %s; %lld sentences, %lld tokens (%d without a word "
            "token skipped)\n",
-           no_filter ? "all" : "word tags only, heads rerouted (§3)",
+           no_filter ? "all" : "word tags only, heads rerouted",
            (long long)sc.n_sentences, (long long)sc.n_tokens, skipped);
     printf("UAS %.1f  UUAS %.1f  root %.1f\n", sc.uas, sc.uuas, sc.root);
     if (!common.quiet && ev.n_labels > 0) {
@@ -356,7 +356,7 @@ const struct cli_command cmd_nlp_deps_eval = {
     "accuracy, per-label recall.",
     "",
     "Tokens are filtered to word tags and heads rerouted over removed "
-    "tokens first, on both sides (dependency_parsing.md §3); UUAS counts "
+    "tokens first, on both sides (docs/tasks.md); UUAS counts "
     "unordered pairs as a set. A treebank --gold is converted by Collins "
     "rules and is NOT comparable with the thesis's Stanford dependencies. "
     "\nExamples:\n"

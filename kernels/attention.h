@@ -73,6 +73,24 @@ struct gr_tensor *gr_attention(struct gr_ctx *ctx, struct gr_tensor *q,
                                struct gr_tensor *key_len, int causal,
                                float dropout, struct gr_rng rng);
 
+/* Gated sigmoid attention (StructFormer, udgn.md §7): the same shapes and
+ * head layout as gr_attention, but the weights are not a softmax:
+ *   out[i, b, h] = Σ_j P[b,h,i,j] v[j, b, h],
+ *   P[b,h,i,j] = σ(q[i,b,h]·k[j,b,h] / √dk) · gate[b,h,i,j] · keep(j),
+ * keep(j) = 0 for keys j >= key_len[b] (NULL: every key kept), else 1;
+ * rows are not normalised. gate: f32 broadcasting (aligned right) to
+ * [B, H, Tq, Tk] (a dependency mask per head), differentiated when it
+ * requires a gradient. dropout in [0, 1) on P as gr_attention (element
+ * (b·H + h, i, j), inverted). q, k, v and gate are differentiated.
+ * Composed from the ops of kernels/ops.h (batched GEMMs over B·H, sigmoid,
+ * products), so it runs and differentiates on both devices; it keeps
+ * O(B·H·Tq·Tk) floats between forward and backward (not fused). */
+struct gr_tensor *gr_attention_gated(struct gr_ctx *ctx, struct gr_tensor *q,
+                                     struct gr_tensor *k, struct gr_tensor *v,
+                                     int heads, struct gr_tensor *gate,
+                                     struct gr_tensor *key_len, float dropout,
+                                     struct gr_rng rng);
+
 /* The scratch budget of gr_attention in floats per buffer (default 2^22,
  * 16 MiB; at least Tk floats are used whatever it says). Per thread; for
  * tests and for trading memory against fewer, larger products. Returns the

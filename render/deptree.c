@@ -1,4 +1,4 @@
-/* Dependency arcs over words (render/deptree.h). */
+/* Dependency trees as arcs over words (render/deptree.h). */
 #include "render/deptree.h"
 
 #include <math.h>
@@ -7,149 +7,190 @@
 
 #include "core/error.h"
 #include "render/font.h"
+#include "render/pngfile.h"
 
-#define SCALE 2
-#define GAP 16
-#define MARGIN 12
+#define TEXT_SCALE 2
+#define MARGIN 16
+#define CELL_PAD 16
+#define CELL_MIN 28
+#define UNIT 14
+#define WORD_GAP 6 /* between the word row and the arcs' feet */
+#define LINE_W 2.0f
+#define LEGEND "gold above, predicted below (green: right head, red: wrong)"
 
-int render_deptree_rise(int32_t i, int32_t j)
+static int arc_height(int32_t span) { return UNIT * span + UNIT / 2; }
+
+static int32_t head_of(const int32_t *heads, int32_t i)
 {
-    int d = abs(i - j);
-    return 14 + 12 * (d < 200 ? d : 200);
+    return heads[i] < 0 ? i : heads[i];
 }
 
-static int max_rise(const int32_t *h, int32_t n)
+static int32_t max_span(const int32_t *heads, int32_t n)
 {
-    int m = 20;
-    for (int32_t i = 0; h && i < n; i++) {
-        int r = h[i] == i ? 20 : render_deptree_rise(i, h[i]);
-        m = r > m ? r : m;
+    int32_t m = 0;
+    for (int32_t i = 0; heads && i < n; i++) {
+        int32_t s = abs(head_of(heads, i) - i);
+        m = s > m ? s : m;
     }
     return m;
 }
 
-struct layout {
-    int width, height, text_y, text_h, up, down, title_h;
-};
-
-static void measure(const char *const *words, int32_t n, const int32_t *pred,
-                    const int32_t *gold, const char *title, struct layout *L,
-                    float *cx)
+static int check_heads(const int32_t *heads, int32_t n, const char *which)
 {
-    int x = MARGIN;
-    for (int32_t i = 0; i < n; i++) {
-        int w = render_text_width(words[i], SCALE);
-        w = w < 8 ? 8 : w;
-        if (cx) {
-            cx[i] = (float)x + (float)w / 2.0f;
+    for (int32_t i = 0; heads && i < n; i++) {
+        if (heads[i] < -1 || heads[i] >= n) {
+            return gr_error(GR_EINVAL, "render_deptree: %s head %d of word %d "
+                            "outside [0, %d) (or -1 for a root)", which,
+                            heads[i], i, n);
         }
-        x += w + GAP;
     }
-    L->title_h = title ? RENDER_FONT_LINE * SCALE + 6 : 0;
-    L->up = max_rise(pred, n) + 8;
-    L->down = gold ? max_rise(gold, n) + 8 : 4;
-    L->text_h = RENDER_FONT_LINE * SCALE;
-    L->text_y = MARGIN + L->title_h + L->up;
-    L->width = x - GAP + MARGIN;
-    if (title) {
-        int tw = render_text_width(title, SCALE) + 2 * MARGIN;
-        L->width = tw > L->width ? tw : L->width;
-    }
-    L->height = L->text_y + L->text_h + L->down + MARGIN;
-    if (L->width > RENDER_IMAGE_MAX_SIDE) {
-        L->width = RENDER_IMAGE_MAX_SIDE;
-    }
+    return 0;
 }
 
-void render_deptree_layout(const char *const *words, int32_t n,
-                           const int32_t *pred, const int32_t *gold,
-                           const char *title, int32_t i, float *cx,
-                           float *top, float *bottom)
+int render_deptree_layout(const char *const *words, int32_t n,
+                          int32_t gold_span, int32_t pred_span, float *xc,
+                          struct render_deptree_layout *out)
 {
-    float *c = malloc((size_t)n * sizeof *c);
-    struct layout L;
-    measure(words, n, pred, gold, title, &L, c);
-    *cx = c ? c[i] : 0.0f;
-    *top = (float)L.text_y - 2.0f;
-    *bottom = (float)(L.text_y + L.text_h) + 2.0f;
-    free(c);
-}
-
-/* A half-ellipse from x0 to x1 rising `h` from base y (dir -1 up, +1
- * down), with an arrowhead at x1 (the dependent). */
-static void arc(struct render_image *img, float x0, float x1, float y, int h,
-                int dir, uint32_t color)
-{
-    const int seg = 32;
-    float mx = (x0 + x1) / 2.0f, rx = (x1 - x0) / 2.0f;
-    float px = x0, py = y;
-    for (int k = 1; k <= seg; k++) {
-        float t = 3.14159265f * (float)k / (float)seg;
-        float qx = mx - rx * cosf(t);
-        float qy = y + (float)dir * (float)h * sinf(t);
-        render_line_aa(img, px, py, qx, qy, 2.0f, color);
-        px = qx;
-        py = qy;
+    memset(out, 0, sizeof *out);
+    if (words == NULL || n < 1) {
+        return gr_error(GR_EINVAL, "render_deptree: no words (n = %d)", n);
     }
-    render_triangle(img, x1 - 5.0f, y + (float)dir * 8.0f, x1 + 5.0f,
-                    y + (float)dir * 8.0f, x1, y, color);
+    int64_t x = MARGIN;
+    for (int32_t i = 0; i < n; i++) {
+        if (words[i] == NULL || words[i][0] == '\0') {
+            return gr_error(GR_EINVAL, "render_deptree: word %d is empty", i);
+        }
+        int w = render_text_width(words[i], TEXT_SCALE) + CELL_PAD;
+        w = w < CELL_MIN ? CELL_MIN : w;
+        if (xc) {
+            xc[i] = (float)x + 0.5f * (float)w;
+        }
+        x += w;
+    }
+    int top = MARGIN + RENDER_FONT_LINE + 4; /* title line */
+    int above = arc_height(gold_span > 1 ? gold_span : 1) + 8;
+    int below = arc_height(pred_span > 1 ? pred_span : 1) + 8;
+    out->unit = UNIT;
+    out->gold_base = top + above;
+    out->word_top = out->gold_base + WORD_GAP;
+    out->pred_base = out->word_top + RENDER_FONT_GLYPH_H * TEXT_SCALE +
+                     WORD_GAP;
+    int64_t h = (int64_t)out->pred_base + below + RENDER_FONT_LINE + MARGIN;
+    int64_t w = x + MARGIN;
+    int64_t wl = 2 * MARGIN + render_text_width(LEGEND, 1);
+    w = w < wl ? wl : w;
+    if (w > RENDER_IMAGE_MAX_SIDE || h > RENDER_IMAGE_MAX_SIDE) {
+        return gr_error(GR_EINVAL, "render_deptree: %d words make a %lldx%lld "
+                        "picture (at most %d a side)", n, (long long)w,
+                        (long long)h, RENDER_IMAGE_MAX_SIDE);
+    }
+    out->width = (int)w;
+    out->height = (int)h;
+    return 0;
 }
 
-int render_deptree(struct render_image *img, const char *const *words,
-                   int32_t n, const int32_t *pred, const int32_t *gold,
-                   const char *title)
+/* Half an ellipse from the dependent's foot (xd) to the head's (xh) at
+ * `base`, bulging up (dir = -1) or down (dir = +1), with an arrowhead at
+ * the dependent. */
+static void draw_arc(struct render_image *img, float xd, float xh, int base,
+                     int32_t span, int dir, uint32_t color)
+{
+    const float cx = 0.5f * (xd + xh), rx = 0.5f * (xd - xh);
+    const float ry = (float)arc_height(span);
+    const float y0 = (float)base;
+    const int steps = 12 + 6 * (int)span;
+    const float pi = 3.14159265358979f;
+    float px = xd, py = y0;
+    for (int k = 1; k <= steps; k++) {
+        float th = pi * (float)k / (float)steps;
+        float x = cx + rx * cosf(th);
+        float y = y0 + (float)dir * ry * sinf(th);
+        render_line_aa(img, px, py, x, y, LINE_W, color);
+        px = x;
+        py = y;
+    }
+    /* the arrowhead: its tip on the dependent's foot */
+    render_triangle(img, xd, y0 - (float)dir, xd - 4.5f, y0 + (float)dir * 8.0f,
+                    xd + 4.5f, y0 + (float)dir * 8.0f, color);
+}
+
+/* A root: a stub of one arc height ending in a dot. */
+static void draw_root(struct render_image *img, float x, int base, int dir,
+                      uint32_t color)
+{
+    float y1 = (float)base + (float)dir * (float)arc_height(1);
+    render_line_aa(img, x, (float)base, x, y1, LINE_W, color);
+    render_disc(img, x, y1, 3.5f, color);
+}
+
+int render_deptree_draw(struct render_image *img, const char *const *words,
+                        int32_t n, const int32_t *gold, const int32_t *pred,
+                        const char *title)
 {
     memset(img, 0, sizeof *img);
-    if (n < 1) {
-        return gr_error(GR_EINVAL, "render_deptree: no words");
-    }
-    for (int32_t i = 0; i < n; i++) {
-        if ((pred && (pred[i] < 0 || pred[i] >= n)) ||
-            (gold && (gold[i] < 0 || gold[i] >= n))) {
-            return gr_error(GR_EINVAL, "render_deptree: head of word %d out "
-                            "of range 0..%d", i, n - 1);
-        }
-    }
-    float *cx = malloc((size_t)n * sizeof *cx);
-    if (!cx) {
-        return gr_error(GR_ENOMEM, "render_deptree: out of memory");
-    }
-    struct layout L;
-    measure(words, n, pred, gold, title, &L, cx);
-    int rc = render_image_init(img, L.width, L.height);
-    if (rc < 0) {
-        free(cx);
+    int rc;
+    if ((rc = check_heads(gold, n, "gold")) < 0 ||
+        (rc = check_heads(pred, n, "predicted")) < 0) {
         return rc;
     }
-    render_fill(img, RENDER_WHITE);
+    float *xc = n > 0 ? malloc((size_t)n * sizeof *xc) : NULL;
+    if (n > 0 && xc == NULL) {
+        return gr_error(GR_ENOMEM, "render_deptree: out of memory");
+    }
+    struct render_deptree_layout lay;
+    rc = render_deptree_layout(words, n, max_span(gold, n),
+                               max_span(pred, n), xc, &lay);
+    if (rc < 0 || (rc = render_image_init(img, lay.width, lay.height)) < 0) {
+        free(xc);
+        return rc;
+    }
+    render_fill(img, RENDER_DEPTREE_BG);
     if (title) {
-        render_text(img, MARGIN, MARGIN, title, RENDER_BLACK, SCALE);
+        render_text(img, MARGIN, MARGIN, title, RENDER_BLACK, 1);
     }
     for (int32_t i = 0; i < n; i++) {
-        int w = render_text_width(words[i], SCALE);
-        render_text(img, (int)(cx[i] - (float)w / 2.0f), L.text_y + 2,
-                    words[i], RENDER_BLACK, SCALE);
+        int w = render_text_width(words[i], TEXT_SCALE);
+        render_text(img, (int)lrintf(xc[i]) - w / 2, lay.word_top, words[i],
+                    RENDER_BLACK, TEXT_SCALE);
     }
-    float top = (float)L.text_y - 2.0f;
-    float bottom = (float)(L.text_y + L.text_h) + 2.0f;
     for (int32_t i = 0; gold && i < n; i++) {
-        uint32_t c = RENDER_DEPTREE_GOLD;
-        if (gold[i] == i) {
-            render_line_aa(img, cx[i], bottom, cx[i], bottom + 20.0f, 2.0f,
-                           c);
+        int32_t h = head_of(gold, i);
+        if (h == i) {
+            draw_root(img, xc[i], lay.gold_base, -1, RENDER_DEPTREE_GOLD);
         } else {
-            arc(img, cx[gold[i]], cx[i], bottom, render_deptree_rise(i, gold[i]), 1, c);
+            draw_arc(img, xc[i], xc[h], lay.gold_base, abs(h - i), -1,
+                     RENDER_DEPTREE_GOLD);
         }
     }
     for (int32_t i = 0; pred && i < n; i++) {
-        uint32_t c = (!gold || gold[i] == pred[i]) ? RENDER_DEPTREE_OK
-                                                   : RENDER_DEPTREE_BAD;
-        if (pred[i] == i) {
-            render_line_aa(img, cx[i], top, cx[i], top - 20.0f, 2.0f, c);
+        int32_t h = head_of(pred, i);
+        uint32_t col = gold == NULL || head_of(gold, i) == h
+                           ? RENDER_DEPTREE_RIGHT
+                           : RENDER_DEPTREE_WRONG;
+        if (h == i) {
+            draw_root(img, xc[i], lay.pred_base, 1, col);
         } else {
-            arc(img, cx[pred[i]], cx[i], top, render_deptree_rise(i, pred[i]), -1, c);
+            draw_arc(img, xc[i], xc[h], lay.pred_base, abs(h - i), 1, col);
         }
     }
-    free(cx);
+    const char *legend = gold && pred
+                             ? LEGEND
+                             : (gold ? "gold" : (pred ? "predicted" : ""));
+    render_text(img, MARGIN, lay.height - MARGIN - RENDER_FONT_GLYPH_H, legend,
+                RENDER_BLACK, 1);
+    free(xc);
     return 0;
+}
+
+int render_deptree_png(const char *path, const char *const *words, int32_t n,
+                       const int32_t *gold, const int32_t *pred,
+                       const char *title, int force)
+{
+    struct render_image img;
+    int rc = render_deptree_draw(&img, words, n, gold, pred, title);
+    if (rc == 0) {
+        rc = render_png_write(path, &img, force);
+    }
+    render_image_free(&img);
+    return rc;
 }

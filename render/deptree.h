@@ -1,22 +1,26 @@
-/* render/deptree.h — a dependency tree drawn as arcs over words, from
- * plain arrays (words, heads): the predicted tree above the words, the
- * gold tree mirrored below them, each predicted arc green when the gold
- * has it (same head) and red when not, gold arcs grey; an arrowhead on the
- * dependent; a root as a vertical stroke. render/ knows nothing of nlp/:
- * the caller hands 0-based heads with the root pointing to itself.
+/* render/deptree.h — a dependency tree drawn as arcs over its words, from
+ * plain arrays (render/ never includes nlp/: the caller hands words and
+ * head indices). Gold arcs are drawn above the words, predicted arcs below
+ * them (green where the predicted head equals the gold one, red where it
+ * does not), so an induced tree can be read beside the gold tree of the
+ * same sentence.
  *
- * Layout (scale 2 text): words left to right with 16-pixel gaps; an arc
- * between positions i and j rises 14 + 12·|i − j| pixels (capped so the
- * image stays below RENDER_IMAGE_MAX_SIDE). The image is allocated here
- * (render_image_free by the caller), white, with an optional title line.
+ * Heads are 0-based with the root pointing to itself (nlp/data/deptree.h's
+ * convention); -1 also marks a root. A root gets a vertical stub ending in
+ * a dot instead of an arc. An arc from dependent i to head h is half an
+ * ellipse between the two words' centres, of height `unit`·|i - h| plus
+ * unit/2, with an arrowhead at the dependent.
  *
- * Errors: 0, or a negative code (core/error.h) for n < 1, a head out of
- * range, or an image that cannot be allocated. Thread-safe.
+ * The picture is at least as wide as its one-line legend; a title longer
+ * than the picture is clipped.
  *
- *   struct render_image img;
- *   render_deptree(&img, words, n, pred, gold, "sentence 3: chuliu");
- *   render_png_write("tree.png", &img, 0);
- *   render_image_free(&img);
+ * Errors: GR_EINVAL (n < 1, a NULL or empty word, a head out of range,
+ * naming which array and word), GR_ENOMEM; as core/error.h. The image is
+ * allocated by render_deptree_draw (render_image_free it).
+ *
+ *   const char *w[] = {"the", "cat", "sat"};
+ *   int32_t gold[] = {1, 2, 2}, pred[] = {1, 2, 2};
+ *   render_deptree_png("tree.png", w, 3, gold, pred, "sentence 4", 0);
  */
 #ifndef GROVE_RENDER_DEPTREE_H
 #define GROVE_RENDER_DEPTREE_H
@@ -25,26 +29,37 @@
 
 #include "render/image.h"
 
-/* colours as 0xRRGGBBAA (render_rgba) */
-#define RENDER_DEPTREE_OK 0x228B22FFu   /* predicted arc in the gold tree */
-#define RENDER_DEPTREE_BAD 0xD03030FFu  /* predicted arc not in the gold */
-#define RENDER_DEPTREE_GOLD 0x808080FFu /* gold arcs, below the words */
+#define RENDER_DEPTREE_GOLD 0x2a5ac8ffu  /* blue */
+#define RENDER_DEPTREE_RIGHT 0x1e9632ffu /* predicted = gold: green */
+#define RENDER_DEPTREE_WRONG 0xd22828ffu /* predicted != gold: red */
+#define RENDER_DEPTREE_BG 0xffffffffu
 
-/* words [n], pred [n] (or NULL: gold only), gold [n] (or NULL: no lower
- * half, every predicted arc drawn green); title may be NULL. */
-int render_deptree(struct render_image *img, const char *const *words,
-                   int32_t n, const int32_t *pred, const int32_t *gold,
-                   const char *title);
+/* Where things are, for a caller that annotates the picture and for tests. */
+struct render_deptree_layout {
+    int width, height;
+    int word_top;  /* y of the top of the word row */
+    int gold_base; /* y where gold arcs leave the words (above them) */
+    int pred_base; /* y where predicted arcs leave the words (below) */
+    int unit;      /* arc height per word of distance, pixels */
+};
 
-/* The x centre of word i, the y of the top of the words' line, and the
- * ys where arcs start above (top) and below (bottom) the words, in an
- * image drawn by render_deptree with the same arguments (for tests). */
-void render_deptree_layout(const char *const *words, int32_t n,
-                           const int32_t *pred, const int32_t *gold,
-                           const char *title, int32_t i, float *cx,
-                           float *top, float *bottom);
+/* The layout of n words; xc[n] receives each word's centre x (may be
+ * NULL). gold_span / pred_span: the longest arc (in words) above / below,
+ * 0 when there are none. */
+int render_deptree_layout(const char *const *words, int32_t n,
+                          int32_t gold_span, int32_t pred_span, float *xc,
+                          struct render_deptree_layout *out);
 
-/* How high an arc between positions i and j rises, in pixels. */
-int render_deptree_rise(int32_t i, int32_t j);
+/* Draws the sentence into *img (allocated here). gold or pred may be NULL
+ * (no arcs on that side); title may be NULL. */
+int render_deptree_draw(struct render_image *img, const char *const *words,
+                        int32_t n, const int32_t *gold, const int32_t *pred,
+                        const char *title);
+
+/* render_deptree_draw, then render/pngfile.h's atomic write (refusing an
+ * existing path unless force). */
+int render_deptree_png(const char *path, const char *const *words, int32_t n,
+                       const int32_t *gold, const int32_t *pred,
+                       const char *title, int force);
 
 #endif
