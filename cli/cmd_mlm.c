@@ -513,8 +513,8 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("tag-column", "N", "0", "CoNLL column of the POS tag: 0 = 4 "
                 "for CoNLL-X, 5 (XPOS) for CoNLL-U", &tag_column),
         CLI_INT("draw", "K", "0", "with --png: draw sentence K (1-based) as "
-                "arcs over its words, the parse above (green where right, "
-                "red where wrong), the gold below", &draw),
+                "arcs over its words, the gold above, the parse below "
+                "(green where right, red where wrong)", &draw),
         CLI_STRING("png", "FILE", NULL, "the picture of --draw", &png),
         CLI_FLAG("channels", "with a udgn --checkpoint: the channel / label "
                  "correlation of thesis Table 4.3 (the best layer and "
@@ -634,16 +634,12 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
         }
         const struct nlp_dep_sentence *s = &gold.sentences[draw - 1];
         char title[256];
-        snprintf(title, sizeof title, "sentence %d: %s%s%s (above) vs gold "
+        snprintf(title, sizeof title, "sentence %d: gold (above), %s%s%s "
                  "(below)", draw, ckpt ? rt.entry->name : baseline,
                  (base == 1 || base == 2) ? "" : ", ",
                  (base == 1 || base == 2) ? "" : nlp_dep_decoder_name(dec));
-        struct render_image img;
-        rc = render_deptree(&img, s->forms, s->n, pred + at, s->heads, title);
-        if (rc == 0) {
-            rc = render_png_write(png, &img, common.force);
-            render_image_free(&img);
-        }
+        rc = render_deptree_png(png, s->forms, s->n, s->heads, pred + at,
+                                title, common.force);
     }
     if (rc == 0) {
         struct nlp_dep_scores sc;

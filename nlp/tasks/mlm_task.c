@@ -22,6 +22,7 @@
 #include "nlp/data/treebank.h"
 #include "nlp/models/transformer.h"
 #include "nlp/models/mlm_head.h"
+#include "nlp/models/structformer.h"
 #include "nlp/models/udgn.h"
 #include "train/train.h"
 
@@ -210,6 +211,128 @@ static void tf_free(void *state)
     }
 }
 
+/* ---- the structformer row ------------------------------------------------- */
+
+static int sf_init(void **state, struct gr_ctx *ctx,
+                   const struct nlp_mlm_options *o, int32_t vocab,
+                   uint64_t seed)
+{
+    struct nlp_structformer *m = calloc(1, sizeof *m);
+    if (!m) {
+        return gr_error(GR_ENOMEM, "structformer: out of memory");
+    }
+    struct nlp_structformer_config c = nlp_structformer_config_default(vocab);
+    c.d = o->nemb;
+    c.layers = o->nlayers;
+    c.heads = o->nheads;
+    c.ffn = 4 * o->nemb;
+    c.parser_layers = o->parser_layers;
+    c.dropout = o->dropout;
+    c.dropout_attn = o->dropatt;
+    c.parser_dropout = o->parser_dropout;
+    int rc = nlp_structformer_init(m, ctx, "sf", &c, gr_rng_make(seed, 6));
+    if (rc < 0) {
+        nlp_structformer_free(m);
+        free(m);
+        return rc;
+    }
+    *state = m;
+    return 0;
+}
+
+/* ids [n, B] time-major from a batch-major host array. */
+static struct gr_tensor *time_major(struct gr_ctx *ctx, const int32_t *ids,
+                                    int64_t B, int64_t n)
+{
+    int32_t *tm = malloc((size_t)(B * n) * sizeof *tm);
+    if (!tm) {
+        gr_error(GR_ENOMEM, "mlm: out of memory");
+        return NULL;
+    }
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t t = 0; t < n; t++) {
+            tm[t * B + b] = ids[b * n + t];
+        }
+    }
+    struct gr_tensor *r =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(n, B), tm);
+    free(tm);
+    return r;
+}
+
+static int sf_loss(void *state, struct gr_ctx *ctx,
+                   const struct nlp_mlm_input *in, int training,
+                   struct gr_rng rng, struct gr_tensor **loss,
+                   int32_t *n_masked)
+{
+    int64_t B = in->B, n = in->n, N = 0;
+    *loss = NULL;
+    *n_masked = 0;
+    for (int64_t k = 0; k < B * n; k++) {
+        N += in->targets[k] >= 0;
+    }
+    if (N == 0) {
+        return 0;
+    }
+    int32_t *rows = malloc((size_t)N * sizeof *rows);
+    int32_t *tg = malloc((size_t)N * sizeof *tg);
+    if (!rows || !tg) {
+        free(rows);
+        free(tg);
+        return gr_error(GR_ENOMEM, "mlm: out of memory");
+    }
+    int64_t k = 0;
+    for (int64_t t = 0; t < n; t++) { /* flat time-major positions t·B + b */
+        for (int64_t b = 0; b < B; b++) {
+            int32_t y = in->targets[b * n + t];
+            if (y >= 0) {
+                rows[k] = (int32_t)(t * B + b);
+                tg[k++] = y;
+            }
+        }
+    }
+    struct gr_tensor *rt = gr_tensor_from_host(ctx, GR_I32, gr_shape1(N), rows);
+    struct gr_tensor *tt = gr_tensor_from_host(ctx, GR_I32, gr_shape1(N), tg);
+    free(rows);
+    free(tg);
+    struct nlp_structformer_out o;
+    int rc = nlp_structformer_forward(ctx, state, time_major(ctx, in->ids, B,
+                                                             n),
+                                      in->lens, rt, training, rng, &o);
+    if (rc < 0) {
+        return rc;
+    }
+    *loss = gr_cross_entropy(ctx, o.logits, tt, -1);
+    *n_masked = (int32_t)N;
+    return *loss ? 0 : gr_ctx_status(ctx);
+}
+
+/* H = Par (its diagonal is 0): argmax / Chu-Liu / Eisner decode it like
+ * UDGN's; StructFormer's own decoding (the highest token the root) is
+ * nlp_structformer_decode. */
+static int sf_heads(void *state, struct gr_ctx *ctx, const int32_t *ids,
+                    int32_t n, float *H)
+{
+    struct nlp_structformer_out o;
+    int rc = nlp_structformer_parse(ctx, state, time_major(ctx, ids, 1, n),
+                                    &n, &o);
+    if (rc < 0 || gr_tensor_to_host(o.head, H) < 0) {
+        return rc < 0 ? rc : gr_ctx_status(ctx);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        H[(int64_t)i * n + i] = 0.0f;
+    }
+    return 0;
+}
+
+static void sf_free(void *state)
+{
+    if (state) {
+        nlp_structformer_free(state);
+        free(state);
+    }
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 const struct nlp_mlm_model_entry nlp_mlm_models[] = {
@@ -217,6 +340,8 @@ const struct nlp_mlm_model_entry nlp_mlm_models[] = {
      udgn_init, udgn_loss, udgn_heads, free},
     {"transformer", "pre-norm Transformer encoder, sinusoidal positions, "
      "tied MLM head (no parser)", tf_init, tf_loss, NULL, tf_free},
+    {"structformer", "StructFormer (udgn.md §7): distance/height parser, "
+     "Par-gated sigmoid attention", sf_init, sf_loss, sf_heads, sf_free},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

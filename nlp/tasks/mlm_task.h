@@ -23,10 +23,11 @@
  *        diagonal 0 (dependency_parsing.md §1); NULL in the row for a model
  *        without a parser (the transformer: no UAS, depparse refused);
  *   void free(void *state).
- * Rows: udgn (nlp/models/udgn.h), transformer (nlp/models/transformer.h,
+ * Rows: udgn (nlp/models/udgn.h); transformer (nlp/models/transformer.h,
  * pre-norm with its final LayerNorm, sinusoidal positions, the tied MLM
- * head). StructFormer adds `{"structformer", "...", sf_init, sf_loss,
- * sf_heads, sf_free}` to the table in mlm_task.c.
+ * head; no parser); structformer (nlp/models/structformer.h under prefix
+ * "sf", ffn 4·nemb; heads = Par with a zero diagonal). A new model is one
+ * more `{"name", "what", init, loss, heads, free}` line in mlm_task.c.
  *
  * Data (--data DIR): a folder with ptb.train.txt (Mikolov's PTB text, one
  * sentence a line; vocabulary min count 1 by default) or a treebank (NLTK's

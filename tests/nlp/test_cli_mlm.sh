@@ -124,11 +124,17 @@ expect 2 "resume.*nemb" nlp mlm train --data "$tmp/ptb" --out "$tmp/b" --nemb 24
 expect 1 "exists" nlp mlm train --data "$tmp/ptb" --out "$tmp/a" $tiny --epochs 1
 [ -s "$tmp/a/best.ckpt" ] || fail "a refused run touched the folder"
 
-# ---- the transformer row and the ablations --------------------------------
+# ---- the transformer and structformer rows, the ablations --------------------------------
 checks=$((checks + 1))
 "$grove" nlp mlm train --model transformer --data "$tmp/ptb" --out "$tmp/t" --nemb 16 --nlayers 1 --nheads 2 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
     || fail "transformer: $(cat "$tmp/err")"
 awk -F, 'NR == 2 { exit !($4 == "" && $3 > 1) }' "$tmp/t/metrics.csv" || fail "transformer metrics: $(cat "$tmp/t/metrics.csv")"
+checks=$((checks + 1))
+"$grove" nlp mlm train --model structformer --data "$tmp/ptb" --trees "$tmp/gold.conll" --out "$tmp/sf" --nemb 16 --nlayers 1 --nheads 2 --parser-layers 1 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
+    || fail "structformer: $(cat "$tmp/err")"
+awk -F, 'NR == 2 { exit !($4 != "" && $3 > 1) }' "$tmp/sf/metrics.csv" || fail "structformer metrics: $(cat "$tmp/sf/metrics.csv")"
+expect 0 "structformer test: masked-token perplexity" nlp mlm eval --checkpoint "$tmp/sf/best.ckpt" --eval-runs 1
+expect 0 "structformer, decoder chuliu" nlp depparse --checkpoint "$tmp/sf/best.ckpt" --trees "$tmp/gold.conll"
 checks=$((checks + 1))
 "$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/abl" $tiny --epochs 1 --max-batches 2 --quiet \
     --no-nonlinear --no-gates --no-competition-sigmoid --single-channel --abs-pos 2>"$tmp/err" \
