@@ -50,16 +50,18 @@ void ppo_config_default(struct ppo_config *c)
     c->width = 128;
 }
 
-static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle"};
+static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle",
+                                           "ompn"};
+#define N_POLICIES 5
 
 const char *ppo_policy_name(enum ppo_policy p)
 {
-    return (int)p >= 0 && (int)p < 4 ? policy_names[p] : NULL;
+    return (int)p >= 0 && (int)p < N_POLICIES ? policy_names[p] : NULL;
 }
 
 int ppo_policy_from_name(const char *name)
 {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N_POLICIES; i++) {
         if (strcmp(name, policy_names[i]) == 0) {
             return i;
         }
@@ -1017,6 +1019,8 @@ static int option_start(struct ppo_trainer *t, struct actor *a,
     case PPO_POLICY_ORACLE:
         a->start[e] = target_count(b, e, &t->oracle[k]);
         return oracle_action(t, b, e, k);
+    case PPO_POLICY_OMPN: /* not this trainer's (ppo_trainer_new) */
+        break;
     }
     return 0;
 }
@@ -1891,6 +1895,10 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     int rc = ppo_config_validate(cfg);
     if (rc < 0) {
         return rc;
+    }
+    if (cfg->policy == PPO_POLICY_OMPN) {
+        return gr_error(GR_EINVAL, "policy ompn has its own trainer "
+                                   "(agents/ppo_ompn.h)");
     }
     int needs = cfg->policy == PPO_POLICY_OCN || cfg->policy == PPO_POLICY_MOE;
     if (needs && n_paths < 1) {
