@@ -156,6 +156,17 @@ int compile_decode(struct compile_model *m, const int32_t *idx,
                    const float *val, int64_t M, int nz, const float *z,
                    float *probs);
 
+/* One step of the first segment's encoder online (segment 0: no mask),
+ * for playing a segment (agents/ppo_compile.h): E rows of sparse
+ * observations idx/val [E, nz] and the action taken there action [E], the
+ * LSTM state h, c [E, d] (host, zeros at a segment's start; updated in
+ * place) -> logit [E], the boundary logit ℓ at this position. Records
+ * nothing. */
+int compile_boundary_step(struct compile_model *m, const int32_t *idx,
+                          const float *val, int64_t E, int nz,
+                          const int32_t *action, float *h, float *c,
+                          float *logit);
+
 /* The model as a policy behaviour cloning trains: no options (nmi
  * empty), no greedy returns (the decoder needs a latent that only a whole
  * demonstration gives). */

@@ -51,8 +51,8 @@ void ppo_config_default(struct ppo_config *c)
 }
 
 static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle",
-                                           "ompn"};
-#define N_POLICIES 5
+                                           "ompn", "compile"};
+#define N_POLICIES 6
 
 const char *ppo_policy_name(enum ppo_policy p)
 {
@@ -1020,6 +1020,7 @@ static int option_start(struct ppo_trainer *t, struct actor *a,
         a->start[e] = target_count(b, e, &t->oracle[k]);
         return oracle_action(t, b, e, k);
     case PPO_POLICY_OMPN: /* not this trainer's (ppo_trainer_new) */
+    case PPO_POLICY_COMPILE:
         break;
     }
     return 0;
@@ -1896,9 +1897,11 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     if (rc < 0) {
         return rc;
     }
-    if (cfg->policy == PPO_POLICY_OMPN) {
-        return gr_error(GR_EINVAL, "policy ompn has its own trainer "
-                                   "(agents/ppo_ompn.h)");
+    if (cfg->policy == PPO_POLICY_OMPN || cfg->policy == PPO_POLICY_COMPILE) {
+        return gr_error(GR_EINVAL, "policy %s has its own trainer "
+                                   "(agents/ppo_%s.h)",
+                        ppo_policy_name(cfg->policy),
+                        ppo_policy_name(cfg->policy));
     }
     int needs = cfg->policy == PPO_POLICY_OCN || cfg->policy == PPO_POLICY_MOE;
     if (needs && n_paths < 1) {

@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "agents/compile.h"
+#include "agents/ppo.h"
 #include "kernels/tensor.h"
 
 /* z, mu [M, d], log_std [1, d] -> [M, 1] log-densities, on the tape. */
@@ -38,5 +40,51 @@ double ppo_gauss_logp_host(const float *z, const float *mu,
  * even. */
 void ppo_gauss_sample(const float *mu, const float *log_std, int d,
                       uint64_t key, uint64_t *counter, float *z);
+
+/* ---- the trainer --------------------------------------------------------
+
+ * The controller C' (new, feed-forward: it reads the observation only):
+ *   u = tanh(W_1 x + b_1) (width w, the sparse first layer of the OCN);
+ *   μ = W_μ u + b_μ  [G·d] (a mean latent for each of the G compILE
+ *   models), the model logits W_k u + b_k [G] (S2: which model's decoder;
+ *   absent for G = 1), V = w_v u + b_v, log σ a learned vector [d] (init 0:
+ *   σ = 1, compILE's prior). A decision samples k ~ Cat, z ~ N(μ_k, σ²)
+ *   (evaluation: argmax and μ) with log-probability log Cat(k) + log
+ *   N(z; μ_k, σ²). Parameters "ctl.*"; the compILE models are frozen (in
+ *   their own contexts, never trained).
+ *
+ * A segment: the chosen model's decoder acts, a ~ π(·| x, z) (argmax in
+ * evaluation), while its boundary encoder (compile_boundary_step) reads
+ * (x, a) from a zero state at the segment's start; at a step t ≥ 1 of the
+ * segment where σ(ℓ_t) > 0.5 the segment ends before acting there and C'
+ * decides at that same observation (hard execution as ocn.md §7; the 0.5
+ * threshold is grove's choice: compILE's boundary logits are normalised
+ * over a whole demonstration, which an agent acting online does not
+ * have). SMDP GAE over decisions (ppo_smdp_gae); a truncated episode ends
+ * its decision as a termination (no bootstrap). Rollouts count decisions
+ * (num_steps per world, each world waits at its next decision point). */
+
+#define PPO_COMPILE_MAX_MODELS 4
+
+struct ppo_compile;
+
+/* From the compILE BC checkpoints paths[0..n) (1..4; the same hidden size
+ * and world; another kind is GR_EFORMAT naming the file). */
+int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
+                    const struct ppo_config *cfg, const char *const *paths,
+                    int n_paths);
+void ppo_compile_free(struct ppo_compile *t);
+const struct craft_config *ppo_compile_world(const struct ppo_compile *t);
+int64_t ppo_compile_global_step(const struct ppo_compile *t);
+int ppo_compile_n_models(const struct ppo_compile *t);
+int ppo_compile_iteration(struct ppo_compile *t, struct ppo_stats *st);
+/* trace option = the model index (0 for G = 1), decided 1 where C'
+ * decided. */
+int ppo_compile_evaluate(struct ppo_compile *t, int episodes,
+                         uint64_t base_seed, struct ppo_eval *out,
+                         const struct ppo_trace *trace);
+char *ppo_compile_checkpoint_config(const struct ppo_compile *t);
+int ppo_compile_save(struct ppo_compile *t, const char *path, int force);
+int ppo_compile_load(struct ppo_compile *t, const char *path);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agents/ppo.h"
+#include "agents/ppo_compile.h"
 #include "agents/ppo_ompn.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -122,60 +123,76 @@ static int write_eval_replay(const char *path, const struct craft_config *w,
 struct ppo_any {
     struct ppo_trainer *p;
     struct ppo_ompn *o;
+    struct ppo_compile *c;
 };
 
 static int64_t any_global_step(const struct ppo_any *t)
 {
-    return t->o != NULL ? ppo_ompn_global_step(t->o) : ppo_global_step(t->p);
+    return t->c != NULL   ? ppo_compile_global_step(t->c)
+           : t->o != NULL ? ppo_ompn_global_step(t->o)
+                          : ppo_global_step(t->p);
 }
 
 static int any_iteration(struct ppo_any *t, struct ppo_stats *st)
 {
-    return t->o != NULL ? ppo_ompn_iteration(t->o, st)
-                        : ppo_iteration(t->p, st);
+    return t->c != NULL   ? ppo_compile_iteration(t->c, st)
+           : t->o != NULL ? ppo_ompn_iteration(t->o, st)
+                          : ppo_iteration(t->p, st);
 }
 
 static int any_evaluate(struct ppo_any *t, int episodes, uint64_t seed,
                         struct ppo_eval *ev, const struct ppo_trace *tr)
 {
-    return t->o != NULL ? ppo_ompn_evaluate(t->o, episodes, seed, ev, tr)
-                        : ppo_evaluate(t->p, episodes, seed, ev, tr);
+    return t->c != NULL   ? ppo_compile_evaluate(t->c, episodes, seed, ev, tr)
+           : t->o != NULL ? ppo_ompn_evaluate(t->o, episodes, seed, ev, tr)
+                          : ppo_evaluate(t->p, episodes, seed, ev, tr);
 }
 
 static int any_save(struct ppo_any *t, const char *path, int force)
 {
-    return t->o != NULL ? ppo_ompn_save(t->o, path, force)
-                        : ppo_save(t->p, path, force);
+    return t->c != NULL   ? ppo_compile_save(t->c, path, force)
+           : t->o != NULL ? ppo_ompn_save(t->o, path, force)
+                          : ppo_save(t->p, path, force);
 }
 
 static int any_load(struct ppo_any *t, const char *path)
 {
-    return t->o != NULL ? ppo_ompn_load(t->o, path) : ppo_load(t->p, path);
+    return t->c != NULL   ? ppo_compile_load(t->c, path)
+           : t->o != NULL ? ppo_ompn_load(t->o, path)
+                          : ppo_load(t->p, path);
 }
 
 static const struct craft_config *any_world(const struct ppo_any *t)
 {
-    return t->o != NULL ? ppo_ompn_world(t->o) : ppo_world(t->p);
+    return t->c != NULL   ? ppo_compile_world(t->c)
+           : t->o != NULL ? ppo_ompn_world(t->o)
+                          : ppo_world(t->p);
 }
 
 static char *any_config(const struct ppo_any *t)
 {
-    return t->o != NULL ? ppo_ompn_checkpoint_config(t->o)
-                        : ppo_checkpoint_config(t->p);
+    return t->c != NULL   ? ppo_compile_checkpoint_config(t->c)
+           : t->o != NULL ? ppo_ompn_checkpoint_config(t->o)
+                          : ppo_checkpoint_config(t->p);
 }
 
 static void any_free(struct ppo_any *t)
 {
     ppo_trainer_free(t->p);
     ppo_ompn_free(t->o);
+    ppo_compile_free(t->c);
     t->p = NULL;
     t->o = NULL;
+    t->c = NULL;
 }
 
-/* options in the replay: the pool's, or the actions for OMPN */
+/* options in the replay: the pool's, the actions for OMPN, the models
+ * for compILE */
 static int any_n_options(struct ppo_any *t)
 {
-    return t->o != NULL ? CRAFT_N_ACTIONS : ppo_model(t->p)->cfg.n_options;
+    return t->c != NULL   ? ppo_compile_n_models(t->c)
+           : t->o != NULL ? CRAFT_N_ACTIONS
+                          : ppo_model(t->p)->cfg.n_options;
 }
 
 static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
@@ -200,22 +217,25 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    "checkpoint); several are concatenated in the order given "
                    "(S2); needed by --policy ocn and moe",
                    &options_text),
-        CLI_STRING("init", "FILE", NULL,
+        CLI_STRING("init", "FILE[,FILE...]", NULL,
                    "--policy ompn: the OMPN behaviour-cloning checkpoint "
                    "(grove train bc --model ompn) the whole network "
-                   "fine-tunes from",
+                   "fine-tunes from; --policy compile: the compILE "
+                   "checkpoints whose decoders a new controller drives "
+                   "(several: S2, it also picks the model)",
                    &init),
         CLI_STRING_REQUIRED("task", "TASK", "the fine-tuning task, e.g. DCA",
                             &task),
         CLI_STRING("reward", "dense|sparse", "dense",
                    "the reward (docs/craft.md)",
                    &reward),
-        CLI_STRING("policy", "ocn|moe|flat|oracle|ompn", "ocn",
+        CLI_STRING("policy", "ocn|moe|flat|oracle|ompn|compile", "ocn",
                    "ocn: a decision when the option ends; moe: a decision "
                    "every step; flat: a recurrent policy over the actions "
                    "from scratch; oracle: the expert per subtask as options "
                    "(no --options); ompn: OMPN as a recurrent policy over "
-                   "the actions from its BC weights (--init); "
+                   "the actions from its BC weights (--init); compile: "
+                   "a controller of compILE latents (--init); "
                    "docs/models.md",
                    &policy),
         CLI_INT("total-timesteps", "N", "2000000",
@@ -280,7 +300,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     int pol = ppo_policy_from_name(policy);
     if (pol < 0) {
         return cli_usage_error(cmd, "--policy '%s' is not ocn, moe, flat, "
-                                    "oracle or ompn",
+                                    "oracle, ompn or compile",
                                policy);
     }
     int rw = craft_reward_from_name(reward);
@@ -300,16 +320,33 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     if (!needs && options_text != NULL) {
         return cli_usage_error(cmd, "--policy %s takes no --options", policy);
     }
-    int is_ompn = pol == PPO_POLICY_OMPN;
+    int is_ompn = pol == PPO_POLICY_OMPN || pol == PPO_POLICY_COMPILE;
     if (is_ompn && init == NULL) {
-        return cli_usage_error(cmd, "--policy ompn needs --init FILE (an "
-                                    "OMPN checkpoint of grove train bc "
-                                    "--model ompn)");
+        return cli_usage_error(cmd, "--policy %s needs --init FILE (a "
+                                    "checkpoint of grove train bc --model "
+                                    "%s)",
+                               policy, policy);
     }
     if (!is_ompn && init != NULL) {
-        return cli_usage_error(cmd, "--init is for --policy ompn; --policy "
-                                    "%s takes --options",
+        return cli_usage_error(cmd, "--init is for --policy ompn and "
+                                    "compile; --policy %s takes --options",
                                policy);
+    }
+    char ilist[4096];
+    char *ipaths[PPO_MAX_SOURCES];
+    int n_ipaths = 0;
+    if (init != NULL) {
+        if (strlen(init) >= sizeof ilist) {
+            return cli_usage_error(cmd, "--init is too long");
+        }
+        snprintf(ilist, sizeof ilist, "%s", init);
+        n_ipaths = cli_split_list(ilist, ipaths, PPO_MAX_SOURCES);
+        int most = pol == PPO_POLICY_OMPN ? 1 : PPO_COMPILE_MAX_MODELS;
+        if (n_ipaths < 1 || n_ipaths > most) {
+            return cli_usage_error(cmd, "--init '%s': 1..%d files for "
+                                        "--policy %s",
+                                   init, most, policy);
+        }
     }
     if (eval_every < 1 || eval_episodes < 1 || eval_episodes > 65535) {
         return cli_usage_error(cmd, "--eval-every >= 1, --eval-episodes in "
@@ -381,8 +418,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         if (!writer) {
             return CLI_EXIT_USAGE;
         }
-        return cli_usage_error(cmd, "--policy ompn runs in one process (no "
-                                    "mpirun)");
+        return cli_usage_error(cmd, "--policy %s runs in one process (no "
+                                    "mpirun)",
+                               policy);
     }
     if (!writer) {
         common.quiet = 1;
@@ -393,9 +431,10 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
             return rc;
         }
     }
-    if (init != NULL &&
-        (rc = cli_need_path(cmd, "--init", init)) != CLI_CONTINUE) {
-        return rc;
+    for (int i = 0; i < n_ipaths; i++) {
+        if ((rc = cli_need_path(cmd, "--init", ipaths[i])) != CLI_CONTINUE) {
+            return rc;
+        }
     }
     struct train_run_spec spec = train_run_spec_default();
     spec.dir = common.out;
@@ -409,11 +448,14 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     /* the trainer first: a bad options' file fails before the run folder */
     struct gr_ctx *ctx = NULL;
-    struct ppo_any t = {NULL, NULL};
+    struct ppo_any t = {NULL, NULL, NULL};
     rc = new_ctx(&common, &ctx);
     if (rc == 0) {
         rc = pol == PPO_POLICY_OMPN
-                 ? ppo_ompn_new(&t.o, ctx, &pc, init)
+                 ? ppo_ompn_new(&t.o, ctx, &pc, ipaths[0])
+             : pol == PPO_POLICY_COMPILE
+                 ? ppo_compile_new(&t.c, ctx, &pc,
+                                   (const char *const *)ipaths, n_ipaths)
                  : ppo_trainer_new(&t.p, ctx, &pc,
                                    (const char *const *)paths, n_paths);
     }
@@ -432,7 +474,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         /* the options bring their world; --n-each only states it */
         char asked[32];
         snprintf(asked, sizeof asked, "--n-each %d", n_each);
-        rc = cli_check_file_world(cmd, init != NULL ? init : paths[0],
+        rc = cli_check_file_world(cmd, init != NULL ? ipaths[0] : paths[0],
                                   any_world(&t), n_each, asked);
         if (rc != 0) {
             any_free(&t);
@@ -522,7 +564,14 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                     !tr.decided)) {
         rc = gr_error(GR_ENOMEM, "out of memory for the evaluation trace");
     }
-    if (rc == 0 && !common.quiet && t.o != NULL) {
+    if (rc == 0 && !common.quiet && t.c != NULL) {
+        fprintf(stderr, "PPO compile on %s (%s reward): a controller of "
+                        "latents over %d compILE decoder(s), %d worlds x %d "
+                        "decisions, on %s%s\n",
+                tk.name, reward, ppo_compile_n_models(t.c), num_envs,
+                num_steps, gr_device_name(gr_ctx_device(ctx)),
+                resume ? " (resumed)" : "");
+    } else if (rc == 0 && !common.quiet && t.o != NULL) {
         struct ompn_model *m = ppo_ompn_model(t.o);
         fprintf(stderr, "PPO ompn on %s (%s reward): OMPN of %d slots, d = "
                         "%d, fine-tuned whole from %s, %d worlds x %d "

@@ -14,6 +14,7 @@
  *         model's latents than with the other's, and decoding model A's z
  *         with B's decoder gives other action distributions than with A's
  *         (mean total variation). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@
 
 #include "agents/bc.h"
 #include "agents/compile.h"
+#include "agents/ompn.h"
+#include "kernels/checkpoint.h"
 #include "agents/ppo_compile.h"
 #include "core/error.h"
 #include "kernels/ops.h"
@@ -357,9 +360,178 @@ static void test_latents(void)
     gr_ctx_free(cr);
 }
 
+/* A tiny compILE BC checkpoint (random weights) in the S1 world. */
+static int write_bc(const char *path, uint64_t seed, float boundary_bias)
+{
+    struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
+    struct compile_config c;
+    compile_config_default(&c);
+    c.hidden = 8;
+    c.n_tasks = 2;
+    strcpy(c.task_names[0], "AC");
+    strcpy(c.task_names[1], "CD");
+    struct compile_model m;
+    int rc = compile_model_init(&m, ctx, &c, seed);
+    if (rc == 0 && boundary_bias != 0.0f) {
+        rc = gr_tensor_set_host(gr_ctx_find(ctx, "cmp.b2.bias"),
+                                &boundary_bias);
+    }
+    char text[4096];
+    int n = rc == 0 ? compile_config_format(&c, text, sizeof text) : -1;
+    struct craft_config w;
+    craft_config_default(&w);
+    w.n_each = 4;
+    if (n > 0 && bc_world_format(&w, text + n, sizeof text - (size_t)n) >= 0) {
+        rc = gr_checkpoint_save(ctx, path, text, GR_CKPT_PARAMS, 1);
+    } else {
+        rc = -1;
+    }
+    gr_ctx_free(ctx);
+    return rc;
+}
+
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    return b;
+}
+
+/* A short run over one model (S1) and two (S2: C' also picks the model),
+ * stop-and-resume = straight byte for byte, a deterministic evaluation,
+ * an OMPN checkpoint refused. */
+static void test_run(const char *dir, int G)
+{
+    char p0[512], p1[512], mid[512], straight[512], resumed[512];
+    snprintf(p0, sizeof p0, "%s/c0.ckpt", dir);
+    snprintf(p1, sizeof p1, "%s/c1.ckpt", dir);
+    snprintf(mid, sizeof mid, "%s/mid.ckpt", dir);
+    snprintf(straight, sizeof straight, "%s/straight.ckpt", dir);
+    snprintf(resumed, sizeof resumed, "%s/resumed.ckpt", dir);
+    /* G = 1: a boundary that never fires (segments end with the episode);
+     * G = 2: one that always fires (a decision every frame) and a random
+     * one */
+    CHECK(write_bc(p0, 3, G == 1 ? -50.0f : 50.0f) == 0);
+    CHECK(write_bc(p1, 4, 0.0f) == 0);
+    const char *paths[2] = {p0, p1};
+    struct ppo_config c;
+    ppo_config_default(&c);
+    c.policy = PPO_POLICY_COMPILE;
+    snprintf(c.task, sizeof c.task, "DCA");
+    c.num_envs = 4;
+    c.num_steps = 8;
+    c.num_minibatches = 2;
+    c.update_epochs = 2;
+    c.width = 16;
+    c.total_timesteps = 4000;
+    c.seed = 7;
+    struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
+    struct ppo_compile *t = NULL;
+    CHECK_MSG(ppo_compile_new(&t, ctx, &c, paths, G) == 0, "%s",
+              gr_last_error());
+    if (t == NULL) {
+        gr_ctx_free(ctx);
+        return;
+    }
+    CHECK(ppo_compile_n_models(t) == G);
+    struct ppo_stats s[4];
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) {
+            CHECK(ppo_compile_save(t, mid, 1) == 0);
+        }
+        CHECK_MSG(ppo_compile_iteration(t, &s[i]) == 0, "%s", gr_last_error());
+        CHECK(isfinite(s[i].policy_loss) && isfinite(s[i].value_loss));
+        CHECK(s[i].decisions == 32 && s[i].frames >= 32);
+        CHECK(s[i].mean_option_duration >= 1.0);
+    }
+    CHECK(s[0].approx_kl < 0.05); /* acting's log-probabilities = the update's */
+    if (G == 1) {
+        /* one segment per episode: a decision only at an episode's start */
+        CHECK_MSG(s[3].mean_option_duration > 8.0, "%.2f frames a segment",
+                  s[3].mean_option_duration);
+        CHECK(s[3].episodes == 0 || s[3].decisions_per_episode <= 1.0 + 1e-9);
+    }
+    CHECK(ppo_compile_save(t, straight, 1) == 0);
+    struct ppo_eval e1, e2;
+    int16_t opt[6 * 64];
+    struct ppo_trace tr = {0};
+    tr.option = opt;
+    memset(opt, -1, sizeof opt);
+    CHECK(ppo_compile_evaluate(t, 6, PPO_EVAL_SEED, &e1, &tr) == 0);
+    CHECK(ppo_compile_evaluate(t, 6, PPO_EVAL_SEED, &e2, NULL) == 0);
+    CHECK(e1.mean_return == e2.mean_return && e1.mean_length == e2.mean_length);
+    CHECK(e1.decisions_per_episode >= 1.0);
+    CHECK(opt[0] >= 0 && opt[0] < G);
+    ppo_compile_free(t);
+    gr_ctx_free(ctx);
+    ctx = tu_ctx(GR_DEVICE_CPU);
+    t = NULL;
+    CHECK(ppo_compile_new(&t, ctx, &c, paths, G) == 0);
+    CHECK_MSG(ppo_compile_load(t, mid) == 0, "%s", gr_last_error());
+    for (int i = 2; i < 4; i++) {
+        struct ppo_stats r;
+        CHECK(ppo_compile_iteration(t, &r) == 0);
+        CHECK(r.policy_loss == s[i].policy_loss && r.frames == s[i].frames);
+    }
+    CHECK(ppo_compile_save(t, resumed, 1) == 0);
+    size_t na = 0, nb = 0;
+    unsigned char *fa = slurp(straight, &na), *fb = slurp(resumed, &nb);
+    CHECK_MSG(fa != NULL && fb != NULL && na == nb && memcmp(fa, fb, na) == 0,
+              "resumed checkpoint differs from the straight run's");
+    free(fa);
+    free(fb);
+    ppo_compile_free(t);
+    gr_ctx_free(ctx);
+    printf("compILE PPO, %d model(s): 4 iterations, %.1f frames a segment, "
+           "resume byte-identical, eval return %.3f\n",
+           G, s[3].mean_option_duration, e1.mean_return);
+    if (G == 1) {
+        /* an OMPN checkpoint is not a compILE one */
+        char om[512];
+        snprintf(om, sizeof om, "%s/ompn.ckpt", dir);
+        struct gr_ctx *oc = tu_ctx(GR_DEVICE_CPU);
+        struct ompn_config cfg;
+        ompn_config_default(&cfg);
+        cfg.hidden = 8;
+        cfg.n_tasks = 1;
+        strcpy(cfg.task_names[0], "AC");
+        struct ompn_model m;
+        char text[2048];
+        CHECK(ompn_model_init(&m, oc, &cfg, 1) == 0);
+        CHECK(ompn_config_format(&cfg, text, sizeof text) > 0);
+        CHECK(gr_checkpoint_save(oc, om, text, GR_CKPT_PARAMS, 1) == 0);
+        gr_ctx_free(oc);
+        ctx = tu_ctx(GR_DEVICE_CPU);
+        const char *bad[1] = {om};
+        t = NULL;
+        CHECK(ppo_compile_new(&t, ctx, &c, bad, 1) == GR_EFORMAT && t == NULL);
+        CHECK_STR_CONTAINS(gr_last_error(), "not a compILE checkpoint");
+        gr_ctx_free(ctx);
+    }
+}
+
 int main(void)
 {
+    char dir[] = "/tmp/grove_compile_ppo_XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        return 1;
+    }
     test_gauss();
     test_latents();
+    test_run(dir, 1);
+    test_run(dir, 2);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", dir);
+    }
     return test_report("agents_compile_ppo");
 }
