@@ -360,7 +360,7 @@ static int update(struct ppo_ompn *t, struct ppo_stats *st)
     }
     st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
     double frac = 1.0;
-    if (t->cfg.anneal_lr) {
+    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
         int64_t before = t->global_step - st->frames;
         frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
         frac = frac < 0.0 ? 0.0 : frac;

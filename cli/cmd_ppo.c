@@ -240,7 +240,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    &policy),
         CLI_INT("total-timesteps", "N", "2000000",
                 "frames of the run (the learning rate decays to 0 over "
-                "them)",
+                "them); 0 writes the initial model and stops",
                 &total),
         CLI_INT("num-envs", "N", "16",
                 "parallel worlds, all processes together (under mpirun -np "
@@ -689,6 +689,18 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     train_signals_restore();
     gr_progress_finish(&prog);
+    /* --total-timesteps 0 (issue 21): the initial model as best.ckpt and
+     * last.ckpt, nothing evaluated, no metrics row */
+    int initial_only = rc == 0 && total == 0 && !resume;
+    if (initial_only) {
+        rc = gr_tensor_set_host(best_t, best);
+        if (rc == 0) {
+            rc = any_save(&t, run.path_best, 1);
+        }
+        if (rc == 0) {
+            rc = any_save(&t, run.path_last, 1);
+        }
+    }
     if (rc < 0) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", gr_last_error());
@@ -719,6 +731,11 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     if (!writer) {
         return CLI_EXIT_OK; /* process 0 reports */
+    }
+    if (initial_only) {
+        printf("wrote the initial model to %s/best.ckpt and last.ckpt\n",
+               common.out);
+        return CLI_EXIT_OK;
     }
     double secs = gr_now_seconds() - t0;
     char dur[32];
