@@ -1012,10 +1012,13 @@ static int load_model(struct ppo_compile *t, int g, const char *path)
     int is_ppo = strstr(text, "ppo_policy ") != NULL;
     free(text);
     if (rc < 0 || is_ppo) {
+        char why[512] = "";
+        if (rc < 0) {
+            snprintf(why, sizeof why, ": %s", gr_last_error());
+        }
         return gr_error(GR_EFORMAT, "%s: not a compILE checkpoint (train bc "
-                                    "--model compile)%s%s",
-                        path, rc < 0 ? ": " : "",
-                        rc < 0 ? gr_last_error() : "");
+                                    "--model compile)%s",
+                        path, why);
     }
     if (rw < 0) {
         return gr_error_wrap(rw, "%s", path);
