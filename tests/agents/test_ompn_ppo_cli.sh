@@ -41,14 +41,14 @@ ok train bc --tasks AC,CD --hidden 16 --width 16 --demos-per-task 40 \
     --batch 16 --updates 2 --eval-every 2 --return-every 2 \
     --return-episodes 2 $cpu --out "$tmp/ocn"
 
-run="--policy ompn --init $tmp/bc/best.ckpt --task DCA --total-timesteps 3072 --num-envs 4 --num-steps 32 --eval-every 1 --eval-episodes 4 $cpu"
+run="--policy ompn --init $tmp/bc/best.ckpt --task DCA --total-timesteps 1536 --num-envs 4 --num-steps 32 --eval-every 1 --eval-episodes 4 $cpu"
 ok train ppo $run --out "$tmp/straight"
 for f in command config metrics.csv curves.png eval.replay best.ckpt last.ckpt; do
     [ -s "$tmp/straight/$f" ] || fail "run folder lacks $f"
 done
 checks=$((checks + 1))
-[ "$(wc -l <"$tmp/straight/metrics.csv")" -eq 25 ] ||
-    fail "metrics.csv: $(wc -l <"$tmp/straight/metrics.csv") lines, want 25"
+[ "$(wc -l <"$tmp/straight/metrics.csv")" -eq 13 ] ||
+    fail "metrics.csv: $(wc -l <"$tmp/straight/metrics.csv") lines, want 13"
 grep -q '^kind ompn$' "$tmp/straight/config" || fail "config lacks 'kind ompn'"
 grep -q '^tasks DCA$' "$tmp/straight/config" || fail "config lacks the task"
 ok replay verify "$tmp/straight/eval.replay"

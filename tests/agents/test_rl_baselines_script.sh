@@ -11,7 +11,7 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-args=(--size smoke --methods ompn,compile --jobs 2 --device cpu)
+args=(--size smoke --methods ompn,compile --frames 600 --jobs 2 --device cpu)
 bash "$rl" "$grove" "$tmp/rl" "${args[@]}" >"$tmp/out" 2>"$tmp/err" || { fail "rl.sh failed"; cat "$tmp/err"; }
 md=$tmp/rl/results.md
 for m in ompn compile; do
