@@ -277,7 +277,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 "state size of a flat/oracle controller (ocn/moe: the "
                 "options')",
                 &hidden),
-        CLI_INT("width", "W", "128", "MLP width, idem", &width),
+        CLI_INT("width", "W", "128",
+                "MLP width, idem; --policy compile: its controller's width",
+                &width),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive (flat/oracle: default 4 for "
                 "S1/S2 tasks (docs/ocn/ppo.md), else 1; ocn/moe: the options' "
