@@ -460,6 +460,25 @@ static void test_run(const char *dir, int G)
         CHECK(s[3].episodes == 0 || s[3].decisions_per_episode <= 1.0 + 1e-9);
     }
     CHECK(ppo_compile_save(t, straight, 1) == 0);
+    {
+        /* acting's log-probabilities = the update's: one epoch of one
+         * minibatch measures the ratio before any step */
+        struct ppo_config c1 = c;
+        c1.update_epochs = 1;
+        c1.num_minibatches = 1;
+        struct gr_ctx *c1x = tu_ctx(GR_DEVICE_CPU);
+        struct ppo_compile *t1 = NULL;
+        struct ppo_stats one;
+        CHECK(ppo_compile_new(&t1, c1x, &c1, paths, G) == 0);
+        CHECK(t1 != NULL && ppo_compile_iteration(t1, &one) == 0);
+        CHECK_MSG(fabs(one.old_approx_kl) < 1e-5 && one.approx_kl < 1e-7 &&
+                      one.clipfrac == 0.0,
+                  "ratio not 1 before the first step: old_approx_kl %.3g, "
+                  "approx_kl %.3g",
+                  one.old_approx_kl, one.approx_kl);
+        ppo_compile_free(t1);
+        gr_ctx_free(c1x);
+    }
     struct ppo_eval e1, e2;
     int16_t opt[6 * 64];
     struct ppo_trace tr = {0};

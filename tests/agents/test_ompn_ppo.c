@@ -331,6 +331,25 @@ static void test_run_and_resume(const char *dir)
     free(fb);
     ppo_ompn_free(t);
     gr_ctx_free(ctx);
+    /* acting's log-probabilities = the update's: with one epoch of one
+     * minibatch the ratio is measured before any step, so it is 1 */
+    {
+        struct ppo_config c1 = c;
+        c1.update_epochs = 1;
+        c1.num_minibatches = 1;
+        struct gr_ctx *c1x = tu_ctx(GR_DEVICE_CPU);
+        struct ppo_ompn *t1 = NULL;
+        struct ppo_stats one;
+        CHECK(ppo_ompn_new(&t1, c1x, &c1, bc) == 0);
+        CHECK(t1 != NULL && ppo_ompn_iteration(t1, &one) == 0);
+        CHECK_MSG(fabs(one.old_approx_kl) < 1e-5 && one.approx_kl < 1e-7 &&
+                      one.clipfrac == 0.0,
+                  "ratio not 1 before the first step: old_approx_kl %.3g, "
+                  "approx_kl %.3g",
+                  one.old_approx_kl, one.approx_kl);
+        ppo_ompn_free(t1);
+        gr_ctx_free(c1x);
+    }
     /* a task the BC model never saw: a fresh task row, still runs */
     small(&c, "DCA");
     ctx = tu_ctx(GR_DEVICE_CPU);
