@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agents/bc.h"
+#include "agents/demos.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/checkpoint.h"
@@ -112,6 +113,7 @@ struct ppo_compile {
     int G, d, w, O, A, E, S;
     struct gr_ctx *mctx[PPO_COMPILE_MAX_MODELS];
     struct compile_model cm[PPO_COMPILE_MAX_MODELS];
+    float theta[PPO_COMPILE_MAX_MODELS]; /* boundary thresholds */
     char sources[PPO_COMPILE_MAX_MODELS][512];
     struct gr_tensor *wx, *b1, *wmu, *bmu, *wk, *bk, *vw, *vb, *log_std;
     struct gr_optim *optim;
@@ -381,8 +383,8 @@ static int frame(struct ppo_compile *t, struct cactor *a,
         if (!sel[e]) {
             continue;
         }
-        if (a->seg_len[e] >= 1 && a->logit[e] > 0.0f) {
-            a->ask[e] = 1; /* σ(ℓ) > 0.5: the segment ends before t */
+        if (a->seg_len[e] >= 1 && a->logit[e] >= t->theta[a->model[e]]) {
+            a->ask[e] = 1; /* ℓ ≥ θ: the segment ends before t */
         } else {
             memcpy(a->h + (size_t)e * d, a->h2 + (size_t)e * d, (size_t)d * 4);
             memcpy(a->c + (size_t)e * d, a->c2 + (size_t)e * d, (size_t)d * 4);
@@ -1050,6 +1052,89 @@ static int load_model(struct ppo_compile *t, int g, const char *path)
     return rc;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* θ of model g: the median over expert demonstrations of its training
+ * tasks (PPO_COMPILE_CALIB_DEMOS per task, seed 1) of the largest online
+ * boundary logit ℓ_t, t = 1 … T−1, of the first segment's encoder run
+ * from the demonstration's start: the level compILE's inferred first
+ * boundary reaches, so the online rule fires where compILE would place
+ * one, about as often. */
+#define PPO_COMPILE_CALIB_DEMOS 32
+static int calibrate(struct ppo_compile *t, int g)
+{
+    struct compile_model *m = &t->cm[g];
+    struct craft_task tasks[OCN_MAX_TASKS];
+    int n_tasks = m->cfg.n_tasks, rc = 0;
+    for (int i = 0; i < n_tasks && rc == 0; i++) {
+        rc = craft_task_parse(m->cfg.task_names[i], &tasks[i]);
+    }
+    if (rc < 0 || n_tasks < 1) {
+        return gr_error(GR_EFORMAT, "%s: the model's training tasks",
+                        t->sources[g]);
+    }
+    struct craft_config w = t->world;
+    struct demo_set ds;
+    memset(&ds, 0, sizeof ds);
+    rc = demo_set_generate(&ds, &w, tasks, n_tasks, PPO_COMPILE_CALIB_DEMOS,
+                           1, NULL, NULL);
+    if (rc < 0) {
+        return gr_error_wrap(rc, "%s: calibration demonstrations",
+                             t->sources[g]);
+    }
+    const int n = (int)ds.n, d = t->d;
+    struct demo_batch b;
+    memset(&b, 0, sizeof b);
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    float *h = calloc((size_t)n * d, 4), *c = calloc((size_t)n * d, 4);
+    float *lg = malloc((size_t)n * 4), *peak = malloc((size_t)n * 4);
+    if (ids == NULL || h == NULL || c == NULL || lg == NULL || peak == NULL) {
+        rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        ids[i] = i;
+        peak[i] = -INFINITY;
+    }
+    if (rc == 0) {
+        rc = demo_batch_build(&b, &ds, ids, n);
+    }
+    for (int s = 0; rc == 0 && s < b.T; s++) {
+        int64_t r0 = b.row_off[s];
+        int act = b.active[s]; /* a prefix: lengths are non-increasing */
+        rc = compile_boundary_step(m, b.idx + r0 * b.nz, b.val + r0 * b.nz,
+                                   act, b.nz, b.action + r0, h, c, lg);
+        for (int j = 0; rc == 0 && s >= 1 && j < act; j++) {
+            peak[j] = lg[j] > peak[j] ? lg[j] : peak[j];
+        }
+    }
+    int k = 0;
+    for (int j = 0; rc == 0 && j < b.B; j++) {
+        if (b.len[j] >= 2) {
+            peak[k++] = peak[j];
+        }
+    }
+    if (rc == 0) {
+        if (k == 0) {
+            t->theta[g] = 0.0f;
+        } else {
+            qsort(peak, (size_t)k, sizeof *peak, cmp_float);
+            t->theta[g] = peak[k / 2];
+        }
+    }
+    free(ids);
+    free(h);
+    free(c);
+    free(lg);
+    free(peak);
+    demo_batch_free(&b);
+    demo_set_free(&ds);
+    return rc;
+}
+
 int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
                     const struct ppo_config *cfg, const char *const *paths,
                     int n_paths)
@@ -1078,6 +1163,13 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         snprintf(t->sources[g], sizeof t->sources[g], "%s", paths[g]);
         t->G = g + 1;
         rc = load_model(t, g, paths[g]);
+    }
+    if (rc < 0) {
+        ppo_compile_free(t);
+        return rc;
+    }
+    for (int g = 0; g < t->G && rc == 0; g++) {
+        rc = calibrate(t, g); /* in the models' own world */
     }
     if (rc < 0) {
         ppo_compile_free(t);
@@ -1200,6 +1292,10 @@ char *ppo_compile_checkpoint_config(const struct ppo_compile *t)
     int n = snprintf(text, cap, "kind compile_controller\nmodels %d\nhidden "
                                 "%d\nwidth %d\ntasks %s\n",
                      t->G, t->d, t->w, t->task.name);
+    for (int g = 0; g < t->G; g++) {
+        n += snprintf(text + n, cap - (size_t)n, "boundary_threshold %.9g\n",
+                      (double)t->theta[g]);
+    }
     struct craft_config w = t->world;
     int m = bc_world_format(&w, text + n, cap - (size_t)n);
     for (int g = 0; m >= 0 && g < t->G; g++) {

@@ -56,11 +56,16 @@ void ppo_gauss_sample(const float *mu, const float *log_std, int d,
  * A segment: the chosen model's decoder acts, a ~ π(·| x, z) (argmax in
  * evaluation), while its boundary encoder (compile_boundary_step) reads
  * (x, a) from a zero state at the segment's start; at a step t ≥ 1 of the
- * segment where σ(ℓ_t) > 0.5 the segment ends before acting there and C'
- * decides at that same observation (hard execution as ocn.md §7; the 0.5
- * threshold is grove's choice: compILE's boundary logits are normalised
- * over a whole demonstration, which an agent acting online does not
- * have). SMDP GAE over decisions (ppo_smdp_gae); a truncated episode ends
+ * segment where ℓ_t ≥ θ the segment ends before acting there and C'
+ * decides at that same observation (hard execution as ocn.md §7). θ is
+ * calibrated per model when the trainer is built: the median, over 32
+ * expert demonstrations per training task of the model (seed 1), of the
+ * largest ℓ_t (t = 1 … T−1) of the encoder run from the demonstration's
+ * start, i.e. the level compILE's inferred first boundary reaches
+ * (compILE's logits are a softmax over a whole demonstration's positions,
+ * so only their differences mean anything; an agent acting online has
+ * no whole demonstration to normalise over: grove's choice; the config
+ * line "boundary_threshold θ" records it). SMDP GAE over decisions (ppo_smdp_gae); a truncated episode ends
  * its decision as a termination (no bootstrap). Rollouts count decisions
  * (num_steps per world, each world waits at its next decision point). */
 

@@ -416,10 +416,8 @@ static void test_run(const char *dir, int G)
     snprintf(mid, sizeof mid, "%s/mid.ckpt", dir);
     snprintf(straight, sizeof straight, "%s/straight.ckpt", dir);
     snprintf(resumed, sizeof resumed, "%s/resumed.ckpt", dir);
-    /* G = 1: a boundary that never fires (segments end with the episode);
-     * G = 2: one that always fires (a decision every frame) and a random
-     * one */
-    CHECK(write_bc(p0, 3, G == 1 ? -50.0f : 50.0f) == 0);
+    /* boundary logits shifted by −50 (G = 1: compared with +50 below) */
+    CHECK(write_bc(p0, 3, -50.0f) == 0);
     CHECK(write_bc(p1, 4, 0.0f) == 0);
     const char *paths[2] = {p0, p1};
     struct ppo_config c;
@@ -454,10 +452,27 @@ static void test_run(const char *dir, int G)
     }
     CHECK(s[0].approx_kl < 0.05); /* acting's log-probabilities = the update's */
     if (G == 1) {
-        /* one segment per episode: a decision only at an episode's start */
-        CHECK_MSG(s[3].mean_option_duration > 8.0, "%.2f frames a segment",
-                  s[3].mean_option_duration);
-        CHECK(s[3].episodes == 0 || s[3].decisions_per_episode <= 1.0 + 1e-9);
+        /* the boundary threshold is calibrated on demonstrations: a model
+         * whose boundary logits are all shifted (bias −50 vs +50, the
+         * softmax over positions cannot tell) plays the same segments */
+        char p2[512];
+        snprintf(p2, sizeof p2, "%s/c2.ckpt", dir);
+        CHECK(write_bc(p2, 3, 50.0f) == 0);
+        const char *other[1] = {p2};
+        struct gr_ctx *x2 = tu_ctx(GR_DEVICE_CPU);
+        struct ppo_compile *t2 = NULL;
+        struct ppo_stats s2;
+        CHECK(ppo_compile_new(&t2, x2, &c, other, 1) == 0);
+        CHECK(t2 != NULL && ppo_compile_iteration(t2, &s2) == 0);
+        CHECK_MSG(s2.frames == s[0].frames &&
+                      s2.mean_option_duration == s[0].mean_option_duration,
+                  "shifted boundary logits: %lld frames, %.3f a segment; "
+                  "%lld, %.3f",
+                  (long long)s2.frames, s2.mean_option_duration,
+                  (long long)s[0].frames, s[0].mean_option_duration);
+        CHECK(s[0].mean_option_duration > 1.0);
+        ppo_compile_free(t2);
+        gr_ctx_free(x2);
     }
     CHECK(ppo_compile_save(t, straight, 1) == 0);
     {
