@@ -1,5 +1,7 @@
 /* grove train ppo (issue 20 §3): PPO fine-tuning of a new controller over
- * frozen options (agents/ppo.h) on the run folder of train/train.h. */
+ * frozen options (agents/ppo.h), and of the baselines OMPN and compILE
+ * (issue 26 §2: agents/ppo_ompn.h, agents/ppo_compile.h), on the run
+ * folder of train/train.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -118,8 +120,9 @@ static int write_eval_replay(const char *path, const struct craft_config *w,
     return replay_writer_close(wr);
 }
 
-/* The trainer of the run: agents/ppo.h's (ocn, moe, flat, oracle) or
- * OMPN's (agents/ppo_ompn.h), behind the calls the command makes. */
+/* The trainer of the run: agents/ppo.h's (ocn, moe, flat, oracle),
+ * OMPN's (agents/ppo_ompn.h) or compILE's controller's
+ * (agents/ppo_compile.h), behind the calls the command makes. */
 struct ppo_any {
     struct ppo_trainer *p;
     struct ppo_ompn *o;
