@@ -29,8 +29,9 @@
  * worlds, memories, sampling counters); ppo_ompn_load resumes bit for bit
  * (same device and threads).
  *
- * Memory: allocated once by ppo_ompn_new; an iteration allocates only step
- * tensors. Threads: one per trainer. Errors: 0 or a negative GR_E* code
+ * Memory: storage allocated once by ppo_ompn_new; an iteration allocates
+ * step tensors and rebuilds the acting state (ompn_act_state: LN(g) of
+ * the updated task code) and a few small host buffers. Threads: one per trainer. Errors: 0 or a negative GR_E* code
  * with a message.
  *
  *   struct ppo_config c; ppo_config_default(&c); c.policy = PPO_POLICY_OMPN;
