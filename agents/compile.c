@@ -586,6 +586,9 @@ int compile_forward(struct compile_model *m, const struct demo_batch *b,
             gr_split(ctx, zz, 1, 2, sz, ml);
         }
         struct gr_tensor *z = ml[0];
+        if (!training && m->latent_out != NULL && rc == 0) {
+            rc = gr_tensor_to_host(ml[0], m->latent_out + (int64_t)s * B * d);
+        }
         if (training) {
             struct gr_tensor *ep = gr_tensor_from_host(
                 ctx, GR_F32, gr_shape2(B, d), eps + (int64_t)s * B * d);
@@ -705,6 +708,112 @@ int compile_forward(struct compile_model *m, const struct demo_batch *b,
 }
 
 /* ---- behaviour cloning ------------------------------------------------------ */
+
+int compile_latents(struct compile_model *m, const struct demo_batch *b,
+                    float *z, float *seg)
+{
+    int was = gr_set_grad_enabled(m->ctx, 0);
+    struct ocn_forward_out fo;
+    memset(&fo, 0, sizeof fo);
+    m->latent_out = z;
+    int rc = compile_forward(m, b, NULL, &fo, seg);
+    m->latent_out = NULL;
+    gr_step_reset(m->ctx);
+    gr_set_grad_enabled(m->ctx, was);
+    return rc;
+}
+
+struct gr_tensor *compile_decode_logits(struct compile_model *m,
+                                        struct gr_tensor *idx,
+                                        struct gr_tensor *val,
+                                        struct gr_tensor *z)
+{
+    struct gr_ctx *ctx = m->ctx;
+    struct gr_tensor **p = m->p;
+    struct gr_tensor *o =
+        gr_add(ctx, gr_sparse_matmul(ctx, idx, val, p[P_ENC_WX]), p[P_ENC_B]);
+    struct gr_tensor *oz[2] = {o, z};
+    return gr_linear(
+        ctx,
+        gr_relu(ctx, gr_linear(ctx, gr_concat(ctx, 2, oz, 1), p[P_D1_W],
+                               p[P_D1_B])),
+        p[P_D2_W], p[P_D2_B]);
+}
+
+int compile_decode(struct compile_model *m, const int32_t *idx,
+                   const float *val, int64_t M, int nz, const float *z,
+                   float *probs)
+{
+    struct gr_ctx *ctx = m->ctx;
+    int was = gr_set_grad_enabled(ctx, 0);
+    struct gr_tensor *ti =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, nz), idx);
+    struct gr_tensor *tv =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, nz), val);
+    struct gr_tensor *tz =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, m->cfg.hidden), z);
+    struct gr_tensor *pr =
+        gr_softmax(ctx, compile_decode_logits(m, ti, tv, tz), NULL);
+    int rc = pr == NULL || gr_ctx_status(ctx) != 0
+                 ? ctx_fail(ctx, "compILE decode")
+                 : gr_tensor_to_host(pr, probs);
+    gr_step_reset(ctx);
+    gr_set_grad_enabled(ctx, was);
+    return rc;
+}
+
+int compile_boundary_step(struct compile_model *m, const int32_t *idx,
+                          const float *val, int64_t E, int nz,
+                          const int32_t *action, float *h, float *c,
+                          float *logit)
+{
+    struct gr_ctx *ctx = m->ctx;
+    const int64_t d = m->cfg.hidden;
+    struct gr_tensor **p = m->p;
+    int was = gr_set_grad_enabled(ctx, 0);
+    struct gr_tensor *ti =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(E, nz), idx);
+    struct gr_tensor *tv =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, nz), val);
+    struct gr_tensor *ta =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape1(E), action);
+    struct gr_tensor *th = gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, d), h);
+    struct gr_tensor *tc = gr_tensor_from_host(ctx, GR_F32, gr_shape2(E, d), c);
+    struct gr_tensor *o =
+        gr_add(ctx, gr_sparse_matmul(ctx, ti, tv, p[P_ENC_WX]), p[P_ENC_B]);
+    struct gr_tensor *oa[2] = {o, gr_embedding(ctx, p[P_ACT_EMB], ta)};
+    struct gr_tensor *e = gr_layer_norm(
+        ctx,
+        gr_relu(ctx, gr_linear(ctx, gr_concat(ctx, 2, oa, 1), p[P_IN_W],
+                               p[P_IN_B])),
+        NULL, NULL, LN_EPS);
+    struct gr_tensor *gates =
+        gr_add(ctx, gr_linear(ctx, e, p[P_WIH], p[P_BIH]),
+               gr_linear(ctx, th, p[P_WHH], p[P_BHH]));
+    struct gr_tensor *hn = NULL, *cn = NULL;
+    if (gates != NULL) {
+        gr_lstm_cell(ctx, gates, tc, &hn, &cn);
+    }
+    struct gr_tensor *lb = gr_linear(
+        ctx, gr_relu(ctx, gr_linear(ctx, hn, p[P_B1_W], p[P_B1_B])),
+        p[P_B2_W], p[P_B2_B]);
+    int rc = 0;
+    if (lb == NULL || gr_ctx_status(ctx) != 0) {
+        rc = ctx_fail(ctx, "compILE boundary step");
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(hn, h);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(cn, c);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(lb, logit);
+    }
+    gr_step_reset(ctx);
+    gr_set_grad_enabled(ctx, was);
+    return rc;
+}
 
 static int policy_forward(void *model, const struct demo_batch *b,
                           struct ocn_forward_out *out)

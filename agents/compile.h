@@ -111,6 +111,7 @@ struct compile_model {
     struct gr_tensor *p[COMPILE_N_PARAMS]; /* in the order above */
     struct gr_tensor *draws;               /* buffer cmp.draws [2] i32 */
     uint64_t seed;                         /* of the training noise */
+    float *latent_out; /* NULL; set by compile_latents */
 };
 
 int compile_model_init(struct compile_model *m, struct gr_ctx *ctx,
@@ -134,6 +135,37 @@ struct compile_noise {
 int compile_forward(struct compile_model *m, const struct demo_batch *b,
                     const struct compile_noise *noise,
                     struct ocn_forward_out *out, float *seg);
+
+/* The latents a demonstration gives (evaluation mode: hard boundaries,
+ * z = μ): z [S, B, d] (segment s of batch element j at (s·B + j)·d, the
+ * packed batch's element order) and seg [N, S] (NULL or the segment
+ * shares per packed row, as compile_forward). Records nothing. */
+int compile_latents(struct compile_model *m, const struct demo_batch *b,
+                    float *z, float *seg);
+
+/* The decoder alone: logits [M, A] of π(·| x, z) for sparse observations
+ * idx/val [M, nz] and latents z [M, d], on the tape (the decoder of a
+ * segment played online, agents/README.md). */
+struct gr_tensor *compile_decode_logits(struct compile_model *m,
+                                        struct gr_tensor *idx,
+                                        struct gr_tensor *val,
+                                        struct gr_tensor *z);
+
+/* The same on the host, without recording: probs [M, A]. */
+int compile_decode(struct compile_model *m, const int32_t *idx,
+                   const float *val, int64_t M, int nz, const float *z,
+                   float *probs);
+
+/* One step of the first segment's encoder online (segment 0: no mask),
+ * for playing a segment (agents/ppo_compile.h): E rows of sparse
+ * observations idx/val [E, nz] and the action taken there action [E], the
+ * LSTM state h, c [E, d] (host, zeros at a segment's start; updated in
+ * place) -> logit [E], the boundary logit ℓ at this position. Records
+ * nothing. */
+int compile_boundary_step(struct compile_model *m, const int32_t *idx,
+                          const float *val, int64_t E, int nz,
+                          const int32_t *action, float *h, float *c,
+                          float *logit);
 
 /* The model as a policy behaviour cloning trains: no options (nmi
  * empty), no greedy returns (the decoder needs a latent that only a whole

@@ -399,7 +399,8 @@ static struct gr_tensor *rows(struct gr_ctx *ctx, struct gr_tensor *x,
 static void step(struct ompn_model *m, const struct prep *pp, int64_t r0,
                  int64_t Bt, int64_t N, struct gr_tensor *mem, int first,
                  struct gr_tensor *fmask, struct gr_tensor **mem_out,
-                 struct gr_tensor **pi, struct gr_tensor **p_out)
+                 struct gr_tensor **pi, struct gr_tensor **p_out,
+                 struct gr_tensor **feat_out)
 {
     struct gr_ctx *ctx = m->ctx;
     const int n = m->cfg.n_slots;
@@ -539,9 +540,11 @@ static void step(struct ompn_model *m, const struct prep *pp, int64_t r0,
     *mem_out = gr_stack(ctx, n, mt);
     /* 5. actions */
     struct gr_tensor *yc[2] = {mt[n - 1], c_t};
-    *pi = gr_softmax(
-        ctx, gr_linear(ctx, gr_concat(ctx, 2, yc, 1), m->act_w, m->act_b),
-        NULL);
+    struct gr_tensor *feat = gr_concat(ctx, 2, yc, 1);
+    if (feat_out != NULL) {
+        *feat_out = feat; /* [y ; o ; g], the action head's input */
+    }
+    *pi = gr_softmax(ctx, gr_linear(ctx, feat, m->act_w, m->act_b), NULL);
     *p_out = gr_stack(ctx, n, p);
 }
 
@@ -616,7 +619,8 @@ int ompn_forward(struct ompn_model *m, const struct demo_batch *b,
         }
         prev_b = Bt;
         struct gr_tensor *pi, *p;
-        step(m, &pp, r0, Bt, N, mem, t == 0 ? 1 : 0, NULL, &mem, &pi, &p);
+        step(m, &pp, r0, Bt, N, mem, t == 0 ? 1 : 0, NULL, &mem, &pi, &p,
+             NULL);
         struct gr_tensor *a_t = gr_tensor_from_host(
             ctx, GR_I32, gr_shape2(Bt, 1), b->action + r0);
         struct gr_tensor *pa = gr_gather(ctx, pi, a_t);
@@ -663,6 +667,67 @@ int ompn_forward(struct ompn_model *m, const struct demo_batch *b,
         return ctx_fail(ctx, "OMPN forward");
     }
     out->nll_sum = -(double)gr_tensor_item(total);
+    return 0;
+}
+
+/* ---- one step from stored memories (PPO, agents/ppo_ompn.h) ------------------ */
+
+int ompn_step_rows(struct ompn_model *m, const int32_t *idx, const float *val,
+                   int64_t M, int nz, const int32_t *task, const float *mem,
+                   const float *first, struct gr_tensor **feat)
+{
+    struct gr_ctx *ctx = m->ctx;
+    const int n = m->cfg.n_slots;
+    const int64_t d = m->cfg.hidden;
+    *feat = NULL;
+    for (int64_t j = 0; j < M; j++) {
+        if (task[j] < 0 || task[j] >= m->cfg.n_tasks) {
+            return gr_error(GR_EINVAL, "OMPN step: row %lld has task %d, the "
+                                       "model has %d tasks",
+                            (long long)j, task[j], m->cfg.n_tasks);
+        }
+    }
+    float *buf = malloc((size_t)(n * M * d) * sizeof *buf);
+    if (buf == NULL) {
+        return gr_error(GR_ENOMEM, "OMPN step: out of memory");
+    }
+    /* [M, n, d] -> [n, M, d]; a row that starts an episode reads zeros
+     * here and its initial memory below */
+    for (int i = 0; i < n; i++) {
+        for (int64_t j = 0; j < M; j++) {
+            float *dst = buf + ((int64_t)i * M + j) * d;
+            if (first[j] != 0.0f) {
+                memset(dst, 0, (size_t)d * sizeof *dst);
+            } else {
+                memcpy(dst, mem + ((int64_t)j * n + i) * d,
+                       (size_t)d * sizeof *dst);
+            }
+        }
+    }
+    struct prep pp;
+    prepare(m, idx, val, M, nz, task, &pp);
+    struct gr_tensor *stored =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape3(n, M, d), buf);
+    free(buf);
+    struct gr_tensor *fmask =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), first);
+    struct gr_tensor *tasks =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape1(M), task);
+    /* the first slot of a new episode is LN(g) on the tape, so the task
+     * code learns through it as the OCN's h_init does */
+    struct gr_tensor *init0 = gr_select(ctx, init_memory(m, tasks, M), 0);
+    struct gr_tensor *slots[OMPN_MAX_SLOTS];
+    for (int i = 0; i < n; i++) {
+        slots[i] = gr_select(ctx, stored, i);
+    }
+    slots[0] = gr_add(ctx, slots[0], gr_mul(ctx, init0, fmask));
+    struct gr_tensor *mem_in = gr_stack(ctx, n, slots);
+    struct gr_tensor *mem_out, *pi, *p;
+    step(m, &pp, 0, M, M, mem_in, -1, fmask, &mem_out, &pi, &p, feat);
+    if (*feat == NULL || gr_ctx_status(ctx) != 0) {
+        *feat = NULL;
+        return ctx_fail(ctx, "OMPN step");
+    }
     return 0;
 }
 
@@ -739,6 +804,13 @@ void ompn_act_reset(struct ompn_act_state *s, int j, int task)
 int ompn_act(struct ompn_model *m, struct ompn_act_state *s,
              const float *obs, int32_t *actions, float *probs, float *slot_p)
 {
+    return ompn_act_feat(m, s, obs, actions, probs, slot_p, NULL);
+}
+
+int ompn_act_feat(struct ompn_model *m, struct ompn_act_state *s,
+                  const float *obs, int32_t *actions, float *probs,
+                  float *slot_p, float *feat)
+{
     struct gr_ctx *ctx = m->ctx;
     const int E = s->E, n = m->cfg.n_slots, O = m->cfg.obs_size;
     const int64_t d = m->cfg.hidden, A = m->cfg.n_actions;
@@ -804,8 +876,9 @@ int ompn_act(struct ompn_model *m, struct ompn_act_state *s,
         free(f);
         mode = -1;
     }
-    struct gr_tensor *mem_out, *pi, *p;
-    step(m, &pp, 0, E, E, mem, mode, fmask, &mem_out, &pi, &p);
+    struct gr_tensor *mem_out, *pi, *p, *ft = NULL;
+    step(m, &pp, 0, E, E, mem, mode, fmask, &mem_out, &pi, &p,
+         feat != NULL ? &ft : NULL);
     int rc = 0;
     if (mem_out == NULL || pi == NULL || p == NULL ||
         gr_ctx_status(ctx) != 0) {
@@ -828,6 +901,9 @@ int ompn_act(struct ompn_model *m, struct ompn_act_state *s,
                 slot_p[(int64_t)j * n + i] = s->buf[(int64_t)i * E + j];
             }
         }
+    }
+    if (rc == 0 && feat != NULL) {
+        rc = gr_tensor_to_host(ft, feat);
     }
     if (rc == 0) {
         float *dst = probs != NULL ? probs : s->buf;

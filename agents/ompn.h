@@ -138,6 +138,17 @@ int64_t ompn_param_count(const struct ompn_config *c);
 int ompn_forward(struct ompn_model *m, const struct demo_batch *b,
                  struct ocn_forward_out *out, float *slot_p);
 
+/* One step of M rows on the tape, each from its own stored memory (PPO
+ * over OMPN as a recurrent policy, agents/ppo_ompn.h): sparse observations
+ * idx/val [M, nz] (idx -1 unused), task [M], mem [M, n, d] (host; M_{t-1}
+ * of each row, ignored where first[j] != 0: those rows start an episode
+ * from [LN(g), 0, …], built on the tape so the task code gets gradient,
+ * and take the t = 0 rule). -> *feat [M, 3d], the action head's input
+ * [y ; o ; g] (π = softmax(W_a feat + b_a)). */
+int ompn_step_rows(struct ompn_model *m, const int32_t *idx, const float *val,
+                   int64_t M, int nz, const int32_t *task, const float *mem,
+                   const float *first, struct gr_tensor **feat);
+
 /* ---- acting online (greedy, as OMPN evaluates) ---- */
 
 struct ompn_act_state {
@@ -163,6 +174,12 @@ void ompn_act_reset(struct ompn_act_state *s, int j, int task);
  * p_t. Runs without recording; resets the step arena. */
 int ompn_act(struct ompn_model *m, struct ompn_act_state *s,
              const float *obs, int32_t *actions, float *probs, float *slot_p);
+
+/* ompn_act that also writes feat [E, 3d] (the action head's input
+ * [y ; o ; g], for a value head) when not NULL. */
+int ompn_act_feat(struct ompn_model *m, struct ompn_act_state *s,
+                  const float *obs, int32_t *actions, float *probs,
+                  float *slot_p, float *feat);
 
 /* bc_greedy_returns for OMPN: `episodes` greedy episodes of each of the
  * model's tasks on the maps bc_solvable_seeds draws from base_seed. */

@@ -50,16 +50,18 @@ void ppo_config_default(struct ppo_config *c)
     c->width = 128;
 }
 
-static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle"};
+static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle",
+                                           "ompn", "compile"};
+#define N_POLICIES 6
 
 const char *ppo_policy_name(enum ppo_policy p)
 {
-    return (int)p >= 0 && (int)p < 4 ? policy_names[p] : NULL;
+    return (int)p >= 0 && (int)p < N_POLICIES ? policy_names[p] : NULL;
 }
 
 int ppo_policy_from_name(const char *name)
 {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N_POLICIES; i++) {
         if (strcmp(name, policy_names[i]) == 0) {
             return i;
         }
@@ -106,8 +108,9 @@ int ppo_config_validate(const struct ppo_config *c)
         return gr_error(GR_EINVAL, "update_epochs %d: expected >= 1",
                         c->update_epochs);
     }
-    if (c->total_timesteps < 1) {
-        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 1",
+    if (c->total_timesteps < 0) {
+        /* 0: train ppo writes the initial model and stops (issue 21) */
+        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 0",
                         (long long)c->total_timesteps);
     }
     if (!finite_pos(c->learning_rate) || !finite_pos(c->adam_eps)) {
@@ -1017,6 +1020,9 @@ static int option_start(struct ppo_trainer *t, struct actor *a,
     case PPO_POLICY_ORACLE:
         a->start[e] = target_count(b, e, &t->oracle[k]);
         return oracle_action(t, b, e, k);
+    case PPO_POLICY_OMPN: /* not this trainer's (ppo_trainer_new) */
+    case PPO_POLICY_COMPILE:
+        break;
     }
     return 0;
 }
@@ -1320,7 +1326,7 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
     st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
     /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
     double frac = 1.0;
-    if (t->cfg.anneal_lr) {
+    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
         int64_t before = t->global_step - st->frames;
         frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
         frac = frac < 0.0 ? 0.0 : frac;
@@ -1891,6 +1897,12 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     int rc = ppo_config_validate(cfg);
     if (rc < 0) {
         return rc;
+    }
+    if (cfg->policy == PPO_POLICY_OMPN || cfg->policy == PPO_POLICY_COMPILE) {
+        return gr_error(GR_EINVAL, "policy %s has its own trainer "
+                                   "(agents/ppo_%s.h)",
+                        ppo_policy_name(cfg->policy),
+                        ppo_policy_name(cfg->policy));
     }
     int needs = cfg->policy == PPO_POLICY_OCN || cfg->policy == PPO_POLICY_MOE;
     if (needs && n_paths < 1) {

@@ -102,6 +102,8 @@ enum ppo_policy {
     PPO_POLICY_MOE = 1,
     PPO_POLICY_FLAT = 2,
     PPO_POLICY_ORACLE = 3,
+    PPO_POLICY_OMPN = 4, /* agents/ppo_ompn.h (its own trainer) */
+    PPO_POLICY_COMPILE = 5, /* agents/ppo_compile.h (its own trainer) */
 };
 
 struct ppo_config {

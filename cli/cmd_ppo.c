@@ -1,5 +1,7 @@
 /* grove train ppo (issue 20 §3): PPO fine-tuning of a new controller over
- * frozen options (agents/ppo.h) on the run folder of train/train.h. */
+ * frozen options (agents/ppo.h), and of the baselines OMPN and compILE
+ * (issue 26 §2: agents/ppo_ompn.h, agents/ppo_compile.h), on the run
+ * folder of train/train.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -8,6 +10,8 @@
 #include <string.h>
 
 #include "agents/ppo.h"
+#include "agents/ppo_compile.h"
+#include "agents/ppo_ompn.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/craft_common.h"
@@ -116,12 +120,90 @@ static int write_eval_replay(const char *path, const struct craft_config *w,
     return replay_writer_close(wr);
 }
 
+/* The trainer of the run: agents/ppo.h's (ocn, moe, flat, oracle),
+ * OMPN's (agents/ppo_ompn.h) or compILE's controller's
+ * (agents/ppo_compile.h), behind the calls the command makes. */
+struct ppo_any {
+    struct ppo_trainer *p;
+    struct ppo_ompn *o;
+    struct ppo_compile *c;
+};
+
+static int64_t any_global_step(const struct ppo_any *t)
+{
+    return t->c != NULL   ? ppo_compile_global_step(t->c)
+           : t->o != NULL ? ppo_ompn_global_step(t->o)
+                          : ppo_global_step(t->p);
+}
+
+static int any_iteration(struct ppo_any *t, struct ppo_stats *st)
+{
+    return t->c != NULL   ? ppo_compile_iteration(t->c, st)
+           : t->o != NULL ? ppo_ompn_iteration(t->o, st)
+                          : ppo_iteration(t->p, st);
+}
+
+static int any_evaluate(struct ppo_any *t, int episodes, uint64_t seed,
+                        struct ppo_eval *ev, const struct ppo_trace *tr)
+{
+    return t->c != NULL   ? ppo_compile_evaluate(t->c, episodes, seed, ev, tr)
+           : t->o != NULL ? ppo_ompn_evaluate(t->o, episodes, seed, ev, tr)
+                          : ppo_evaluate(t->p, episodes, seed, ev, tr);
+}
+
+static int any_save(struct ppo_any *t, const char *path, int force)
+{
+    return t->c != NULL   ? ppo_compile_save(t->c, path, force)
+           : t->o != NULL ? ppo_ompn_save(t->o, path, force)
+                          : ppo_save(t->p, path, force);
+}
+
+static int any_load(struct ppo_any *t, const char *path)
+{
+    return t->c != NULL   ? ppo_compile_load(t->c, path)
+           : t->o != NULL ? ppo_ompn_load(t->o, path)
+                          : ppo_load(t->p, path);
+}
+
+static const struct craft_config *any_world(const struct ppo_any *t)
+{
+    return t->c != NULL   ? ppo_compile_world(t->c)
+           : t->o != NULL ? ppo_ompn_world(t->o)
+                          : ppo_world(t->p);
+}
+
+static char *any_config(const struct ppo_any *t)
+{
+    return t->c != NULL   ? ppo_compile_checkpoint_config(t->c)
+           : t->o != NULL ? ppo_ompn_checkpoint_config(t->o)
+                          : ppo_checkpoint_config(t->p);
+}
+
+static void any_free(struct ppo_any *t)
+{
+    ppo_trainer_free(t->p);
+    ppo_ompn_free(t->o);
+    ppo_compile_free(t->c);
+    t->p = NULL;
+    t->o = NULL;
+    t->c = NULL;
+}
+
+/* options in the replay: the pool's, the actions for OMPN, the models
+ * for compILE */
+static int any_n_options(struct ppo_any *t)
+{
+    return t->c != NULL   ? ppo_compile_n_models(t->c)
+           : t->o != NULL ? CRAFT_N_ACTIONS
+                          : ppo_model(t->p)->cfg.n_options;
+}
+
 static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
 {
     struct ppo_config pc;
     ppo_config_default(&pc);
     const char *options_text = NULL, *task = NULL, *reward = "dense",
-               *policy = "ocn";
+               *policy = "ocn", *init = NULL;
     int total = 2000000, num_envs = pc.num_envs, num_steps = pc.num_steps;
     int num_minibatches = pc.num_minibatches, update_epochs = pc.update_epochs;
     int anneal = 1, norm_adv = 1, hidden = 128, width = 128,
@@ -138,20 +220,30 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    "checkpoint); several are concatenated in the order given "
                    "(S2); needed by --policy ocn and moe",
                    &options_text),
+        CLI_STRING("init", "FILE[,FILE...]", NULL,
+                   "--policy ompn: the OMPN behaviour-cloning checkpoint "
+                   "(grove train bc --model ompn) the whole network "
+                   "fine-tunes from; --policy compile: the compILE "
+                   "checkpoints whose decoders a new controller drives "
+                   "(several: S2, it also picks the model)",
+                   &init),
         CLI_STRING_REQUIRED("task", "TASK", "the fine-tuning task, e.g. DCA",
                             &task),
         CLI_STRING("reward", "dense|sparse", "dense",
                    "the reward (docs/craft.md)",
                    &reward),
-        CLI_STRING("policy", "ocn|moe|flat|oracle", "ocn",
+        CLI_STRING("policy", "ocn|moe|flat|oracle|ompn|compile", "ocn",
                    "ocn: a decision when the option ends; moe: a decision "
                    "every step; flat: a recurrent policy over the actions "
                    "from scratch; oracle: the expert per subtask as options "
-                   "(no --options); docs/models.md",
+                   "(no --options); ompn: OMPN as a recurrent policy over "
+                   "the actions from its BC weights (--init); compile: "
+                   "a controller of compILE latents (--init); "
+                   "docs/models.md",
                    &policy),
         CLI_INT("total-timesteps", "N", "2000000",
                 "frames of the run (the learning rate decays to 0 over "
-                "them)",
+                "them); 0 writes the initial model and stops",
                 &total),
         CLI_INT("num-envs", "N", "16",
                 "parallel worlds, all processes together (under mpirun -np "
@@ -188,7 +280,9 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 "state size of a flat/oracle controller (ocn/moe: the "
                 "options')",
                 &hidden),
-        CLI_INT("width", "W", "128", "MLP width, idem", &width),
+        CLI_INT("width", "W", "128",
+                "MLP width, idem; --policy compile: its controller's width",
+                &width),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive (flat/oracle: default 4 for "
                 "S1/S2 tasks (docs/ocn/ppo.md), else 1; ocn/moe: the options' "
@@ -210,8 +304,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     int pol = ppo_policy_from_name(policy);
     if (pol < 0) {
-        return cli_usage_error(cmd, "--policy '%s' is not ocn, moe, flat or "
-                                    "oracle",
+        return cli_usage_error(cmd, "--policy '%s' is not ocn, moe, flat, "
+                                    "oracle, ompn or compile",
                                policy);
     }
     int rw = craft_reward_from_name(reward);
@@ -230,6 +324,34 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     if (!needs && options_text != NULL) {
         return cli_usage_error(cmd, "--policy %s takes no --options", policy);
+    }
+    int is_ompn = pol == PPO_POLICY_OMPN || pol == PPO_POLICY_COMPILE;
+    if (is_ompn && init == NULL) {
+        return cli_usage_error(cmd, "--policy %s needs --init FILE (a "
+                                    "checkpoint of grove train bc --model "
+                                    "%s)",
+                               policy, policy);
+    }
+    if (!is_ompn && init != NULL) {
+        return cli_usage_error(cmd, "--init is for --policy ompn and "
+                                    "compile; --policy %s takes --options",
+                               policy);
+    }
+    char ilist[4096];
+    char *ipaths[PPO_MAX_SOURCES];
+    int n_ipaths = 0;
+    if (init != NULL) {
+        if (strlen(init) >= sizeof ilist) {
+            return cli_usage_error(cmd, "--init is too long");
+        }
+        snprintf(ilist, sizeof ilist, "%s", init);
+        n_ipaths = cli_split_list(ilist, ipaths, PPO_MAX_SOURCES);
+        int most = pol == PPO_POLICY_OMPN ? 1 : PPO_COMPILE_MAX_MODELS;
+        if (n_ipaths < 1 || n_ipaths > most) {
+            return cli_usage_error(cmd, "--init '%s': 1..%d files for "
+                                        "--policy %s",
+                                   init, most, policy);
+        }
     }
     if (eval_every < 1 || eval_episodes < 1 || eval_episodes > 65535) {
         return cli_usage_error(cmd, "--eval-every >= 1, --eval-episodes in "
@@ -252,7 +374,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     pc.policy = (enum ppo_policy)pol;
     snprintf(pc.task, sizeof pc.task, "%s", tk.name);
-    if (!needs) {
+    if (!needs && !is_ompn) {
         /* S1/S2 tasks default to their four-copy world (ocn.md §6.1) */
         rc = cli_world_n_each(cmd,
                               n_each != CLI_N_EACH_UNSET ? n_each
@@ -297,12 +419,25 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                                     "processes (each acts at least one world)",
                                num_envs, n_ranks);
     }
+    if (is_ompn && n_ranks > 1) {
+        if (!writer) {
+            return CLI_EXIT_USAGE;
+        }
+        return cli_usage_error(cmd, "--policy %s runs in one process (no "
+                                    "mpirun)",
+                               policy);
+    }
     if (!writer) {
         common.quiet = 1;
     }
 
     for (int i = 0; i < n_paths; i++) {
         if ((rc = cli_need_path(cmd, "--options", paths[i])) != CLI_CONTINUE) {
+            return rc;
+        }
+    }
+    for (int i = 0; i < n_ipaths; i++) {
+        if ((rc = cli_need_path(cmd, "--init", ipaths[i])) != CLI_CONTINUE) {
             return rc;
         }
     }
@@ -318,11 +453,16 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     /* the trainer first: a bad options' file fails before the run folder */
     struct gr_ctx *ctx = NULL;
-    struct ppo_trainer *t = NULL;
+    struct ppo_any t = {NULL, NULL, NULL};
     rc = new_ctx(&common, &ctx);
     if (rc == 0) {
-        rc = ppo_trainer_new(&t, ctx, &pc, (const char *const *)paths,
-                             n_paths);
+        rc = pol == PPO_POLICY_OMPN
+                 ? ppo_ompn_new(&t.o, ctx, &pc, ipaths[0])
+             : pol == PPO_POLICY_COMPILE
+                 ? ppo_compile_new(&t.c, ctx, &pc,
+                                   (const char *const *)ipaths, n_ipaths)
+                 : ppo_trainer_new(&t.p, ctx, &pc,
+                                   (const char *const *)paths, n_paths);
     }
     /* the best evaluation return so far, kept in the checkpoints */
     struct gr_tensor *best_t = NULL;
@@ -331,31 +471,35 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         rc = best_t == NULL ? GR_ENOMEM : 0;
     }
     if (rc < 0) {
-        ppo_trainer_free(t);
+        any_free(&t);
         gr_ctx_free(ctx);
         return cli_fail(cmd);
     }
-    if (needs && n_each != CLI_N_EACH_UNSET) {
+    if ((needs || init != NULL) && n_each != CLI_N_EACH_UNSET) {
         /* the options bring their world; --n-each only states it */
         char asked[32];
         snprintf(asked, sizeof asked, "--n-each %d", n_each);
-        rc = cli_check_file_world(cmd, paths[0], ppo_world(t), n_each, asked);
+        rc = cli_check_file_world(cmd, init != NULL ? ipaths[0] : paths[0],
+                                  any_world(&t), n_each, asked);
         if (rc != 0) {
-            ppo_trainer_free(t);
+            any_free(&t);
             gr_ctx_free(ctx);
             return rc;
         }
     }
     char missing[256];
-    ppo_untrained_subtasks(t, missing, sizeof missing);
+    missing[0] = '\0';
+    if (t.p != NULL) {
+        ppo_untrained_subtasks(t.p, missing, sizeof missing);
+    }
     if (missing[0] != '\0' && writer) {
         fprintf(stderr, "grove train ppo: warning: task %s has subtasks no "
                         "option was trained on (%s)\n",
                 tk.name, missing);
     }
-    char *text = ppo_checkpoint_config(t);
+    char *text = any_config(&t);
     if (text == NULL) {
-        ppo_trainer_free(t);
+        any_free(&t);
         gr_ctx_free(ctx);
         return cli_fail(cmd);
     }
@@ -387,7 +531,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     if (train_allreduce_max_int(rc < 0)) {
         free(text);
-        ppo_trainer_free(t);
+        any_free(&t);
         gr_ctx_free(ctx);
         if (rc == 0) {
             train_run_close(&run);
@@ -398,22 +542,22 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     float best[2] = {-INFINITY, 0.0f}; /* best eval return, its frames */
     if (resume) {
-        rc = ppo_load(t, run.path_last);
+        rc = any_load(&t, run.path_last);
         if (rc == 0) {
             rc = gr_tensor_to_host(best_t, best);
         }
         if (rc == 0 && writer) {
-            rc = train_metrics_resume(&run, ppo_global_step(t));
+            rc = train_metrics_resume(&run, any_global_step(&t));
         }
         if (rc == 0 && writer) {
-            train_note_last_saved(&run, ppo_global_step(t));
+            train_note_last_saved(&run, any_global_step(&t));
         }
     }
     char metrics[GR_PATH_MAX], png[GR_PATH_MAX], replay[GR_PATH_MAX];
     gr_path_join(metrics, sizeof metrics, common.out, "metrics.csv");
     gr_path_join(png, sizeof png, common.out, "curves.png");
     gr_path_join(replay, sizeof replay, common.out, "eval.replay");
-    const struct craft_config *world = ppo_world(t);
+    const struct craft_config *world = any_world(&t);
     const int T = world->max_steps, E = eval_episodes;
     struct ppo_trace tr = {0};
     tr.seed = malloc((size_t)E * sizeof *tr.seed);
@@ -425,8 +569,23 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                     !tr.decided)) {
         rc = gr_error(GR_ENOMEM, "out of memory for the evaluation trace");
     }
-    if (rc == 0 && !common.quiet) {
-        struct ocn_model *m = ppo_model(t);
+    if (rc == 0 && !common.quiet && t.c != NULL) {
+        fprintf(stderr, "PPO compile on %s (%s reward): a controller of "
+                        "latents over %d compILE decoder(s), %d worlds x %d "
+                        "decisions, on %s%s\n",
+                tk.name, reward, ppo_compile_n_models(t.c), num_envs,
+                num_steps, gr_device_name(gr_ctx_device(ctx)),
+                resume ? " (resumed)" : "");
+    } else if (rc == 0 && !common.quiet && t.o != NULL) {
+        struct ompn_model *m = ppo_ompn_model(t.o);
+        fprintf(stderr, "PPO ompn on %s (%s reward): OMPN of %d slots, d = "
+                        "%d, fine-tuned whole from %s, %d worlds x %d "
+                        "frames, on %s%s\n",
+                tk.name, reward, m->cfg.n_slots, m->cfg.hidden, init,
+                num_envs, num_steps, gr_device_name(gr_ctx_device(ctx)),
+                resume ? " (resumed)" : "");
+    } else if (rc == 0 && !common.quiet) {
+        struct ocn_model *m = ppo_model(t.p);
         fprintf(stderr, "PPO %s on %s (%s reward): K = %d options, d = %d, "
                         "w = %d, tau = %g, %d worlds x %d decisions, on %s%s\n",
                 policy, tk.name, reward, m->cfg.n_options, m->cfg.hidden,
@@ -441,7 +600,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     struct gr_progress prog;
     gr_progress_start(&prog, "ppo", (uint64_t)total, "frames", common.quiet);
-    gr_progress_update(&prog, (uint64_t)ppo_global_step(t));
+    gr_progress_update(&prog, (uint64_t)any_global_step(&t));
     double t0 = gr_now_seconds();
     int warned = 0, stopped = 0;
     struct ppo_stats st;
@@ -450,17 +609,17 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     int64_t frames_since = 0;
     double since = gr_now_seconds();
     train_signals_install();
-    while (rc == 0 && ppo_global_step(t) < total) {
-        rc = ppo_iteration(t, &st);
+    while (rc == 0 && any_global_step(&t) < total) {
+        rc = any_iteration(&t, &st);
         if (rc < 0) {
             break;
         }
         frames_since += st.frames;
-        int last = ppo_global_step(t) >= total;
+        int last = any_global_step(&t) >= total;
         int do_eval = st.iteration % eval_every == 0 || last;
         double er = NAN, es = NAN;
         if (do_eval) {
-            rc = ppo_evaluate(t, E, PPO_EVAL_SEED, &ev, &tr);
+            rc = any_evaluate(&t, E, PPO_EVAL_SEED, &ev, &tr);
             if (rc < 0) {
                 break;
             }
@@ -488,21 +647,21 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
             if (writer) {
                 draw_curves(metrics, png, &warned);
                 rc = write_eval_replay(replay, world, tk.name, policy,
-                                       ppo_model(t)->cfg.n_options, E, &tr);
+                                       any_n_options(&t), E, &tr);
             }
             if (rc == 0 && er > best[0]) {
                 best[0] = (float)er;
                 best[1] = (float)st.global_step;
                 rc = gr_tensor_set_host(best_t, best);
                 if (rc == 0) {
-                    rc = ppo_save(t, run.path_best, 1);
+                    rc = any_save(&t, run.path_best, 1);
                 }
             }
             if (rc == 0) {
                 rc = gr_tensor_set_host(best_t, best);
             }
             if (rc == 0) {
-                rc = ppo_save(t, run.path_last, 1);
+                rc = any_save(&t, run.path_last, 1);
                 train_note_last_saved(&run, st.global_step);
             }
         }
@@ -525,7 +684,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
             if (!do_eval) {
                 rc = gr_tensor_set_host(best_t, best);
                 if (rc == 0) {
-                    rc = ppo_save(t, run.path_last, 1);
+                    rc = any_save(&t, run.path_last, 1);
                     train_note_last_saved(&run, st.global_step);
                 }
             }
@@ -535,6 +694,18 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     train_signals_restore();
     gr_progress_finish(&prog);
+    /* --total-timesteps 0 (issue 21): the initial model as best.ckpt and
+     * last.ckpt, nothing evaluated, no metrics row */
+    int initial_only = rc == 0 && total == 0 && !resume;
+    if (initial_only) {
+        rc = gr_tensor_set_host(best_t, best);
+        if (rc == 0) {
+            rc = any_save(&t, run.path_best, 1);
+        }
+        if (rc == 0) {
+            rc = any_save(&t, run.path_last, 1);
+        }
+    }
     if (rc < 0) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", gr_last_error());
@@ -545,16 +716,16 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
             gr_error(rc, "%s; stopped before any checkpoint", msg);
         }
     } else if (stopped && writer) {
-        train_print_stopped(&run, ppo_global_step(t));
+        train_print_stopped(&run, any_global_step(&t));
     }
-    int64_t steps = ppo_global_step(t);
+    int64_t steps = any_global_step(&t);
     free(tr.seed);
     free(tr.length);
     free(tr.action);
     free(tr.option);
     free(tr.decided);
     free(text);
-    ppo_trainer_free(t);
+    any_free(&t);
     gr_ctx_free(ctx);
     train_run_close(&run);
     if (rc < 0) {
@@ -565,6 +736,11 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     }
     if (!writer) {
         return CLI_EXIT_OK; /* process 0 reports */
+    }
+    if (initial_only) {
+        printf("wrote the initial model to %s/best.ckpt and last.ckpt\n",
+               common.out);
+        return CLI_EXIT_OK;
     }
     double secs = gr_now_seconds() - t0;
     char dur[32];
@@ -594,7 +770,8 @@ const struct cli_command cmd_train_ppo = {
     "(the last evaluation, option in force per step), best.ckpt (best "
     "evaluation return) and last.ckpt (with the optimizer and trainer "
     "state; --resume continues bit for bit). The checkpoints are OCN "
-    "checkpoints: craft run --agent ocn, watch and eval options load them. "
+    "checkpoints: craft run --agent ocn, watch and eval options load them "
+    "(but --policy ompn's and compile's, the baselines' own kinds). "
     "\n\nUnder mpirun -np P (a build with MPI: grove version says mpi: yes) "
     "each process acts its share of the --num-envs worlds, seeded as in one "
     "process, and the gradients are summed: the run equals one process's "

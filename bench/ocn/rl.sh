@@ -8,7 +8,7 @@
 # contact sheet of one evaluation episode (Fig 5.6).
 #
 #   bench/ocn/rl.sh GROVE OUT_DIR [--size quick|thesis] [--setting s1|s2|all]
-#       [--seeds LIST] [--methods ocn,moe,flat] [--rewards dense,sparse]
+#       [--seeds LIST] [--methods ocn,moe,flat,ompn,compile] [--rewards dense,sparse]
 #       [--frames N] [--jobs J] [--threads T] [--device D]
 #
 # S1: BC on AC, CD (K = 3, train bc's default recipe, ocn.md §6.1) for ocn
@@ -18,7 +18,13 @@
 #     on ACB, CAD, DBA.
 # Methods: ocn (--policy ocn: a decision when the option ends), moe
 # (--policy moe over the MoE's options: a decision every step), flat
-# (--policy flat: a recurrent policy over the actions, no options).
+# (--policy flat: a recurrent policy over the actions, no options), and the
+# baselines of issue 26 (not in the default --methods): ompn (--policy
+# ompn: its own BC run, the whole OMPN fine-tuned as a recurrent policy
+# over the actions, controller-free; S1 only: OMPN has no options to pool
+# in S2) and compile (--policy compile: a controller of compILE latents
+# over the decoder of its BC run, in S2 over both models' decoders, which
+# it also picks between).
 #
 # --size thesis (the default): BC at train bc's defaults; PPO 2,000,000
 #   frames per run, seeds 1-5, all three tasks, dense and sparse. Time on
@@ -29,6 +35,9 @@
 #   an update sample, every frame; the ranges are the shared cores' load);
 #   so 2-7 hours of PPO per setting on one core, divided by --jobs on a
 #   machine with that many cores.
+# --size smoke: the pipeline at toy sizes in seconds (d = 16, 100 demos per
+#   task, 10 BC updates, 2,000 frames, 4 evaluation episodes, seed 1, DCA /
+#   ACB sparse), for tests; nothing it prints means anything.
 # --size quick: the same pipeline in about a minute on 2 cores, to see it
 #   work (d = w = 32, 500 demos per task, 100 BC updates, 30,000 frames per
 #   PPO run with 16 decisions per world per rollout and an evaluation every
@@ -80,13 +89,24 @@ quick)
     ppo_size=(--num-steps 16 --eval-every 2 --eval-episodes 20) flat_size=(--hidden 32 --width 32)
     seeds=${seeds:-1,2} rewards=${rewards:-sparse} frames=${frames:-30000}
     s1_tasks=(DCA) s2_tasks=(ACB) ;;
-*) echo "rl.sh: --size '$size' is not quick or thesis" >&2; exit 2 ;;
+smoke)
+    bc_size=(--demos-per-task 100 --updates 10 --hidden 16 --width 16 --batch 32 --eval-every 5 --return-every 0)
+    ppo_size=(--num-steps 16 --eval-every 1 --eval-episodes 4) flat_size=(--hidden 16 --width 16)
+    seeds=${seeds:-1} rewards=${rewards:-sparse} frames=${frames:-2000}
+    s1_tasks=(DCA) s2_tasks=(ACB) ;;
+*) echo "rl.sh: --size '$size' is not smoke, quick or thesis" >&2; exit 2 ;;
 esac
 IFS=, read -r -a seed_list <<<"$seeds"
 IFS=, read -r -a method_list <<<"$methods"
 IFS=, read -r -a reward_list <<<"$rewards"
 for s in "${seed_list[@]}"; do [[ $s =~ ^[0-9]+$ ]] || { echo "rl.sh: bad seed '$s'" >&2; exit 2; }; done
-for m in "${method_list[@]}"; do case $m in ocn | moe | flat) ;; *) echo "rl.sh: unknown method '$m' (ocn, moe, flat)" >&2; exit 2 ;; esac; done
+for m in "${method_list[@]}"; do case $m in ocn | moe | flat | ompn | compile) ;; *) echo "rl.sh: unknown method '$m' (ocn, moe, flat, ompn, compile)" >&2; exit 2 ;; esac; done
+# the baselines' BC has no options and no MLP width: train bc refuses them
+base_size=()
+for ((i = 0; i < ${#bc_size[@]}; i++)); do
+    [[ ${bc_size[i]} == --width ]] && { i=$((i + 1)); continue; }
+    base_size+=("${bc_size[i]}")
+done
 for r in "${reward_list[@]}"; do case $r in dense | sparse) ;; *) echo "rl.sh: unknown reward '$r'" >&2; exit 2 ;; esac; done
 common=(--device "$device" --threads "$threads" --quiet)
 failed=0
@@ -103,7 +123,9 @@ bc() {
     fi
     local start=--force
     [[ -f $d/last.ckpt ]] && start=--resume
-    "$grove" train bc --tasks "$tasks" --options "$k" --model "$model" "${bc_size[@]}" \
+    local bsize=(--options "$k" "${bc_size[@]}")
+    case $model in ompn | compile) bsize=("${base_size[@]}") ;; esac
+    "$grove" train bc --tasks "$tasks" --model "$model" "${bsize[@]}" \
         --seed 1 "${common[@]}" --out "$d" "$start" >"$d.log" 2>&1 ||
         { echo "rl.sh: BC $d failed; see $d.log" >&2; return 1; }
 }
@@ -114,6 +136,9 @@ pool() {
     s1/moe) echo "$out/s1/bc_moe/best.ckpt" ;;
     s2/ocn) echo "$out/s2/bc1_ocn/best.ckpt,$out/s2/bc2_ocn/best.ckpt" ;;
     s2/moe) echo "$out/s2/bc1_moe/best.ckpt,$out/s2/bc2_moe/best.ckpt" ;;
+    s1/ompn) echo "$out/s1/bc_ompn/best.ckpt" ;;
+    s1/compile) echo "$out/s1/bc_compile/best.ckpt" ;;
+    s2/compile) echo "$out/s2/bc1_compile/best.ckpt,$out/s2/bc2_compile/best.ckpt" ;;
     esac
 }
 ppo() {
@@ -126,6 +151,8 @@ ppo() {
     [[ -f $d/last.ckpt ]] && start=--resume
     case $method in
     flat) opts=(--policy flat "${flat_size[@]}") ;;
+    ompn) opts=(--policy ompn --init "$(pool "$st" ompn)") ;;
+    compile) opts=(--policy compile --init "$(pool "$st" compile)" "${flat_size[@]:2}") ;;
     *) opts=(--policy "$method" --options "$(pool "$st" "$method")") ;;
     esac
     mkdir -p "$(dirname "$d")"
@@ -138,8 +165,9 @@ ppo() {
 t0=$SECONDS
 for st in "${settings[@]}"; do
     mkdir -p "$out/$st"
-    for m in ocn moe; do
+    for m in ocn moe ompn compile; do
         [[ ,$methods, == *,$m,* ]] || continue
+        [[ $m == ompn && $st == s2 ]] && continue
         model=$m
         if [[ $st == s1 ]]; then
             spawn bc "$out/s1/bc_$m" AC,CD 3 "$model"
@@ -157,6 +185,7 @@ for st in "${settings[@]}"; do
     for task in "${tasks[@]}"; do
         for r in "${reward_list[@]}"; do
             for m in "${method_list[@]}"; do
+                [[ $m == ompn && $st == s2 ]] && continue
                 for s in "${seed_list[@]}"; do
                     spawn ppo "$st" "$task" "$r" "$m" "$s"
                 done
@@ -184,7 +213,8 @@ echo "rl.sh: PPO done ($((SECONDS - t0)) s)" >&2
             awk -F, -v name="$(basename "$b")" -v tasks="$(sed -n 's/^tasks //p' "$b/config")" '
                 NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "nmi") c = i; if ($i == "nll") l = i } next }
                 $c != "" { nmi = $c } $l != "" && (best == "" || $l < best) { best = $l }
-                END { printf "| %s | %s | %.3f | %.4f |\n", name, tasks, nmi, best }' "$b/metrics.csv"
+                END { printf "| %s | %s | %s | %.4f |\n", name, tasks,
+                             (nmi == "" ? "-" : sprintf("%.3f", nmi)), best }' "$b/metrics.csv"
         done
         echo
         echo "| task | reward | method | runs | frames | eval return | min-max | eval success | frames to 0.7 |"
@@ -206,6 +236,7 @@ echo "rl.sh: PPO done ($((SECONDS - t0)) s)" >&2
                     --print --out "$out/$st/${task}_$r.png" --force >"$out/$st/${task}_$r.csv" 2>/dev/null ||
                     { echo "rl.sh: plot of $dir failed" >&2; failed=1; continue; }
                 for m in "${method_list[@]}"; do
+                    [[ ,$glist, == *,$m,* ]] || continue # no run (ompn in S2)
                     succ=$(for s in "${seed_list[@]}"; do
                         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "eval_success") c = i; next }
                                  $c != "" { v = $c } END { if (v != "") print v }' \

@@ -1,0 +1,986 @@
+/* OMPN fine-tuned by PPO as a recurrent policy (see agents/ppo_ompn.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "agents/ppo_ompn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agents/bc.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/random.h"
+#include "kernels/checkpoint.h"
+#include "kernels/layers.h"
+#include "kernels/ops.h"
+#include "kernels/optim.h"
+#include "kernels/rng.h"
+#include "kernels/tape.h"
+
+static int ctx_fail(struct gr_ctx *ctx, const char *what)
+{
+    int rc = gr_ctx_status(ctx);
+    return gr_error(rc != 0 ? rc : GR_EINVAL, "%s: %s", what,
+                    gr_ctx_error(ctx));
+}
+
+/* ---- the loss --------------------------------------------------------------- */
+
+int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
+                  struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
+                  float clip_coef, float vf_coef, float ent_coef,
+                  int norm_adv, struct ppo_loss_out *out)
+{
+    struct gr_ctx *ctx = m->ctx;
+    const int64_t M = b->M;
+    if (m->cfg.n_tasks != 1 || M < 1) {
+        return gr_error(GR_EINVAL, "PPO loss (OMPN): the model needs one "
+                                   "task and the minibatch rows");
+    }
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < M; i++) {
+        mean += b->adv[i];
+    }
+    mean /= (double)M;
+    for (int64_t i = 0; i < M; i++) {
+        var += (b->adv[i] - mean) * (b->adv[i] - mean);
+    }
+    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
+    int32_t *task = calloc((size_t)M, sizeof *task);
+    if (task == NULL) {
+        return gr_error(GR_ENOMEM, "PPO loss (OMPN): out of memory");
+    }
+    struct gr_tensor *feat = NULL;
+    int rc = ompn_step_rows(m, b->idx, b->val, M, b->nz, task, b->mem,
+                            b->first, &feat);
+    free(task);
+    if (rc < 0) {
+        return rc;
+    }
+    struct gr_tensor *lp = gr_log_softmax(
+        ctx, gr_linear(ctx, feat, m->act_w, m->act_b), NULL);
+    struct gr_tensor *p = gr_exp(ctx, lp);
+    struct gr_tensor *ent =
+        gr_scale(ctx, gr_mean(ctx, gr_sum_dim(ctx, gr_mul(ctx, p, lp), 1)),
+                 -1.0f);
+    struct gr_tensor *a =
+        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, 1), b->action);
+    struct gr_tensor *old =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->logp_old);
+    struct gr_tensor *logratio = gr_sub(ctx, gr_gather(ctx, lp, a), old);
+    struct gr_tensor *ratio = gr_exp(ctx, logratio);
+    struct gr_tensor *adv =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->adv);
+    if (norm_adv) {
+        float s = (float)(1.0 / (sd + 1e-8));
+        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
+    }
+    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
+    struct gr_tensor *pg2 = gr_scale(
+        ctx,
+        gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip_coef, 1.0f + clip_coef),
+               adv),
+        -1.0f);
+    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
+    struct gr_tensor *v = gr_linear(ctx, feat, vw, vb); /* [M, 1] */
+    struct gr_tensor *ret =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->ret);
+    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
+    struct gr_tensor *loss = gr_add(
+        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, vf_coef)),
+        gr_scale(ctx, ent, -ent_coef));
+    if (loss == NULL || gr_ctx_status(ctx) != 0) {
+        return ctx_fail(ctx, "PPO loss (OMPN)");
+    }
+    out->loss = loss;
+    out->policy_loss = gr_tensor_item(pg);
+    out->value_loss = gr_tensor_item(vl);
+    out->entropy = gr_tensor_item(ent);
+    float *lr_h = malloc((size_t)M * sizeof *lr_h);
+    if (lr_h == NULL) {
+        return gr_error(GR_ENOMEM, "PPO loss (OMPN): out of memory");
+    }
+    rc = gr_tensor_to_host(logratio, lr_h);
+    double okl = 0.0, akl = 0.0, cf = 0.0;
+    for (int64_t i = 0; rc == 0 && i < M; i++) {
+        double l = lr_h[i], r = exp(l);
+        okl += -l;
+        akl += (r - 1.0) - l;
+        cf += fabs(r - 1.0) > clip_coef;
+    }
+    free(lr_h);
+    out->old_approx_kl = okl / (double)M;
+    out->approx_kl = akl / (double)M;
+    out->clipfrac = cf / (double)M;
+    return rc;
+}
+
+/* ---- the trainer ------------------------------------------------------------ */
+
+struct ppo_ompn {
+    struct ppo_config cfg;
+    struct gr_ctx *ctx;
+    struct ompn_model m;
+    struct gr_tensor *vw, *vb;
+    struct gr_optim *optim;
+    struct craft_config world;
+    struct craft_task task;
+    int n, d, O, A, E, S, F; /* F = 3d */
+    struct craft_batch batch;
+    float *obs;             /* [E, O] */
+    struct ompn_act_state act;
+    uint64_t *draws;        /* [E] sampling counters */
+    uint64_t sample_seed, env_seed;
+    /* storage: frame s of world e at e·S + s */
+    int32_t *d_idx;         /* [D, PPO_NZ_MAX] */
+    float *d_val;
+    int32_t *d_nz, *d_act, *d_n;
+    float *d_mem;           /* [D, n, d] */
+    float *d_first, *d_logp, *d_value, *d_R, *d_adv, *d_ret, *d_boot;
+    uint8_t *d_term, *d_trunc;
+    float *last_value;      /* [E] */
+    /* scratch */
+    float *probs, *feat, *vtmp; /* [E, A], [E, F], [E] */
+    int32_t *amax;          /* [E] */
+    uint8_t *actions;       /* [E] */
+    float *reward;
+    uint8_t *term, *trunc;
+    float *mem_keep;        /* [E, n, d] */
+    uint8_t *first_keep;    /* [E] */
+    float *vw_h;            /* [F + 1]: the value head on the host */
+    int32_t *perm, *mb_idx, *mb_act;
+    float *mb_val, *mb_mem, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    int64_t iteration, global_step, total_episodes;
+    char source[512];
+    struct gr_tensor *state;
+    size_t state_bytes;
+    uint8_t *state_host;
+};
+
+struct ompn_model *ppo_ompn_model(struct ppo_ompn *t)
+{
+    return &t->m;
+}
+
+const struct craft_config *ppo_ompn_world(const struct ppo_ompn *t)
+{
+    return &t->world;
+}
+
+int64_t ppo_ompn_global_step(const struct ppo_ompn *t)
+{
+    return t->global_step;
+}
+
+static int refresh_value(struct ppo_ompn *t)
+{
+    int rc = gr_tensor_to_host(t->vw, t->vw_h);
+    return rc == 0 ? gr_tensor_to_host(t->vb, t->vw_h + t->F) : rc;
+}
+
+/* values[j] = w_v · feat[j] + b_v for E rows */
+static void host_values(const struct ppo_ompn *t, const float *feat, int E,
+                        float *values)
+{
+    for (int j = 0; j < E; j++) {
+        double s = t->vw_h[t->F];
+        for (int k = 0; k < t->F; k++) {
+            s += (double)t->vw_h[k] * feat[(size_t)j * t->F + k];
+        }
+        values[j] = (float)s;
+    }
+}
+
+static int sample_a(struct ppo_ompn *t, int e, const float *p)
+{
+    uint64_t key = gr_rng_key_of(
+        t->sample_seed, gr_rng_stream(0x4F4D504E, (uint64_t)e, 0, 0));
+    float u = gr_rng_uniform(key, t->draws[e]++);
+    float c = 0.0f;
+    int last = 0;
+    for (int i = 0; i < t->A; i++) {
+        if (p[i] > 0.0f) {
+            last = i;
+            c += p[i];
+            if (u < c) {
+                return i;
+            }
+        }
+    }
+    return last;
+}
+
+static int sparse_row(const float *x, int O, int32_t *idx, float *val)
+{
+    int nz = 0;
+    for (int i = 0; i < O; i++) {
+        if (x[i] != 0.0f) {
+            if (nz == PPO_NZ_MAX) {
+                return gr_error(GR_EINVAL, "PPO (OMPN): an observation has "
+                                           "more than %d non-zeros",
+                                PPO_NZ_MAX);
+            }
+            idx[nz] = i;
+            val[nz] = x[i];
+            nz++;
+        }
+    }
+    for (int c = nz; c < PPO_NZ_MAX; c++) {
+        idx[c] = -1;
+        val[c] = 0.0f;
+    }
+    return nz;
+}
+
+static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
+{
+    const int E = t->E, S = t->S, O = t->O, A = t->A;
+    const size_t nd = (size_t)t->n * t->d;
+    struct craft_log log = {0};
+    int rc = 0;
+    for (int s = 0; s < S && rc == 0; s++) {
+        for (int e = 0; e < E; e++) {
+            int64_t j = (int64_t)e * S + s;
+            float *mj = t->d_mem + (size_t)j * nd;
+            if (t->act.first[e]) {
+                memset(mj, 0, nd * sizeof *mj);
+            } else {
+                memcpy(mj, t->act.mem + (size_t)e * nd, nd * sizeof *mj);
+            }
+            t->d_first[j] = t->act.first[e] ? 1.0f : 0.0f;
+            int nz = sparse_row(t->obs + (size_t)e * O,
+                                O, t->d_idx + (size_t)j * PPO_NZ_MAX,
+                                t->d_val + (size_t)j * PPO_NZ_MAX);
+            if (nz < 0) {
+                return nz;
+            }
+            t->d_nz[j] = nz;
+        }
+        rc = ompn_act_feat(&t->m, &t->act, t->obs, t->amax, t->probs, NULL,
+                           t->feat);
+        if (rc < 0) {
+            break;
+        }
+        host_values(t, t->feat, E, t->vtmp);
+        for (int e = 0; e < E; e++) {
+            int64_t j = (int64_t)e * S + s;
+            const float *p = t->probs + (size_t)e * A;
+            int a = sample_a(t, e, p);
+            t->actions[e] = (uint8_t)a;
+            t->d_act[j] = a;
+            t->d_logp[j] = logf(fmaxf(p[a], 1e-30f));
+            t->d_value[j] = t->vtmp[e];
+        }
+        struct craft_batch_out out = {0};
+        out.obs = t->obs;
+        out.reward = t->reward;
+        out.terminated = t->term;
+        out.truncated = t->trunc;
+        rc = craft_batch_step(&t->batch, t->actions, &out, &log);
+        for (int e = 0; rc == 0 && e < E; e++) {
+            int64_t j = (int64_t)e * S + s;
+            t->d_R[j] = t->reward[e];
+            t->d_n[j] = 1;
+            /* a truncation ends the episode as a termination does (the
+             * header): no bootstrap from the last observation */
+            t->d_term[j] = (uint8_t)(t->term[e] || t->trunc[e]);
+            t->d_trunc[j] = 0;
+            t->d_boot[j] = 0.0f;
+            if (t->term[e] || t->trunc[e]) {
+                ompn_act_reset(&t->act, e, 0);
+            }
+        }
+    }
+    if (rc == 0) {
+        /* the value of the observation each world waits at: one step on
+         * a copy of the memories */
+        memcpy(t->mem_keep, t->act.mem, (size_t)E * nd * sizeof(float));
+        memcpy(t->first_keep, t->act.first, (size_t)E);
+        rc = ompn_act_feat(&t->m, &t->act, t->obs, t->amax, t->probs, NULL,
+                           t->feat);
+        memcpy(t->act.mem, t->mem_keep, (size_t)E * nd * sizeof(float));
+        memcpy(t->act.first, t->first_keep, (size_t)E);
+        if (rc == 0) {
+            host_values(t, t->feat, E, t->last_value);
+        }
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    int64_t frames = (int64_t)E * S;
+    t->global_step += frames;
+    t->total_episodes += (int64_t)log.episodes;
+    st->frames = frames;
+    st->global_step = t->global_step;
+    st->decisions = frames;
+    st->episodes = (int64_t)log.episodes;
+    st->total_episodes = t->total_episodes;
+    double ne = (double)log.episodes;
+    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
+    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
+    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
+    st->decisions_per_episode = st->episodic_length;
+    st->mean_option_duration = 1.0;
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int update(struct ppo_ompn *t, struct ppo_stats *st)
+{
+    const int E = t->E, S = t->S;
+    const int64_t D = (int64_t)E * S, M = D / t->cfg.num_minibatches;
+    const size_t nd = (size_t)t->n * t->d;
+    for (int e = 0; e < E; e++) {
+        int64_t o = (int64_t)e * S;
+        ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
+                     t->d_term + o, t->d_trunc + o, t->d_boot + o,
+                     t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
+                     t->d_adv + o, t->d_ret + o);
+    }
+    double mr = 0.0, md = 0.0;
+    for (int64_t j = 0; j < D; j++) {
+        mr += t->d_ret[j];
+        md += t->d_ret[j] - t->d_value[j];
+    }
+    mr /= (double)D;
+    md /= (double)D;
+    double vr = 0.0, vd = 0.0;
+    for (int64_t j = 0; j < D; j++) {
+        double r = t->d_ret[j] - mr, df = t->d_ret[j] - t->d_value[j] - md;
+        vr += r * r;
+        vd += df * df;
+    }
+    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
+    double frac = 1.0;
+    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
+        int64_t before = t->global_step - st->frames;
+        frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
+        frac = frac < 0.0 ? 0.0 : frac;
+    }
+    float lr = (float)(frac * t->cfg.learning_rate);
+    gr_optim_set_lr(t->optim, lr);
+    st->learning_rate = lr;
+    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
+    int n_mb = 0, epochs = 0, rc = 0;
+    struct ppo_loss_out lo = {0};
+    for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
+        uint64_t key = gr_rng_key_of(
+            t->cfg.seed, gr_rng_stream(0x4F504552, (uint64_t)t->iteration,
+                                       (uint64_t)ep, 0));
+        for (int64_t j = 0; j < D; j++) {
+            t->perm[j] = (int32_t)j;
+        }
+        for (int64_t j = D - 1; j > 0; j--) {
+            uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
+                         gr_rng_u32(key, 2 * (uint64_t)j + 1);
+            int64_t i = (int64_t)(r % (uint64_t)(j + 1));
+            int32_t tmp = t->perm[j];
+            t->perm[j] = t->perm[i];
+            t->perm[i] = tmp;
+        }
+        for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
+            const int32_t *rows = t->perm + (int64_t)mb * M;
+            int nzm = 1;
+            for (int64_t i = 0; i < M; i++) {
+                nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
+            }
+            for (int64_t i = 0; i < M; i++) {
+                int64_t j = rows[i];
+                memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
+                       (size_t)nzm * sizeof *t->mb_idx);
+                memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
+                       (size_t)nzm * sizeof *t->mb_val);
+                memcpy(t->mb_mem + (size_t)i * nd, t->d_mem + (size_t)j * nd,
+                       nd * sizeof *t->mb_mem);
+                t->mb_first[i] = t->d_first[j];
+                t->mb_act[i] = t->d_act[j];
+                t->mb_logp[i] = t->d_logp[j];
+                t->mb_adv[i] = t->d_adv[j];
+                t->mb_ret[i] = t->d_ret[j];
+            }
+            struct ppo_ompn_minibatch b = {
+                (int)M,      nzm,        t->mb_idx,  t->mb_val, t->mb_mem,
+                t->mb_first, t->mb_act,  t->mb_logp, t->mb_adv, t->mb_ret};
+            gr_step_reset(t->ctx);
+            gr_zero_grad(t->ctx);
+            memset(&lo, 0, sizeof lo);
+            rc = ppo_ompn_loss(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
+                               t->cfg.vf_coef, t->cfg.ent_coef,
+                               t->cfg.norm_adv, &lo);
+            if (rc == 0 && !isfinite(gr_tensor_item(lo.loss))) {
+                rc = gr_error(GR_EINVAL, "non-finite loss at iteration %lld "
+                                         "(epoch %d, minibatch %d)",
+                              (long long)t->iteration + 1, ep, mb);
+            }
+            if (rc == 0) {
+                rc = gr_backward(t->ctx, lo.loss);
+            }
+            float norm = 0.0f;
+            if (rc == 0) {
+                rc = gr_clip_grad_norm(t->ctx, "ompn.", t->cfg.max_grad_norm,
+                                       &norm);
+            }
+            if (rc == 0 && !isfinite(norm)) {
+                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
+                                         "%lld (epoch %d, minibatch %d)",
+                              (long long)t->iteration + 1, ep, mb);
+            }
+            if (rc == 0) {
+                rc = gr_optim_step(t->optim);
+            }
+            pl += lo.policy_loss;
+            vl += lo.value_loss;
+            en += lo.entropy;
+            gn += norm;
+            n_mb++;
+        }
+        epochs++;
+        if (t->cfg.target_kl > 0.0f && lo.approx_kl > t->cfg.target_kl) {
+            break;
+        }
+    }
+    gr_step_reset(t->ctx);
+    if (rc < 0) {
+        return rc;
+    }
+    st->policy_loss = pl / n_mb;
+    st->value_loss = vl / n_mb;
+    st->entropy = en / n_mb;
+    st->grad_norm = gn / n_mb;
+    st->old_approx_kl = lo.old_approx_kl;
+    st->approx_kl = lo.approx_kl;
+    st->clipfrac = lo.clipfrac;
+    st->epochs = epochs;
+    return refresh_value(t);
+}
+
+/* The acting state keeps LN(g) from the parameters at its creation: after
+ * an update it is rebuilt, keeping each world's memory and flags. */
+static int rebuild_act(struct ppo_ompn *t, const float *mem,
+                       const uint8_t *first)
+{
+    ompn_act_state_free(&t->act);
+    int rc = ompn_act_state_init(&t->act, &t->m, t->E);
+    if (rc == 0) {
+        memcpy(t->act.mem, mem, (size_t)t->E * t->n * t->d * sizeof(float));
+        memcpy(t->act.first, first, (size_t)t->E);
+    }
+    return rc;
+}
+
+int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    double t0 = now_s();
+    int rc = rollout(t, st);
+    double t1 = now_s();
+    if (rc < 0) {
+        return rc;
+    }
+    /* keep the memories across the act state's rebuild */
+    const size_t nd = (size_t)t->n * t->d;
+    memcpy(t->mem_keep, t->act.mem, (size_t)t->E * nd * sizeof(float));
+    memcpy(t->first_keep, t->act.first, (size_t)t->E);
+    rc = update(t, st);
+    int rc2 = rebuild_act(t, t->mem_keep, t->first_keep);
+    if (rc < 0 || rc2 < 0) {
+        return rc < 0 ? rc : rc2;
+    }
+    t->iteration++;
+    st->iteration = t->iteration;
+    st->rollout_s = t1 - t0;
+    st->update_s = now_s() - t1;
+    return 0;
+}
+
+int ppo_ompn_evaluate(struct ppo_ompn *t, int episodes, uint64_t base_seed,
+                      struct ppo_eval *out, const struct ppo_trace *trace)
+{
+    if (episodes < 1) {
+        return gr_error(GR_EINVAL, "evaluation: %d episodes", episodes);
+    }
+    const int E = episodes, O = t->O, T = t->world.max_steps;
+    struct craft_world *w = malloc((size_t)E * sizeof *w);
+    float *obs = malloc((size_t)E * O * sizeof *obs);
+    int32_t *act = malloc((size_t)E * sizeof *act);
+    uint8_t *done = calloc((size_t)E, 1);
+    struct ompn_act_state st;
+    memset(&st, 0, sizeof st);
+    int rc = 0;
+    if (w == NULL || obs == NULL || act == NULL || done == NULL) {
+        rc = gr_error(GR_ENOMEM, "evaluation: out of memory");
+    }
+    if (rc == 0) {
+        rc = ompn_act_state_init(&st, &t->m, E);
+    }
+    for (int j = 0; rc == 0 && j < E; j++) {
+        uint64_t seed = craft_episode_seed(base_seed, (uint64_t)j, 0);
+        rc = craft_world_reset(&w[j], &t->world, seed, &t->task);
+        ompn_act_reset(&st, j, 0);
+        if (trace != NULL && trace->seed != NULL) {
+            trace->seed[j] = seed;
+        }
+    }
+    int left = E;
+    double R = 0.0, succ = 0.0, len = 0.0;
+    while (rc == 0 && left > 0) {
+        for (int j = 0; j < E; j++) {
+            craft_world_observe(&w[j], obs + (size_t)j * O);
+        }
+        rc = ompn_act(&t->m, &st, obs, act, NULL, NULL);
+        for (int j = 0; rc == 0 && j < E; j++) {
+            if (done[j]) {
+                continue;
+            }
+            int step = w[j].t;
+            struct craft_step s;
+            rc = craft_world_step(&w[j], act[j], &s);
+            if (trace != NULL && step < T) {
+                size_t at = (size_t)j * T + (size_t)step;
+                if (trace->action != NULL) {
+                    trace->action[at] = (uint8_t)act[j];
+                }
+                if (trace->option != NULL) {
+                    trace->option[at] = (int16_t)act[j];
+                }
+                if (trace->decided != NULL) {
+                    trace->decided[at] = 1;
+                }
+                if (trace->reward != NULL) {
+                    trace->reward[at] = s.reward;
+                }
+            }
+            if (s.terminated || s.truncated) {
+                done[j] = 1;
+                left--;
+                R += w[j].episode_return;
+                succ += s.terminated;
+                len += w[j].t;
+                if (trace != NULL && trace->length != NULL) {
+                    trace->length[j] = w[j].t;
+                }
+            }
+        }
+    }
+    if (rc == 0) {
+        out->episodes = E;
+        out->mean_return = R / E;
+        out->success_rate = succ / E;
+        out->mean_length = len / E;
+        out->decisions_per_episode = len / E;
+    }
+    ompn_act_state_free(&st);
+    free(w);
+    free(obs);
+    free(act);
+    free(done);
+    return rc;
+}
+
+/* ---- building, saving, loading ---------------------------------------------- */
+
+static size_t state_size(const struct ppo_ompn *t)
+{
+    size_t E = (size_t)t->E;
+    size_t per_world = (size_t)t->n * t->d * 4 + 1 + 8 + /* acting */
+                       (size_t)t->batch.cells + 3 + 1 + 1 + 2 +
+                       CRAFT_N_KINDS * 2 + 4 + 8 + 8; /* batch */
+    return 64 + E * per_world;
+}
+
+static int state_io(struct ppo_ompn *t, uint8_t *buf, int dir)
+{
+    size_t at = 0;
+#define IO(ptr, bytes)                                  \
+    do {                                                \
+        if (dir == 0) {                                 \
+            memcpy(buf + at, (ptr), (bytes));           \
+        } else {                                        \
+            memcpy((ptr), buf + at, (bytes));           \
+        }                                               \
+        at += (bytes);                                  \
+    } while (0)
+    uint32_t head[4] = {0x4F4D5053u, 1u, (uint32_t)t->E, (uint32_t)t->d};
+    if (dir == 1) {
+        uint32_t got[4];
+        memcpy(got, buf, sizeof got);
+        if (memcmp(got, head, sizeof got) != 0) {
+            return gr_error(GR_EFORMAT, "trainer state of another shape "
+                                        "(%u worlds, hidden %u; this run "
+                                        "has %u, %u)",
+                            got[2], got[3], head[2], head[3]);
+        }
+    }
+    IO(head, sizeof head);
+    IO(&t->iteration, 8);
+    IO(&t->global_step, 8);
+    IO(&t->total_episodes, 8);
+    at = 64;
+    size_t E = (size_t)t->E;
+    struct craft_batch *b = &t->batch;
+    IO(t->act.mem, E * (size_t)t->n * t->d * 4);
+    IO(t->act.first, E);
+    IO(t->draws, E * 8);
+    IO(b->grid, E * (size_t)b->cells);
+    IO(b->x, E);
+    IO(b->y, E);
+    IO(b->dir, E);
+    IO(b->k, E);
+    IO(b->task, E);
+    IO(b->t, E * 2);
+    IO(b->inventory, E * CRAFT_N_KINDS * 2);
+    IO(b->ret, E * 4);
+    IO(b->episode, E * 8);
+    IO(b->seed, E * 8);
+#undef IO
+    return 0;
+}
+
+void ppo_ompn_free(struct ppo_ompn *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    gr_optim_free(t->optim);
+    craft_batch_free(&t->batch);
+    ompn_act_state_free(&t->act);
+    void *bufs[] = {t->obs,     t->draws,   t->d_idx,    t->d_val,
+                    t->d_nz,    t->d_act,   t->d_n,      t->d_mem,
+                    t->d_first, t->d_logp,  t->d_value,  t->d_R,
+                    t->d_adv,   t->d_ret,   t->d_boot,   t->d_term,
+                    t->d_trunc, t->last_value, t->probs, t->feat,
+                    t->vtmp,    t->amax,    t->actions,  t->reward,
+                    t->term,    t->trunc,   t->mem_keep, t->first_keep,
+                    t->vw_h,    t->perm,    t->mb_idx,   t->mb_act,
+                    t->mb_val,  t->mb_mem,  t->mb_first, t->mb_logp,
+                    t->mb_adv,  t->mb_ret,  t->state_host};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+    free(t);
+}
+
+/* The BC model of path into the trainer's model: every parameter, the
+ * task code from the row of the fine-tuning task where it has one. */
+static int load_init(struct ppo_ompn *t, const char *path,
+                     struct ompn_config *cfg_out)
+{
+    char *text = NULL;
+    int rc = gr_checkpoint_read_config(path, &text);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ompn_config src;
+    rc = ompn_config_parse(text, &src);
+    if (rc == 0 && strstr(text, "\nvalue 1") != NULL) {
+        rc = gr_error(GR_EFORMAT, "%s is a PPO checkpoint; --init takes an "
+                                  "OMPN behaviour-cloning checkpoint "
+                                  "(--resume continues a PPO run)",
+                      path);
+    }
+    if (rc < 0) {
+        free(text);
+        return gr_error_wrap(rc == GR_EFORMAT ? rc : GR_EFORMAT,
+                             "%s: not an OMPN checkpoint", path);
+    }
+    rc = bc_world_parse(text, &t->world);
+    free(text);
+    if (rc < 0) {
+        return gr_error_wrap(rc, "%s", path);
+    }
+    if (src.obs_size != CRAFT_OBS_SIZE || src.n_actions != CRAFT_N_ACTIONS) {
+        return gr_error(GR_EFORMAT, "%s: the model reads %d observations and "
+                                    "has %d actions; Craft has %d and %d",
+                        path, src.obs_size, src.n_actions, CRAFT_OBS_SIZE,
+                        CRAFT_N_ACTIONS);
+    }
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    cc.threads = 1;
+    struct gr_ctx *sc = NULL;
+    struct ompn_model sm;
+    rc = gr_ctx_new(&sc, &cc);
+    if (rc == 0) {
+        rc = ompn_model_init(&sm, sc, &src, 0);
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_load(sc, path, GR_CKPT_PARAMS, NULL);
+    }
+    *cfg_out = src;
+    cfg_out->n_tasks = 1;
+    snprintf(cfg_out->task_names[0], sizeof cfg_out->task_names[0], "%s",
+             t->task.name);
+    if (rc == 0) {
+        rc = ompn_model_init(&t->m, t->ctx, cfg_out, t->cfg.seed);
+    }
+    int row = -1;
+    for (int i = 0; i < src.n_tasks; i++) {
+        if (strcmp(src.task_names[i], t->task.name) == 0) {
+            row = i;
+        }
+    }
+    for (int i = 0; rc == 0 && i < OMPN_N_PARAMS; i++) {
+        struct gr_tensor *from = ompn_param(&sm, i), *to = ompn_param(&t->m, i);
+        float *h = malloc((size_t)from->numel * sizeof *h);
+        if (h == NULL) {
+            rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory");
+            break;
+        }
+        rc = gr_tensor_to_host(from, h);
+        if (rc == 0 && from == sm.task) {
+            if (row >= 0) {
+                rc = gr_tensor_set_host(to, h + (size_t)row * src.hidden);
+            } /* else: the fresh N(0, 1) row of ompn_model_init */
+        } else if (rc == 0) {
+            rc = gr_tensor_set_host(to, h);
+        }
+        free(h);
+    }
+    gr_ctx_free(sc);
+    return rc;
+}
+
+int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
+                 const struct ppo_config *cfg, const char *init_path)
+{
+    *out = NULL;
+    if (cfg->policy != PPO_POLICY_OMPN) {
+        return gr_error(GR_EINVAL, "PPO (OMPN): policy %s",
+                        ppo_policy_name(cfg->policy));
+    }
+    int rc = ppo_config_validate(cfg);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ppo_ompn *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        return gr_error(GR_ENOMEM, "PPO (OMPN): out of memory");
+    }
+    t->cfg = *cfg;
+    t->ctx = ctx;
+    snprintf(t->source, sizeof t->source, "%s", init_path);
+    craft_task_parse(cfg->task, &t->task);
+    struct ompn_config oc;
+    rc = load_init(t, init_path, &oc);
+    if (rc < 0) {
+        free(t);
+        return rc;
+    }
+    t->world.reward = cfg->world.reward;
+    craft_config_for_task(&t->world, &t->task, &t->world);
+    t->n = oc.n_slots;
+    t->d = oc.hidden;
+    t->F = 3 * oc.hidden;
+    t->O = oc.obs_size;
+    t->A = oc.n_actions;
+    t->E = cfg->num_envs;
+    t->S = cfg->num_steps;
+    t->vw = gr_param_new(ctx, "ompn.value.weight", gr_shape2(1, t->F));
+    t->vb = gr_param_new(ctx, "ompn.value.bias", gr_shape1(1));
+    if (t->vw == NULL || t->vb == NULL) {
+        rc = gr_error(GR_ENOMEM, "PPO (OMPN): the value head");
+    }
+    if (rc == 0) {
+        float b = 1.0f / sqrtf((float)t->F);
+        rc = gr_init_uniform(t->vw, -b, b, gr_rng_make(cfg->seed, 0x56414Cu));
+    }
+    if (rc == 0) {
+        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
+        ocf.lr = cfg->learning_rate;
+        ocf.eps = cfg->adam_eps;
+        ocf.prefix = "ompn.";
+        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+    }
+    const size_t E = (size_t)t->E, D = E * (size_t)t->S,
+                 nd = (size_t)t->n * t->d,
+                 M = D / (size_t)cfg->num_minibatches;
+    if (rc == 0) {
+        rc = ompn_act_state_init(&t->act, &t->m, t->E);
+    }
+    if (rc == 0) {
+        t->obs = malloc(E * t->O * sizeof(float));
+        t->draws = calloc(E, 8);
+        t->d_idx = malloc(D * PPO_NZ_MAX * sizeof(int32_t));
+        t->d_val = malloc(D * PPO_NZ_MAX * sizeof(float));
+        t->d_nz = calloc(D, 4);
+        t->d_act = calloc(D, 4);
+        t->d_n = calloc(D, 4);
+        t->d_mem = malloc(D * nd * sizeof(float));
+        t->d_first = calloc(D, 4);
+        t->d_logp = calloc(D, 4);
+        t->d_value = calloc(D, 4);
+        t->d_R = calloc(D, 4);
+        t->d_adv = calloc(D, 4);
+        t->d_ret = calloc(D, 4);
+        t->d_boot = calloc(D, 4);
+        t->d_term = calloc(D, 1);
+        t->d_trunc = calloc(D, 1);
+        t->last_value = calloc(E, 4);
+        t->probs = malloc(E * t->A * sizeof(float));
+        t->feat = malloc(E * t->F * sizeof(float));
+        t->vtmp = malloc(E * sizeof(float));
+        t->amax = malloc(E * 4);
+        t->actions = calloc(E, 1);
+        t->reward = calloc(E, 4);
+        t->term = calloc(E, 1);
+        t->trunc = calloc(E, 1);
+        t->mem_keep = malloc(E * nd * sizeof(float));
+        t->first_keep = malloc(E);
+        t->vw_h = malloc(((size_t)t->F + 1) * sizeof(float));
+        t->perm = malloc(D * 4);
+        t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
+        t->mb_val = malloc(M * PPO_NZ_MAX * 4);
+        t->mb_mem = malloc(M * nd * sizeof(float));
+        t->mb_act = malloc(M * 4);
+        t->mb_first = malloc(M * 4);
+        t->mb_logp = malloc(M * 4);
+        t->mb_adv = malloc(M * 4);
+        t->mb_ret = malloc(M * 4);
+        if (!t->obs || !t->draws || !t->d_idx || !t->d_val || !t->d_nz ||
+            !t->d_act || !t->d_n || !t->d_mem || !t->d_first || !t->d_logp ||
+            !t->d_value || !t->d_R || !t->d_adv || !t->d_ret || !t->d_boot ||
+            !t->d_term || !t->d_trunc || !t->last_value || !t->probs ||
+            !t->feat || !t->vtmp || !t->amax || !t->actions || !t->reward ||
+            !t->term || !t->trunc || !t->mem_keep || !t->first_keep ||
+            !t->vw_h || !t->perm || !t->mb_idx || !t->mb_val || !t->mb_mem ||
+            !t->mb_act || !t->mb_first || !t->mb_logp || !t->mb_adv ||
+            !t->mb_ret) {
+            rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for %zu "
+                                     "frames",
+                          D);
+        }
+    }
+    if (rc == 0) {
+        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
+        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, t->E,
+                              t->env_seed, t->obs);
+    }
+    for (int e = 0; rc == 0 && e < t->E; e++) {
+        ompn_act_reset(&t->act, e, 0);
+    }
+    if (rc == 0) {
+        rc = refresh_value(t);
+    }
+    if (rc == 0) {
+        t->state_bytes = state_size(t);
+        t->state_host = calloc(t->state_bytes + 4, 1);
+        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
+                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
+        if (t->state_host == NULL || t->state == NULL) {
+            rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for the "
+                                     "state");
+        }
+    }
+    if (rc < 0) {
+        ppo_ompn_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+char *ppo_ompn_checkpoint_config(const struct ppo_ompn *t)
+{
+    size_t cap = 16384;
+    char *text = malloc(cap);
+    if (text == NULL) {
+        gr_error(GR_ENOMEM, "PPO (OMPN): out of memory");
+        return NULL;
+    }
+    int n = ompn_config_format(&t->m.cfg, text, cap);
+    int m = n < 0 ? -1 : snprintf(text + n, cap - (size_t)n, "value 1\n");
+    if (m >= 0) {
+        n += m;
+        struct craft_config w = t->world;
+        m = bc_world_format(&w, text + n, cap - (size_t)n);
+    }
+    if (m >= 0) {
+        n += m;
+        m = snprintf(text + n, cap - (size_t)n, "rl_init %s\n", t->source);
+        m = m >= 0 && (size_t)m < cap - (size_t)n ? m : -1;
+    }
+    if (m >= 0) {
+        n += m;
+        m = ppo_config_format(&t->cfg, text + n, cap - (size_t)n);
+    }
+    if (n < 0 || m < 0) {
+        free(text);
+        gr_error(GR_EINVAL, "PPO (OMPN): config text too long");
+        return NULL;
+    }
+    return text;
+}
+
+int ppo_ompn_save(struct ppo_ompn *t, const char *path, int force)
+{
+    memset(t->state_host, 0, t->state_bytes + 4);
+    int rc = state_io(t, t->state_host, 0);
+    if (rc == 0) {
+        rc = gr_tensor_set_host(t->state, t->state_host);
+    }
+    char *text = rc == 0 ? ppo_ompn_checkpoint_config(t) : NULL;
+    if (rc == 0 && text == NULL) {
+        rc = GR_EINVAL;
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
+    }
+    free(text);
+    return rc;
+}
+
+int ppo_ompn_load(struct ppo_ompn *t, const char *path)
+{
+    char *text = NULL;
+    int rc = gr_checkpoint_read_config(path, &text);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ppo_config c;
+    struct ompn_config oc;
+    rc = ppo_config_parse(text, &c);
+    if (rc == 0 && (strstr(text, "ppo_policy ") == NULL ||
+                    ompn_config_parse(text, &oc) < 0)) {
+        rc = gr_error(GR_EFORMAT, "%s is not a PPO checkpoint of OMPN", path);
+    } else if (rc == 0 && (c.num_envs != t->E || oc.n_slots != t->n ||
+                           oc.hidden != t->d)) {
+        rc = gr_error(GR_EFORMAT, "%s: %d worlds, %d slots of %d; this run "
+                                  "has %d, %d, %d",
+                      path, c.num_envs, oc.n_slots, oc.hidden, t->E, t->n,
+                      t->d);
+    }
+    free(text);
+    if (rc == 0) {
+        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_to_host(t->state, t->state_host);
+    }
+    if (rc == 0) {
+        /* the acting copies from the loaded parameters, then the state */
+        ompn_act_state_free(&t->act);
+        rc = ompn_act_state_init(&t->act, &t->m, t->E);
+    }
+    if (rc == 0) {
+        rc = state_io(t, t->state_host, 1);
+        if (rc < 0) {
+            rc = gr_error_wrap(rc, "%s", path);
+        }
+    }
+    for (int e = 0; rc == 0 && e < t->E; e++) {
+        craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
+    }
+    if (rc == 0) {
+        rc = refresh_value(t);
+    }
+    return rc;
+}
