@@ -1,0 +1,499 @@
+/* The given-tree models of nlp/models/treenets.h: the schedule (levels of a
+ * batch of trees, bank positions, children gathered by index) and the two
+ * Tree-LSTM cells on kernels/ ops. */
+#include "nlp/models/treenets.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/layers.h"
+#include "kernels/ops.h"
+
+static const char *tname(const struct nlp_tree *t)
+{
+    return t->name != NULL ? t->name : "(unnamed)";
+}
+
+int nlp_tree_check(const struct nlp_tree *t, int binary, int32_t vocab)
+{
+    int32_t n = t->n_nodes;
+    if (n < 1 || t->parent == NULL || t->word == NULL) {
+        return gr_error(GR_EINVAL, "tree %s: no nodes", tname(t));
+    }
+    int32_t *nch = calloc((size_t)n, sizeof *nch);
+    if (nch == NULL) {
+        return gr_error(GR_ENOMEM, "tree %s: out of memory", tname(t));
+    }
+    int rc = 0;
+    int32_t roots = 0;
+    for (int32_t j = 0; j < n && rc == 0; j++) {
+        int32_t p = t->parent[j];
+        if (p == -1) {
+            roots++;
+        } else if (p < 0 || p >= n || p == j) {
+            rc = gr_error(GR_EINVAL, "tree %s: node %d has parent %d (of %d "
+                          "nodes)", tname(t), (int)j, (int)p, (int)n);
+        } else {
+            nch[p]++;
+        }
+    }
+    if (rc == 0 && roots != 1) {
+        rc = gr_error(GR_EINVAL, "tree %s: %d roots (one expected)",
+                      tname(t), (int)roots);
+    }
+    for (int32_t j = 0; j < n && rc == 0; j++) {
+        /* no cycle: the root is reached within n steps */
+        int32_t p = j, steps = 0;
+        while (p != -1 && steps <= n) {
+            p = t->parent[p];
+            steps++;
+        }
+        if (p != -1) {
+            rc = gr_error(GR_EINVAL, "tree %s: node %d is on a cycle",
+                          tname(t), (int)j);
+        } else if (nch[j] == 0 && t->word[j] < 0) {
+            rc = gr_error(GR_EINVAL, "tree %s: leaf %d has no word",
+                          tname(t), (int)j);
+        } else if (vocab > 0 && t->word[j] >= vocab) {
+            rc = gr_error(GR_EINVAL, "tree %s: node %d reads word %d "
+                          "(vocabulary %d)", tname(t), (int)j,
+                          (int)t->word[j], (int)vocab);
+        } else if (binary && nch[j] != 0 && nch[j] != 2) {
+            rc = gr_error(GR_EINVAL, "tree %s: node %d has %d %s; the binary "
+                          "model needs 0 or 2 (use childsum, or binarise "
+                          "the tree)", tname(t), (int)j, (int)nch[j],
+                          nch[j] == 1 ? "child (a unary chain)" : "children");
+        }
+    }
+    free(nch);
+    return rc;
+}
+
+/* ---- parameters ---- */
+
+static struct gr_tensor *param(struct gr_ctx *ctx, const char *prefix,
+                               const char *name, struct gr_shape s,
+                               float bound, struct gr_rng rng, int *rc)
+{
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", prefix, name);
+    struct gr_tensor *t = gr_param_new(ctx, full, s);
+    if (t == NULL) {
+        *rc = gr_error(GR_EINVAL, "tree model: parameter %s: %s", full,
+                       gr_ctx_error(ctx));
+        return NULL;
+    }
+    if (*rc == 0) {
+        *rc = gr_init_uniform(t, -bound, bound, rng);
+    }
+    return t;
+}
+
+int nlp_treelstm_init(struct nlp_treelstm *m, struct gr_ctx *ctx,
+                      const char *prefix, enum nlp_tree_cell cell,
+                      struct gr_tensor *emb, int32_t H, struct gr_rng rng)
+{
+    memset(m, 0, sizeof *m);
+    if (emb == NULL || emb->ndim != 2 || H < 1) {
+        return gr_error(GR_EINVAL, "tree model: bad embedding or size %d",
+                        (int)H);
+    }
+    m->cell = cell;
+    m->emb = emb;
+    m->E = (int32_t)emb->shape[1];
+    m->H = H;
+    int32_t E = m->E;
+    float be = 1.0f / sqrtf((float)E), bh = 1.0f / sqrtf((float)H);
+    int rc = 0;
+    if (cell == NLP_TREE_BINARY_LSTM) {
+        m->leaf_w = param(ctx, prefix, "leaf.weight", gr_shape2(2 * H, E), be,
+                          rng, &rc);
+        m->leaf_b = param(ctx, prefix, "leaf.bias", gr_shape1(2 * H), be, rng,
+                          &rc);
+        /* each of U^(L), U^(R) is a Linear(H, 5H) in the reference */
+        m->comp_w = param(ctx, prefix, "comp.weight", gr_shape2(5 * H, 2 * H),
+                          bh, rng, &rc);
+        m->comp_bl = param(ctx, prefix, "comp.bias_l", gr_shape1(5 * H), bh,
+                           rng, &rc);
+        m->comp_br = param(ctx, prefix, "comp.bias_r", gr_shape1(5 * H), bh,
+                           rng, &rc);
+    } else {
+        m->W_w = param(ctx, prefix, "W.weight", gr_shape2(4 * H, E), be, rng,
+                       &rc);
+        m->W_b = param(ctx, prefix, "W.bias", gr_shape1(4 * H), be, rng, &rc);
+        m->Uiou_w = param(ctx, prefix, "U_iou.weight", gr_shape2(3 * H, H),
+                          bh, rng, &rc);
+        m->Uiou_b = param(ctx, prefix, "U_iou.bias", gr_shape1(3 * H), bh, rng,
+                          &rc);
+        m->Uf_w = param(ctx, prefix, "U_f.weight", gr_shape2(H, H), bh, rng,
+                        &rc);
+        m->Uf_b = param(ctx, prefix, "U_f.bias", gr_shape1(H), bh, rng, &rc);
+    }
+    return rc;
+}
+
+void nlp_treelstm_free(struct nlp_treelstm *m)
+{
+    free(m->buf);
+    m->buf = NULL;
+    m->buf_cap = 0;
+}
+
+/* ---- the schedule ---- */
+
+struct plan {
+    int32_t N, B;
+    int32_t *level;  /* [N] */
+    int32_t *first;  /* [N+1] children CSR, global ids */
+    int32_t *child;  /* [N] */
+    int32_t *word;   /* [N] */
+    int32_t *order;  /* [N] global ids in schedule order */
+    int32_t *pos;    /* [N] bank row of each node (1 + rank) */
+    int32_t *gstart; /* [n_groups + 1] into order */
+    int32_t n_groups;
+    int32_t *root;   /* [B] global id of each root */
+    int32_t *idx;    /* [N * max_children] scratch for one group */
+    int32_t max_children;
+};
+
+static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
+                      int32_t B, int mode, struct plan *p)
+{
+    int64_t N = 0;
+    for (int32_t b = 0; b < B; b++) {
+        int rc = nlp_tree_check(&trees[b], m->cell == NLP_TREE_BINARY_LSTM,
+                                (int32_t)m->emb->shape[0]);
+        if (rc < 0) {
+            return rc;
+        }
+        N += trees[b].n_nodes;
+    }
+    if (N > INT32_MAX / 16) {
+        return gr_error(GR_EINVAL, "tree model: %lld nodes in one batch",
+                        (long long)N);
+    }
+    /* the most children of a node in the batch (the group scratch) */
+    int32_t maxc = 1;
+    int64_t need = 11 * N + 2 * (int64_t)B + 10;
+    int32_t *cnt = calloc((size_t)N + 1, sizeof *cnt);
+    if (cnt == NULL) {
+        return gr_error(GR_ENOMEM, "tree model: out of memory");
+    }
+    for (int32_t b = 0, off = 0; b < B; off += trees[b].n_nodes, b++) {
+        for (int32_t j = 0; j < trees[b].n_nodes; j++) {
+            if (trees[b].parent[j] >= 0) {
+                cnt[off + trees[b].parent[j]]++;
+            }
+        }
+    }
+    for (int64_t g = 0; g < N; g++) {
+        maxc = cnt[g] > maxc ? cnt[g] : maxc;
+    }
+    need += N * (int64_t)maxc;
+    if (need > m->buf_cap) {
+        int32_t *nb = realloc(m->buf, (size_t)need * sizeof *nb);
+        if (nb == NULL) {
+            free(cnt);
+            return gr_error(GR_ENOMEM, "tree model: out of memory");
+        }
+        m->buf = nb;
+        m->buf_cap = need;
+    }
+    int32_t *w = m->buf;
+    p->N = (int32_t)N;
+    p->B = B;
+    p->max_children = maxc;
+    p->level = w, w += N;
+    p->first = w, w += N + 1;
+    p->child = w, w += N;
+    p->word = w, w += N;
+    p->order = w, w += N;
+    p->pos = w, w += N;
+    p->gstart = w, w += N + 1;
+    p->root = w, w += B;
+    int32_t *pending = w;
+    w += N;
+    int32_t *queue = w;
+    w += N + 1;
+    p->idx = w;
+    /* CSR of children in index order */
+    p->first[0] = 0;
+    for (int64_t g = 0; g < N; g++) {
+        p->first[g + 1] = p->first[g] + cnt[g];
+        pending[g] = cnt[g];
+        cnt[g] = p->first[g]; /* fill cursor */
+    }
+    int32_t qn = 0;
+    for (int32_t b = 0, off = 0; b < B; off += trees[b].n_nodes, b++) {
+        for (int32_t j = 0; j < trees[b].n_nodes; j++) {
+            int32_t par = trees[b].parent[j];
+            p->word[off + j] = trees[b].word[j];
+            p->level[off + j] = 0;
+            if (par >= 0) {
+                p->child[cnt[off + par]++] = off + j;
+            } else {
+                p->root[b] = off + j;
+            }
+        }
+    }
+    free(cnt);
+    for (int64_t g = 0; g < N; g++) {
+        if (pending[g] == 0) {
+            queue[qn++] = (int32_t)g;
+        }
+    }
+    /* Kahn upwards: a parent's level is 1 + its highest child's */
+    int32_t max_level = 0;
+    int32_t *parent_of = p->pos; /* reused below: global parent ids */
+    for (int32_t b = 0, off = 0; b < B; off += trees[b].n_nodes, b++) {
+        for (int32_t j = 0; j < trees[b].n_nodes; j++) {
+            int32_t par = trees[b].parent[j];
+            parent_of[off + j] = par >= 0 ? off + par : -1;
+        }
+    }
+    for (int32_t qi = 0; qi < qn; qi++) {
+        int32_t g = queue[qi];
+        max_level = p->level[g] > max_level ? p->level[g] : max_level;
+        int32_t par = parent_of[g];
+        if (par >= 0) {
+            if (p->level[g] + 1 > p->level[par]) {
+                p->level[par] = p->level[g] + 1;
+            }
+            if (--pending[par] == 0) {
+                queue[qn++] = par;
+            }
+        }
+    }
+    /* schedule order: by level, then global id (counting sort) */
+    int32_t L = max_level + 1;
+    int32_t *lstart = queue; /* L + 1 <= N + 1 entries */
+    memset(lstart, 0, (size_t)(L + 1) * sizeof *lstart);
+    for (int64_t g = 0; g < N; g++) {
+        lstart[p->level[g] + 1]++;
+    }
+    for (int32_t l = 0; l < L; l++) {
+        lstart[l + 1] += lstart[l];
+    }
+    for (int64_t g = 0; g < N; g++) {
+        p->order[lstart[p->level[g]]++] = (int32_t)g;
+    }
+    for (int32_t r = 0; r < (int32_t)N; r++) {
+        p->pos[p->order[r]] = 1 + r;
+    }
+    if (mode == NLP_TREE_NODE_BY_NODE) {
+        p->n_groups = (int32_t)N;
+        for (int32_t r = 0; r <= (int32_t)N; r++) {
+            p->gstart[r] = r;
+        }
+    } else {
+        p->n_groups = L;
+        p->gstart[0] = 0;
+        int32_t gi = 0;
+        for (int32_t r = 0; r < (int32_t)N; r++) {
+            if (r > 0 && p->level[p->order[r]] != p->level[p->order[r - 1]]) {
+                p->gstart[++gi] = r;
+            }
+        }
+        p->gstart[L] = (int32_t)N;
+    }
+    return 0;
+}
+
+/* i32 tensor from host values */
+static struct gr_tensor *ids(struct gr_ctx *ctx, const int32_t *v,
+                             struct gr_shape s)
+{
+    return gr_tensor_from_host(ctx, GR_I32, s, v);
+}
+
+/* the group's children bank rows, [n, k] padded with 0 (the zero row) */
+static void group_children(const struct plan *p, int32_t g0, int32_t n,
+                           int32_t k)
+{
+    for (int32_t a = 0; a < n; a++) {
+        int32_t g = p->order[g0 + a];
+        int32_t c0 = p->first[g], nc = p->first[g + 1] - c0;
+        for (int32_t q = 0; q < k; q++) {
+            p->idx[a * k + q] = q < nc ? p->pos[p->child[c0 + q]] : 0;
+        }
+    }
+}
+
+static int forward_binary(struct nlp_treelstm *m, struct gr_ctx *ctx,
+                          const struct plan *p, struct gr_tensor **hb_out)
+{
+    int32_t H = m->H;
+    struct gr_tensor *hb = gr_zeros(ctx, gr_shape2(1, H));
+    struct gr_tensor *cb = gr_zeros(ctx, gr_shape2(1, H));
+    struct gr_tensor *bias = gr_add(ctx, m->comp_bl, m->comp_br);
+    for (int32_t gi = 0; gi < p->n_groups; gi++) {
+        int32_t g0 = p->gstart[gi], n = p->gstart[gi + 1] - g0;
+        struct gr_tensor *h, *c;
+        if (p->level[p->order[g0]] == 0) {
+            for (int32_t a = 0; a < n; a++) {
+                p->idx[a] = p->word[p->order[g0 + a]];
+            }
+            struct gr_tensor *x =
+                gr_embedding(ctx, m->emb, ids(ctx, p->idx, gr_shape1(n)));
+            struct gr_tensor *z = gr_linear(ctx, x, m->leaf_w, m->leaf_b);
+            struct gr_tensor *part[2] = {NULL, NULL};
+            int64_t sizes[2] = {H, H};
+            if (z == NULL || gr_split(ctx, z, 1, 2, sizes, part) < 0) {
+                break;
+            }
+            c = part[0];
+            h = gr_mul(ctx, gr_sigmoid(ctx, part[1]), gr_tanh(ctx, c));
+        } else {
+            group_children(p, g0, n, 2);
+            struct gr_tensor *ix = ids(ctx, p->idx, gr_shape2(n, 2));
+            struct gr_tensor *hlr = gr_reshape(ctx, gr_embedding(ctx, hb, ix),
+                                               gr_shape2(n, 2 * H));
+            struct gr_tensor *clr = gr_embedding(ctx, cb, ix); /* [n,2,H] */
+            struct gr_tensor *z = gr_linear(ctx, hlr, m->comp_w, bias);
+            struct gr_tensor *part[4] = {NULL, NULL, NULL, NULL};
+            int64_t sizes[4] = {H, 2 * H, H, H}; /* i, (f_L f_R), o, u */
+            if (z == NULL || gr_split(ctx, z, 1, 4, sizes, part) < 0) {
+                break;
+            }
+            struct gr_tensor *f = gr_reshape(ctx, gr_sigmoid(ctx, part[1]),
+                                             gr_shape3(n, 2, H));
+            struct gr_tensor *fc = gr_sum_dim(ctx, gr_mul(ctx, f, clr), 1);
+            c = gr_add(ctx, gr_mul(ctx, gr_sigmoid(ctx, part[0]),
+                                   gr_tanh(ctx, part[3])),
+                       fc);
+            h = gr_mul(ctx, gr_sigmoid(ctx, part[2]), gr_tanh(ctx, c));
+        }
+        struct gr_tensor *hs[2] = {hb, h}, *cs[2] = {cb, c};
+        hb = gr_concat(ctx, 2, hs, 0);
+        cb = gr_concat(ctx, 2, cs, 0);
+        if (hb == NULL || cb == NULL) {
+            break;
+        }
+    }
+    *hb_out = hb;
+    return gr_ctx_status(ctx);
+}
+
+static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
+                            const struct plan *p, struct gr_tensor **hb_out)
+{
+    int32_t H = m->H, N = p->N;
+    /* W x_j + b_W for every node at once, rows in schedule order; a node
+     * without a word reads x = 0 */
+    float *mask = malloc((size_t)N * sizeof *mask);
+    if (mask == NULL) {
+        return gr_error(GR_ENOMEM, "tree model: out of memory");
+    }
+    int masked = 0;
+    for (int32_t r = 0; r < N; r++) {
+        int32_t wd = p->word[p->order[r]];
+        p->idx[r] = wd >= 0 ? wd : 0;
+        mask[r] = wd >= 0 ? 1.0f : 0.0f;
+        masked |= wd < 0;
+    }
+    struct gr_tensor *x = gr_embedding(ctx, m->emb,
+                                       ids(ctx, p->idx, gr_shape1(N)));
+    if (masked) {
+        x = gr_mul(ctx, x, gr_tensor_from_host(ctx, GR_F32,
+                                               gr_shape2(N, 1), mask));
+    }
+    free(mask);
+    struct gr_tensor *wx = gr_linear(ctx, x, m->W_w, m->W_b); /* [N, 4H] */
+    struct gr_tensor *hb = gr_zeros(ctx, gr_shape2(1, H));
+    struct gr_tensor *cb = gr_zeros(ctx, gr_shape2(1, H));
+    for (int32_t gi = 0; gi < p->n_groups && wx != NULL; gi++) {
+        int32_t g0 = p->gstart[gi], n = p->gstart[gi + 1] - g0;
+        int32_t k = 1;
+        for (int32_t a = 0; a < n; a++) {
+            int32_t g = p->order[g0 + a];
+            int32_t nc = p->first[g + 1] - p->first[g];
+            k = nc > k ? nc : k;
+        }
+        for (int32_t a = 0; a < n; a++) {
+            p->idx[a] = g0 + a; /* rows of wx */
+        }
+        struct gr_tensor *ax = gr_embedding(ctx, wx,
+                                            ids(ctx, p->idx, gr_shape1(n)));
+        group_children(p, g0, n, k);
+        struct gr_tensor *ix = ids(ctx, p->idx, gr_shape2(n, k));
+        struct gr_tensor *hc = gr_embedding(ctx, hb, ix); /* [n, k, H] */
+        struct gr_tensor *cc = gr_embedding(ctx, cb, ix);
+        struct gr_tensor *hsum = gr_sum_dim(ctx, hc, 1);  /* [n, H] */
+        struct gr_tensor *ap[2] = {NULL, NULL};
+        int64_t asz[2] = {3 * H, H};
+        if (ax == NULL || gr_split(ctx, ax, 1, 2, asz, ap) < 0) {
+            break;
+        }
+        struct gr_tensor *ziou = gr_add(
+            ctx, gr_linear(ctx, hsum, m->Uiou_w, m->Uiou_b), ap[0]);
+        struct gr_tensor *f = gr_sigmoid(
+            ctx, gr_add(ctx, gr_linear(ctx, hc, m->Uf_w, m->Uf_b),
+                        gr_reshape(ctx, ap[1], gr_shape3(n, 1, H))));
+        struct gr_tensor *part[3] = {NULL, NULL, NULL};
+        int64_t sizes[3] = {H, H, H}; /* i, o, u */
+        if (ziou == NULL || gr_split(ctx, ziou, 1, 3, sizes, part) < 0) {
+            break;
+        }
+        struct gr_tensor *c = gr_add(
+            ctx, gr_mul(ctx, gr_sigmoid(ctx, part[0]), gr_tanh(ctx, part[2])),
+            gr_sum_dim(ctx, gr_mul(ctx, f, cc), 1));
+        struct gr_tensor *h = gr_mul(ctx, gr_sigmoid(ctx, part[1]),
+                                     gr_tanh(ctx, c));
+        struct gr_tensor *hs[2] = {hb, h}, *cs[2] = {cb, c};
+        hb = gr_concat(ctx, 2, hs, 0);
+        cb = gr_concat(ctx, 2, cs, 0);
+        if (hb == NULL || cb == NULL) {
+            break;
+        }
+    }
+    *hb_out = hb;
+    return gr_ctx_status(ctx);
+}
+
+int nlp_treelstm_forward(struct nlp_treelstm *m, struct gr_ctx *ctx,
+                         const struct nlp_tree *trees, int32_t B, int mode,
+                         struct gr_tensor **nodes, struct gr_tensor **roots)
+{
+    if (nodes != NULL) {
+        *nodes = NULL;
+    }
+    if (roots != NULL) {
+        *roots = NULL;
+    }
+    if (B < 1) {
+        return gr_error(GR_EINVAL, "tree model: empty batch");
+    }
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    int rc = plan_build(m, trees, B, mode, &p);
+    if (rc < 0) {
+        return rc;
+    }
+    struct gr_tensor *hb = NULL;
+    rc = m->cell == NLP_TREE_BINARY_LSTM ? forward_binary(m, ctx, &p, &hb)
+                                         : forward_childsum(m, ctx, &p, &hb);
+    if (rc < 0 || hb == NULL) {
+        return gr_error(rc < 0 ? rc : GR_EINVAL, "tree model: %s",
+                        gr_ctx_error(ctx));
+    }
+    if (nodes != NULL) {
+        for (int32_t g = 0; g < p.N; g++) {
+            p.idx[g] = p.pos[g];
+        }
+        *nodes = gr_embedding(ctx, hb, ids(ctx, p.idx, gr_shape1(p.N)));
+    }
+    if (roots != NULL) {
+        for (int32_t b = 0; b < B; b++) {
+            p.idx[b] = p.pos[p.root[b]];
+        }
+        *roots = gr_embedding(ctx, hb, ids(ctx, p.idx, gr_shape1(B)));
+    }
+    if ((nodes != NULL && *nodes == NULL) ||
+        (roots != NULL && *roots == NULL)) {
+        return gr_error(GR_EINVAL, "tree model: %s", gr_ctx_error(ctx));
+    }
+    return 0;
+}

@@ -1,0 +1,112 @@
+/* nlp/models/treenets.h — models that are given their trees (issue 25):
+ * the binary (N = 2) constituency Tree-LSTM and the Child-Sum Tree-LSTM of
+ * hybrid_and_trees.md §3.1-§3.2 (Tai, Socher & Manning 2015), executed by
+ * tree level over a batch of trees on the kernel layer (CPU and CUDA, the
+ * tape differentiates it).
+ *
+ * A tree is a parent array: node j's parent is parent[j] (-1 for the one
+ * root), its children are the nodes whose parent it is, in increasing
+ * index order (left to right). word[j] is the token id a node reads (every
+ * leaf has one; an internal node has -1, or a word in a dependency tree,
+ * which only Child-Sum reads). label[j] (or label == NULL) is the node's
+ * class, -1 for none; the model does not read it. name (may be NULL)
+ * names the tree in messages ("train.txt:12", "test3 pair 17").
+ *
+ * Level batching: level(leaf) = 0, level(j) = 1 + max level of its
+ * children. Level l of every tree of the batch is one group: the children's
+ * h and c are gathered by index from the states of the earlier levels (one
+ * gr_embedding per state), the composition is one GEMM per level. With
+ * NLP_TREE_NODE_BY_NODE every node is its own group (the reference
+ * evaluation order; tests compare the two). A level's states are appended
+ * to a bank [1 + done, H] whose row 0 is zeros (the absent child), so
+ * concatenation costs O(nodes x levels) copies per batch.
+ *
+ * Binary Tree-LSTM (§3.2, BinaryTreeLSTM.lua):
+ *   leaf:     [c; o~] = W_leaf x + b_leaf          (W_leaf [2H, E])
+ *             c = c, h = σ(o~) ⊙ tanh(c)
+ *   internal: z = U [h_L; h_R] + b_L + b_R          (U [5H, 2H]; z rows
+ *             in the order i, f_L, f_R, o, u)
+ *             c = σ(i) ⊙ tanh(u) + σ(f_L) ⊙ c_L + σ(f_R) ⊙ c_R
+ *             h = σ(o) ⊙ tanh(c)
+ *   Parameters "<prefix>.leaf.weight" [2H, E], ".leaf.bias" [2H],
+ *   ".comp.weight" [5H, 2H], ".comp.bias_l", ".comp.bias_r" [5H]: for
+ *   E 300, H 150 the reference's 316,800.
+ *   A node with one child or more than two is refused (nlp_tree_check).
+ *
+ * Child-Sum Tree-LSTM (§3.1):
+ *   [a_i; a_o; a_u; a_f] = W x_j + b_W   (W [4H, E]; x_j = 0 for a node
+ *                                          without a word)
+ *   h~ = Σ_k h_k;  [i; o; u] = U_iou h~ + b_iou + [a_i; a_o; a_u]
+ *   f_k = σ(U_f h_k + b_f + a_f)
+ *   c = σ(i) ⊙ tanh(u) + Σ_k f_k ⊙ c_k,  h = σ(o) ⊙ tanh(c)
+ *   a leaf is computed with one zero child. Parameters ".W.weight" [4H, E],
+ *   ".W.bias" [4H], ".U_iou.weight" [3H, H], ".U_iou.bias" [3H],
+ *   ".U_f.weight" [H, H], ".U_f.bias" [H]: for E 300, H 168 the
+ *   reference's 315,840.
+ *
+ * Init: every weight and bias U(-1/√in, 1/√in) (PyTorch's Linear default,
+ * the reference's nn.Linear in Torch7 is the same form).
+ *
+ * Errors: GR_EINVAL naming the tree and node (malformed parent array,
+ * binary model given a unary or n-ary node); op failures as the context's
+ * message. Memory: the model owns host scratch (nlp_treelstm_free).
+ */
+#ifndef GROVE_NLP_MODELS_TREENETS_H
+#define GROVE_NLP_MODELS_TREENETS_H
+
+#include <stdint.h>
+
+#include "kernels/rng.h"
+#include "kernels/tensor.h"
+
+struct nlp_tree {
+    int32_t n_nodes;
+    const int32_t *parent; /* [n_nodes], -1 for the root */
+    const int32_t *word;   /* [n_nodes], token id or -1 */
+    const int32_t *label;  /* [n_nodes] or NULL; -1 for none */
+    const char *name;      /* for messages, or NULL */
+};
+
+enum nlp_tree_cell {
+    NLP_TREE_BINARY_LSTM = 0, /* "treelstm" */
+    NLP_TREE_CHILDSUM = 1,    /* "childsum" */
+};
+
+enum { NLP_TREE_BY_LEVEL = 0, NLP_TREE_NODE_BY_NODE = 1 };
+
+/* Checks a tree: one root, every parent in range, no cycle, every leaf
+ * with a word in [0, vocab) (vocab <= 0: not checked); binary: every
+ * internal node has exactly two children. GR_EINVAL "tree NAME: node J
+ * ..." otherwise. */
+int nlp_tree_check(const struct nlp_tree *t, int binary, int32_t vocab);
+
+struct nlp_treelstm {
+    enum nlp_tree_cell cell;
+    int32_t E, H;
+    struct gr_tensor *emb; /* [V, E], the caller's (may be shared) */
+    /* binary */
+    struct gr_tensor *leaf_w, *leaf_b, *comp_w, *comp_bl, *comp_br;
+    /* child-sum */
+    struct gr_tensor *W_w, *W_b, *Uiou_w, *Uiou_b, *Uf_w, *Uf_b;
+    /* host scratch of the schedule */
+    int32_t *buf;
+    int64_t buf_cap;
+};
+
+/* Creates the composition parameters under `prefix` ("enc"); emb is the
+ * word table [V, E] the leaves read (not initialised here). */
+int nlp_treelstm_init(struct nlp_treelstm *m, struct gr_ctx *ctx,
+                      const char *prefix, enum nlp_tree_cell cell,
+                      struct gr_tensor *emb, int32_t H, struct gr_rng rng);
+void nlp_treelstm_free(struct nlp_treelstm *m);
+
+/* The forward over trees[0..B) (checked with nlp_tree_check first):
+ * *nodes [Σ n_nodes, H] the h of every node, trees concatenated in order
+ * and nodes in their index order; *roots [B, H] the root h of each tree.
+ * Either output pointer may be NULL. mode: NLP_TREE_BY_LEVEL or
+ * NLP_TREE_NODE_BY_NODE. Returns 0 or a negative GR_E*. */
+int nlp_treelstm_forward(struct nlp_treelstm *m, struct gr_ctx *ctx,
+                         const struct nlp_tree *trees, int32_t B, int mode,
+                         struct gr_tensor **nodes, struct gr_tensor **roots);
+
+#endif

@@ -1,0 +1,387 @@
+/* The given-tree models (nlp/models/treenets.h): the binary and Child-Sum
+ * Tree-LSTMs against a float64 PyTorch port evaluated node by node
+ * (tests/fixtures/trees/make_tree_fixture.py: trees of 1, 2 and 5 leaves;
+ * unary, ternary and word-reading internal nodes for Child-Sum): node
+ * states, root states and the gradient of every parameter to 1e-5; level
+ * batching equal to node-by-node evaluation on a batch of random trees
+ * (outputs and gradients); a finite-difference check of one weight; the
+ * binary model's refusal of a unary chain and of a ternary node, naming
+ * the tree, and malformed parent arrays. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/layers.h"
+#include "kernels/ops.h"
+#include "kernels/tape.h"
+#include "nlp/models/treenets.h"
+#include "tests/nlp/lm_fixture.h"
+#include "tests/test.h"
+
+static struct gr_ctx *cpu_ctx(void)
+{
+    struct gr_ctx_config cfg = gr_ctx_config_default();
+    cfg.device = GR_DEVICE_CPU;
+    cfg.step_chunk_bytes = 1 << 20;
+    struct gr_ctx *ctx = NULL;
+    if (gr_ctx_new(&ctx, &cfg) < 0) {
+        return NULL;
+    }
+    return ctx;
+}
+
+/* loss = Σ nodes ⊙ rn + Σ roots ⊙ rr */
+static struct gr_tensor *loss_of(struct gr_ctx *ctx, struct gr_tensor *nodes,
+                                 struct gr_tensor *roots, const float *rn,
+                                 const float *rr)
+{
+    if (nodes == NULL || roots == NULL) {
+        return NULL;
+    }
+    struct gr_tensor *a = gr_sum(
+        ctx, gr_mul(ctx, nodes, gr_tensor_from_host(ctx, GR_F32,
+                                                    gr_tensor_shape(nodes), rn)));
+    struct gr_tensor *b = gr_sum(
+        ctx, gr_mul(ctx, roots, gr_tensor_from_host(ctx, GR_F32,
+                                                    gr_tensor_shape(roots), rr)));
+    return gr_add(ctx, a, b);
+}
+
+/* ---- the PyTorch fixture ---- */
+
+static void check_fixture(const char *dir, const char *kind,
+                          enum nlp_tree_cell cell, int n_trees)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.txt", dir, kind);
+    struct fx_file f;
+    if (fx_load(&f, path) < 0) {
+        CHECK_MSG(0, "cannot read %s", path);
+        return;
+    }
+    const char *tn[4] = {"t1", "t2", "t3", "t4"};
+    struct nlp_tree trees[4];
+    int32_t *arrays[8] = {0};
+    for (int t = 0; t < n_trees; t++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s.parent", tn[t]);
+        const struct fx_entry *pe = fx_get(&f, key);
+        snprintf(key, sizeof key, "%s.word", tn[t]);
+        const struct fx_entry *we = fx_get(&f, key);
+        CHECK(pe != NULL && we != NULL);
+        if (pe == NULL || we == NULL) {
+            fx_free(&f);
+            return;
+        }
+        arrays[2 * t] = malloc((size_t)pe->numel * sizeof(int32_t));
+        arrays[2 * t + 1] = malloc((size_t)pe->numel * sizeof(int32_t));
+        for (int64_t j = 0; j < pe->numel; j++) {
+            arrays[2 * t][j] = (int32_t)pe->v[j];
+            arrays[2 * t + 1][j] = (int32_t)we->v[j];
+        }
+        trees[t] = (struct nlp_tree){(int32_t)pe->numel, arrays[2 * t],
+                                     arrays[2 * t + 1], NULL, tn[t]};
+    }
+    const struct fx_entry *emb_e = fx_get(&f, "emb");
+    for (int mode = 0; mode < 2 && emb_e != NULL; mode++) {
+        struct gr_ctx *ctx = cpu_ctx();
+        struct gr_tensor *emb = gr_param_new(
+            ctx, "emb", gr_shape2(emb_e->shape[0], emb_e->shape[1]));
+        struct nlp_treelstm m;
+        CHECK(nlp_treelstm_init(&m, ctx, "enc", cell, emb, 3,
+                                gr_rng_make(1, 2)) == 0);
+        /* every parameter from the fixture, under its grove name */
+        for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(ctx, i);
+            const char *fxname = strncmp(p->name, "enc.", 4) == 0
+                                     ? p->name + 4
+                                     : p->name;
+            float *v = fx_floats(&f, fxname);
+            CHECK_MSG(v != NULL, "fixture lacks %s", fxname);
+            if (v != NULL) {
+                gr_tensor_set_host(p, v);
+                free(v);
+            }
+        }
+        struct gr_tensor *nodes = NULL, *roots = NULL;
+        CHECK(nlp_treelstm_forward(&m, ctx, trees, n_trees, mode, &nodes,
+                                   &roots) == 0);
+        float *rn = fx_floats(&f, "R_nodes"), *rr = fx_floats(&f, "R_roots");
+        struct gr_tensor *loss = loss_of(ctx, nodes, roots, rn, rr);
+        CHECK(loss != NULL && gr_backward(ctx, loss) == 0);
+        fx_compare_tensor(&f, "h_nodes", nodes, 1e-5);
+        fx_compare_tensor(&f, "h_roots", roots, 1e-5);
+        int n_grads = 0;
+        for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(ctx, i);
+            if (p->kind != GR_KIND_PARAM) {
+                continue;
+            }
+            char key[160];
+            snprintf(key, sizeof key, "grad.%s",
+                     strncmp(p->name, "enc.", 4) == 0 ? p->name + 4 : p->name);
+            fx_compare_tensor(&f, key, p->grad, 1e-5);
+            n_grads++;
+        }
+        CHECK_MSG(n_grads == (cell == NLP_TREE_BINARY_LSTM ? 6 : 7),
+                  "%s: %d gradients compared", kind, n_grads);
+        free(rn);
+        free(rr);
+        nlp_treelstm_free(&m);
+        gr_ctx_free(ctx);
+    }
+    for (int i = 0; i < 8; i++) {
+        free(arrays[i]);
+    }
+    fx_free(&f);
+}
+
+/* ---- level batching = node by node, on random trees ---- */
+
+/* A random tree of n leaves: binary (random bracketing) or with 1-4
+ * children per internal node; nodes numbered in a shuffled order so that
+ * parents do not always come first. Returns the node count. */
+static int32_t random_tree(uint32_t *s, int32_t n_leaves, int binary,
+                           int32_t *parent, int32_t *word)
+{
+    /* build bottom-up: a list of subtree roots, merged until one is left */
+    int32_t live[64], n_live = 0, n = 0;
+    for (int32_t i = 0; i < n_leaves; i++) {
+        parent[n] = -1;
+        *s = *s * 1664525u + 1013904223u;
+        word[n] = (int32_t)((*s >> 8) % 10);
+        live[n_live++] = n++;
+    }
+    while (n_live > 1) {
+        *s = *s * 1664525u + 1013904223u;
+        int32_t k = binary ? 2 : 1 + (int32_t)((*s >> 8) % 4);
+        if (k > n_live) {
+            k = n_live;
+        }
+        if (!binary && k == 1 && n_live > 1 && ((*s >> 20) & 1)) {
+            k = 2;
+        }
+        *s = *s * 1664525u + 1013904223u;
+        int32_t at = (int32_t)((*s >> 8) % (uint32_t)(n_live - k + 1));
+        int32_t node = n++;
+        parent[node] = -1;
+        *s = *s * 1664525u + 1013904223u;
+        word[node] = binary || ((*s >> 8) & 1) ? -1 : (int32_t)((*s >> 9) % 10);
+        for (int32_t q = 0; q < k; q++) {
+            parent[live[at + q]] = node;
+        }
+        live[at] = node;
+        memmove(live + at + 1, live + at + k,
+                (size_t)(n_live - at - k) * sizeof *live);
+        n_live -= k - 1;
+    }
+    return n;
+}
+
+static void check_levels_equal_nodes(enum nlp_tree_cell cell)
+{
+    enum { B = 6, H = 5, E = 4, V = 10 };
+    int32_t parent[B][128], word[B][128];
+    struct nlp_tree trees[B];
+    uint32_t s = 12345u + (uint32_t)cell;
+    int32_t total = 0;
+    for (int b = 0; b < B; b++) {
+        int32_t leaves = 1 + (b * 7) % 13;
+        trees[b].n_nodes = random_tree(&s, leaves, cell == NLP_TREE_BINARY_LSTM,
+                                       parent[b], word[b]);
+        trees[b].parent = parent[b];
+        trees[b].word = word[b];
+        trees[b].label = NULL;
+        trees[b].name = "random";
+        total += trees[b].n_nodes;
+        CHECK(nlp_tree_check(&trees[b], cell == NLP_TREE_BINARY_LSTM, V) == 0);
+    }
+    float *out[2], *grads[2];
+    int64_t n_par = 0;
+    float *rn = malloc((size_t)total * H * sizeof *rn), rr[B * H];
+    for (int64_t i = 0; i < (int64_t)total * H; i++) {
+        rn[i] = (float)sin(0.37 * (double)i);
+    }
+    for (int i = 0; i < B * H; i++) {
+        rr[i] = (float)cos(0.91 * i);
+    }
+    for (int mode = 0; mode < 2; mode++) {
+        struct gr_ctx *ctx = cpu_ctx();
+        struct gr_tensor *emb = gr_param_new(ctx, "emb", gr_shape2(V, E));
+        gr_init_uniform(emb, -0.5f, 0.5f, gr_rng_make(7, 1));
+        struct nlp_treelstm m;
+        CHECK(nlp_treelstm_init(&m, ctx, "enc", cell, emb, H,
+                                gr_rng_make(7, 2)) == 0);
+        struct gr_tensor *nodes = NULL, *roots = NULL;
+        CHECK(nlp_treelstm_forward(&m, ctx, trees, B, mode, &nodes, &roots) ==
+              0);
+        struct gr_tensor *loss = loss_of(ctx, nodes, roots, rn, rr);
+        CHECK(loss != NULL && gr_backward(ctx, loss) == 0);
+        out[mode] = malloc((size_t)total * H * sizeof(float));
+        CHECK(nodes != NULL && nodes->numel == (int64_t)total * H);
+        if (nodes != NULL) {
+            gr_tensor_to_host(nodes, out[mode]);
+        }
+        n_par = gr_param_count(ctx, NULL);
+        grads[mode] = malloc((size_t)n_par * sizeof(float));
+        int64_t at = 0;
+        for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+            struct gr_tensor *p = gr_ctx_named(ctx, i);
+            if (p->kind == GR_KIND_PARAM) {
+                gr_tensor_to_host(p->grad, grads[mode] + at);
+                at += p->numel;
+            }
+        }
+        nlp_treelstm_free(&m);
+        gr_ctx_free(ctx);
+    }
+    double worst = 0.0, gworst = 0.0, gscale = 0.0;
+    for (int64_t i = 0; i < (int64_t)total * H; i++) {
+        worst = fmax(worst, fabs(out[0][i] - out[1][i]));
+    }
+    for (int64_t i = 0; i < n_par; i++) {
+        gworst = fmax(gworst, fabs(grads[0][i] - grads[1][i]));
+        gscale = fmax(gscale, fabs(grads[1][i]));
+    }
+    CHECK_MSG(worst <= 1e-6, "cell %d: level batching differs from node by "
+              "node by %.3g", (int)cell, worst);
+    CHECK_MSG(gworst <= 1e-5 * gscale && gscale > 0.0,
+              "cell %d: gradients differ by %.3g (scale %.3g)", (int)cell,
+              gworst, gscale);
+    for (int mode = 0; mode < 2; mode++) {
+        free(out[mode]);
+        free(grads[mode]);
+    }
+    free(rn);
+}
+
+/* ---- bad trees ---- */
+
+static void check_refusals(void)
+{
+    int32_t unary_p[] = {-1, 0, 1, 1}, unary_w[] = {-1, -1, 2, 3};
+    struct nlp_tree unary = {4, unary_p, unary_w, NULL, "train.txt:42"};
+    CHECK(nlp_tree_check(&unary, 0, 10) == 0);
+    CHECK(nlp_tree_check(&unary, 1, 10) == GR_EINVAL);
+    CHECK_MSG(strstr(gr_last_error(), "train.txt:42") != NULL &&
+                  strstr(gr_last_error(), "unary") != NULL,
+              "%s", gr_last_error());
+    int32_t tern_p[] = {-1, 0, 0, 0}, tern_w[] = {-1, 1, 2, 3};
+    struct nlp_tree tern = {4, tern_p, tern_w, NULL, "logic test3 pair 5"};
+    CHECK(nlp_tree_check(&tern, 1, 10) == GR_EINVAL);
+    CHECK_MSG(strstr(gr_last_error(), "logic test3 pair 5") != NULL &&
+                  strstr(gr_last_error(), "3 children") != NULL,
+              "%s", gr_last_error());
+    int32_t two_roots[] = {-1, -1}, w2[] = {1, 2};
+    struct nlp_tree tr = {2, two_roots, w2, NULL, "x"};
+    CHECK(nlp_tree_check(&tr, 0, 10) == GR_EINVAL);
+    int32_t cyc[] = {-1, 2, 1}, w3[] = {-1, 1, 2};
+    struct nlp_tree tc = {3, cyc, w3, NULL, "x"};
+    CHECK(nlp_tree_check(&tc, 0, 10) == GR_EINVAL);
+    int32_t nw_p[] = {-1, 0, 0}, nw_w[] = {-1, 1, -1};
+    struct nlp_tree tnw = {3, nw_p, nw_w, NULL, "x"};
+    CHECK(nlp_tree_check(&tnw, 0, 10) == GR_EINVAL);
+    int32_t big_w[] = {-1, 1, 12};
+    struct nlp_tree tbig = {3, nw_p, big_w, NULL, "x"};
+    CHECK(nlp_tree_check(&tbig, 0, 10) == GR_EINVAL);
+    /* the binary model's forward refuses the unary tree the same way */
+    struct gr_ctx *ctx = cpu_ctx();
+    struct gr_tensor *emb = gr_param_new(ctx, "emb", gr_shape2(10, 4));
+    struct nlp_treelstm m;
+    CHECK(nlp_treelstm_init(&m, ctx, "enc", NLP_TREE_BINARY_LSTM, emb, 3,
+                            gr_rng_make(1, 1)) == 0);
+    struct gr_tensor *roots = NULL;
+    CHECK(nlp_treelstm_forward(&m, ctx, &unary, 1, NLP_TREE_BY_LEVEL, NULL,
+                               &roots) == GR_EINVAL &&
+          roots == NULL);
+    CHECK(strstr(gr_last_error(), "train.txt:42") != NULL);
+    nlp_treelstm_free(&m);
+    gr_ctx_free(ctx);
+}
+
+/* ---- finite differences on one weight of each cell ---- */
+
+static double fd_loss(struct gr_ctx *ctx, struct nlp_treelstm *m,
+                      const struct nlp_tree *t, int B, const float *rn,
+                      const float *rr)
+{
+    gr_step_reset(ctx);
+    struct gr_tensor *nodes = NULL, *roots = NULL;
+    nlp_treelstm_forward(m, ctx, t, B, NLP_TREE_BY_LEVEL, &nodes, &roots);
+    struct gr_tensor *l = loss_of(ctx, nodes, roots, rn, rr);
+    float v = NAN;
+    if (l != NULL) {
+        gr_tensor_to_host(l, &v);
+    }
+    return v;
+}
+
+static void check_finite_differences(enum nlp_tree_cell cell)
+{
+    int32_t p[] = {-1, 0, 0, 2, 2}, w[] = {cell ? 4 : -1, 1, -1, 2, 3};
+    int32_t p3[] = {-1, 0, 0, 0}, w3[] = {-1, 5, 6, 7};
+    struct nlp_tree t[2] = {{5, p, w, NULL, "a"}, {4, p3, w3, NULL, "b"}};
+    int B = cell == NLP_TREE_BINARY_LSTM ? 1 : 2;
+    float rn[9 * 4], rr[2 * 4];
+    for (int i = 0; i < 36; i++) {
+        rn[i] = (float)sin(1.3 * i);
+    }
+    for (int i = 0; i < 8; i++) {
+        rr[i] = (float)cos(0.7 * i);
+    }
+    struct gr_ctx *ctx = cpu_ctx();
+    struct gr_tensor *emb = gr_param_new(ctx, "emb", gr_shape2(8, 3));
+    gr_init_uniform(emb, -1.0f, 1.0f, gr_rng_make(3, 1));
+    struct nlp_treelstm m;
+    CHECK(nlp_treelstm_init(&m, ctx, "enc", cell, emb, 4, gr_rng_make(3, 2)) ==
+          0);
+    struct gr_tensor *nodes = NULL, *roots = NULL;
+    CHECK(nlp_treelstm_forward(&m, ctx, t, B, NLP_TREE_BY_LEVEL, &nodes,
+                               &roots) == 0);
+    gr_backward(ctx, loss_of(ctx, nodes, roots, rn, rr));
+    double worst = 0.0;
+    for (int i = 0; i < gr_ctx_n_named(ctx); i++) {
+        struct gr_tensor *par = gr_ctx_named(ctx, i);
+        float *v = malloc((size_t)par->numel * sizeof *v);
+        float *g = malloc((size_t)par->numel * sizeof *g);
+        gr_tensor_to_host(par, v);
+        gr_tensor_to_host(par->grad, g);
+        for (int64_t k = 0; k < par->numel; k += 5) {
+            float keep = v[k];
+            const float eps = 1e-2f;
+            v[k] = keep + eps;
+            gr_tensor_set_host(par, v);
+            double lp = fd_loss(ctx, &m, t, B, rn, rr);
+            v[k] = keep - eps;
+            gr_tensor_set_host(par, v);
+            double lm = fd_loss(ctx, &m, t, B, rn, rr);
+            v[k] = keep;
+            gr_tensor_set_host(par, v);
+            double num = (lp - lm) / (2.0 * eps);
+            worst = fmax(worst, fabs(num - g[k]) / (1e-2 + fabs(num)));
+        }
+        free(v);
+        free(g);
+    }
+    CHECK_MSG(worst < 2e-2, "cell %d: finite differences off by %.3g",
+              (int)cell, worst);
+    nlp_treelstm_free(&m);
+    gr_ctx_free(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    (void)fx_scalar; /* of the shared fixture reader, unused here */
+    check_refusals();
+    check_levels_equal_nodes(NLP_TREE_BINARY_LSTM);
+    check_levels_equal_nodes(NLP_TREE_CHILDSUM);
+    check_finite_differences(NLP_TREE_BINARY_LSTM);
+    check_finite_differences(NLP_TREE_CHILDSUM);
+    if (argc > 1) {
+        check_fixture(argv[1], "treelstm", NLP_TREE_BINARY_LSTM, 3);
+        check_fixture(argv[1], "childsum", NLP_TREE_CHILDSUM, 4);
+    }
+    return test_report("nlp_tree");
+}
