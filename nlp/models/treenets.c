@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/layers.h"
 #include "kernels/ops.h"
+#include "nlp/tasks/parse.h"
 
 static const char *tname(const struct nlp_tree *t)
 {
@@ -70,6 +71,62 @@ int nlp_tree_check(const struct nlp_tree *t, int binary, int32_t vocab)
     }
     free(nch);
     return rc;
+}
+
+/* ---- brackets to parent arrays ---- */
+
+struct item {
+    int32_t start, end, node, leaf;
+};
+
+static int item_order(const void *pa, const void *pb)
+{
+    const struct item *a = pa, *b = pb;
+    if (a->start != b->start) {
+        return a->start < b->start ? -1 : 1;
+    }
+    if (a->end != b->end) {
+        return a->end > b->end ? -1 : 1;
+    }
+    if (a->leaf != b->leaf) {
+        return a->leaf - b->leaf; /* spans before the leaf they cover */
+    }
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+int nlp_tree_from_spans(int32_t n_leaves, const struct nlp_span *spans,
+                        int32_t n_spans, int32_t *parent)
+{
+    int32_t n = n_leaves + n_spans;
+    struct item *it = malloc((size_t)(n > 0 ? n : 1) * sizeof *it);
+    int32_t *stack = malloc((size_t)(n > 0 ? n : 1) * sizeof *stack);
+    if (it == NULL || stack == NULL) {
+        free(it);
+        free(stack);
+        return gr_error(GR_ENOMEM, "tree from brackets: out of memory");
+    }
+    for (int32_t i = 0; i < n_leaves; i++) {
+        it[i] = (struct item){i, i + 1, i, 1};
+    }
+    for (int32_t i = 0; i < n_spans; i++) {
+        it[n_leaves + i] = (struct item){spans[i].start, spans[i].end,
+                                         n_leaves + i, 0};
+    }
+    qsort(it, (size_t)n, sizeof *it, item_order);
+    int32_t top = 0; /* stack of open spans (indices into it[]) */
+    for (int32_t k = 0; k < n; k++) {
+        while (top > 0 && !(it[stack[top - 1]].start <= it[k].start &&
+                            it[k].end <= it[stack[top - 1]].end)) {
+            top--;
+        }
+        parent[it[k].node] = top > 0 ? it[stack[top - 1]].node : -1;
+        if (!it[k].leaf) {
+            stack[top++] = k;
+        }
+    }
+    free(it);
+    free(stack);
+    return 0;
 }
 
 /* ---- parameters ---- */
@@ -151,10 +208,14 @@ struct plan {
     int32_t *child;  /* [N] */
     int32_t *word;   /* [N] */
     int32_t *order;  /* [N] global ids in schedule order */
-    int32_t *pos;    /* [N] bank row of each node (1 + rank) */
+    int32_t *pos;    /* [N] rank of each node in the schedule */
+    int32_t *grp;    /* [N] group of each node */
+    int32_t *rowin;  /* [N] row of each node within its group */
     int32_t *gstart; /* [n_groups + 1] into order */
     int32_t n_groups;
     int32_t *root;   /* [B] global id of each root */
+    int32_t *mark;   /* [n_groups] scratch: source groups seen */
+    int32_t *srcs;   /* [n_groups] scratch: source groups of one group */
     int32_t *idx;    /* [N * max_children] scratch for one group */
     int32_t max_children;
 };
@@ -177,7 +238,7 @@ static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
     }
     /* the most children of a node in the batch (the group scratch) */
     int32_t maxc = 1;
-    int64_t need = 11 * N + 2 * (int64_t)B + 10;
+    int64_t need = 16 * N + 2 * (int64_t)B + 16;
     int32_t *cnt = calloc((size_t)N + 1, sizeof *cnt);
     if (cnt == NULL) {
         return gr_error(GR_ENOMEM, "tree model: out of memory");
@@ -212,8 +273,12 @@ static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
     p->word = w, w += N;
     p->order = w, w += N;
     p->pos = w, w += N;
+    p->grp = w, w += N;
+    p->rowin = w, w += N;
     p->gstart = w, w += N + 1;
     p->root = w, w += B;
+    p->mark = w, w += N;
+    p->srcs = w, w += N;
     int32_t *pending = w;
     w += N;
     int32_t *queue = w;
@@ -232,6 +297,7 @@ static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
             int32_t par = trees[b].parent[j];
             p->word[off + j] = trees[b].word[j];
             p->level[off + j] = 0;
+            p->pos[off + j] = par >= 0 ? off + par : -1; /* parent, for now */
             if (par >= 0) {
                 p->child[cnt[off + par]++] = off + j;
             } else {
@@ -247,17 +313,10 @@ static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
     }
     /* Kahn upwards: a parent's level is 1 + its highest child's */
     int32_t max_level = 0;
-    int32_t *parent_of = p->pos; /* reused below: global parent ids */
-    for (int32_t b = 0, off = 0; b < B; off += trees[b].n_nodes, b++) {
-        for (int32_t j = 0; j < trees[b].n_nodes; j++) {
-            int32_t par = trees[b].parent[j];
-            parent_of[off + j] = par >= 0 ? off + par : -1;
-        }
-    }
     for (int32_t qi = 0; qi < qn; qi++) {
         int32_t g = queue[qi];
         max_level = p->level[g] > max_level ? p->level[g] : max_level;
-        int32_t par = parent_of[g];
+        int32_t par = p->pos[g];
         if (par >= 0) {
             if (p->level[g] + 1 > p->level[par]) {
                 p->level[par] = p->level[g] + 1;
@@ -281,7 +340,7 @@ static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
         p->order[lstart[p->level[g]]++] = (int32_t)g;
     }
     for (int32_t r = 0; r < (int32_t)N; r++) {
-        p->pos[p->order[r]] = 1 + r;
+        p->pos[p->order[r]] = r;
     }
     if (mode == NLP_TREE_NODE_BY_NODE) {
         p->n_groups = (int32_t)N;
@@ -299,6 +358,13 @@ static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
         }
         p->gstart[L] = (int32_t)N;
     }
+    for (int32_t gi = 0; gi < p->n_groups; gi++) {
+        p->mark[gi] = -1;
+        for (int32_t r = p->gstart[gi]; r < p->gstart[gi + 1]; r++) {
+            p->grp[p->order[r]] = gi;
+            p->rowin[p->order[r]] = r - p->gstart[gi];
+        }
+    }
     return 0;
 }
 
@@ -309,25 +375,67 @@ static struct gr_tensor *ids(struct gr_ctx *ctx, const int32_t *v,
     return gr_tensor_from_host(ctx, GR_I32, s, v);
 }
 
-/* the group's children bank rows, [n, k] padded with 0 (the zero row) */
-static void group_children(const struct plan *p, int32_t g0, int32_t n,
-                           int32_t k)
+/* The children's states of group gi's n nodes (from row g0 of the
+ * schedule), k slots each, [n, k, H]: one gather per group the children
+ * come from, out of that group's padded states P[src] = [0; states]
+ * (row 0 = the absent child), summed. A group reads few source groups
+ * (mostly the level below and the leaves), so the cost stays near one
+ * gather of the children rather than a copy of every earlier state. */
+static struct gr_tensor *gather_children(struct gr_ctx *ctx,
+                                         struct gr_tensor *const *P,
+                                         const struct plan *p, int32_t gi,
+                                         int32_t k, int32_t H)
 {
+    int32_t g0 = p->gstart[gi], n = p->gstart[gi + 1] - g0;
+    int32_t ns = 0;
     for (int32_t a = 0; a < n; a++) {
         int32_t g = p->order[g0 + a];
-        int32_t c0 = p->first[g], nc = p->first[g + 1] - c0;
-        for (int32_t q = 0; q < k; q++) {
-            p->idx[a * k + q] = q < nc ? p->pos[p->child[c0 + q]] : 0;
+        for (int32_t c = p->first[g]; c < p->first[g + 1]; c++) {
+            int32_t src = p->grp[p->child[c]];
+            if (p->mark[src] != gi) {
+                p->mark[src] = gi;
+                p->srcs[ns++] = src;
+            }
         }
     }
+    for (int32_t si = 0; si < ns; si++) {
+        p->mark[p->srcs[si]] = -1; /* for the next call (h, then c) */
+    }
+    if (ns == 0) {
+        return gr_zeros(ctx, gr_shape3(n, k, H));
+    }
+    struct gr_tensor *sum = NULL;
+    for (int32_t si = 0; si < ns; si++) {
+        int32_t src = p->srcs[si];
+        for (int32_t a = 0; a < n; a++) {
+            int32_t g = p->order[g0 + a];
+            int32_t c0 = p->first[g], nc = p->first[g + 1] - c0;
+            for (int32_t q = 0; q < k; q++) {
+                int32_t ch = q < nc ? p->child[c0 + q] : -1;
+                p->idx[a * k + q] =
+                    ch >= 0 && p->grp[ch] == src ? 1 + p->rowin[ch] : 0;
+            }
+        }
+        struct gr_tensor *gsrc = gr_embedding(
+            ctx, P[src], ids(ctx, p->idx, gr_shape2(n, k)));
+        sum = sum == NULL ? gsrc : gr_add(ctx, sum, gsrc);
+    }
+    return sum;
+}
+
+/* [0; x]: a zero row on top (the absent child) */
+static struct gr_tensor *padded(struct gr_ctx *ctx, struct gr_tensor *x,
+                                int32_t H)
+{
+    struct gr_tensor *parts[2] = {gr_zeros(ctx, gr_shape2(1, H)), x};
+    return x == NULL ? NULL : gr_concat(ctx, 2, parts, 0);
 }
 
 static int forward_binary(struct nlp_treelstm *m, struct gr_ctx *ctx,
-                          const struct plan *p, struct gr_tensor **hb_out)
+                          const struct plan *p, struct gr_tensor **hs,
+                          struct gr_tensor **hp, struct gr_tensor **cp)
 {
     int32_t H = m->H;
-    struct gr_tensor *hb = gr_zeros(ctx, gr_shape2(1, H));
-    struct gr_tensor *cb = gr_zeros(ctx, gr_shape2(1, H));
     struct gr_tensor *bias = gr_add(ctx, m->comp_bl, m->comp_br);
     for (int32_t gi = 0; gi < p->n_groups; gi++) {
         int32_t g0 = p->gstart[gi], n = p->gstart[gi + 1] - g0;
@@ -347,15 +455,15 @@ static int forward_binary(struct nlp_treelstm *m, struct gr_ctx *ctx,
             c = part[0];
             h = gr_mul(ctx, gr_sigmoid(ctx, part[1]), gr_tanh(ctx, c));
         } else {
-            group_children(p, g0, n, 2);
-            struct gr_tensor *ix = ids(ctx, p->idx, gr_shape2(n, 2));
-            struct gr_tensor *hlr = gr_reshape(ctx, gr_embedding(ctx, hb, ix),
-                                               gr_shape2(n, 2 * H));
-            struct gr_tensor *clr = gr_embedding(ctx, cb, ix); /* [n,2,H] */
+            struct gr_tensor *hlr = gr_reshape(
+                ctx, gather_children(ctx, hp, p, gi, 2, H),
+                gr_shape2(n, 2 * H));
+            struct gr_tensor *clr = gather_children(ctx, cp, p, gi, 2, H);
             struct gr_tensor *z = gr_linear(ctx, hlr, m->comp_w, bias);
             struct gr_tensor *part[4] = {NULL, NULL, NULL, NULL};
             int64_t sizes[4] = {H, 2 * H, H, H}; /* i, (f_L f_R), o, u */
-            if (z == NULL || gr_split(ctx, z, 1, 4, sizes, part) < 0) {
+            if (z == NULL || clr == NULL ||
+                gr_split(ctx, z, 1, 4, sizes, part) < 0) {
                 break;
             }
             struct gr_tensor *f = gr_reshape(ctx, gr_sigmoid(ctx, part[1]),
@@ -366,19 +474,19 @@ static int forward_binary(struct nlp_treelstm *m, struct gr_ctx *ctx,
                        fc);
             h = gr_mul(ctx, gr_sigmoid(ctx, part[2]), gr_tanh(ctx, c));
         }
-        struct gr_tensor *hs[2] = {hb, h}, *cs[2] = {cb, c};
-        hb = gr_concat(ctx, 2, hs, 0);
-        cb = gr_concat(ctx, 2, cs, 0);
-        if (hb == NULL || cb == NULL) {
+        hs[gi] = h;
+        hp[gi] = padded(ctx, h, H);
+        cp[gi] = padded(ctx, c, H);
+        if (hp[gi] == NULL || cp[gi] == NULL) {
             break;
         }
     }
-    *hb_out = hb;
     return gr_ctx_status(ctx);
 }
 
 static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
-                            const struct plan *p, struct gr_tensor **hb_out)
+                            const struct plan *p, struct gr_tensor **hs,
+                            struct gr_tensor **hp, struct gr_tensor **cp)
 {
     int32_t H = m->H, N = p->N;
     /* W x_j + b_W for every node at once, rows in schedule order; a node
@@ -402,8 +510,6 @@ static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
     }
     free(mask);
     struct gr_tensor *wx = gr_linear(ctx, x, m->W_w, m->W_b); /* [N, 4H] */
-    struct gr_tensor *hb = gr_zeros(ctx, gr_shape2(1, H));
-    struct gr_tensor *cb = gr_zeros(ctx, gr_shape2(1, H));
     for (int32_t gi = 0; gi < p->n_groups && wx != NULL; gi++) {
         int32_t g0 = p->gstart[gi], n = p->gstart[gi + 1] - g0;
         int32_t k = 1;
@@ -412,15 +518,10 @@ static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
             int32_t nc = p->first[g + 1] - p->first[g];
             k = nc > k ? nc : k;
         }
-        for (int32_t a = 0; a < n; a++) {
-            p->idx[a] = g0 + a; /* rows of wx */
-        }
-        struct gr_tensor *ax = gr_embedding(ctx, wx,
-                                            ids(ctx, p->idx, gr_shape1(n)));
-        group_children(p, g0, n, k);
-        struct gr_tensor *ix = ids(ctx, p->idx, gr_shape2(n, k));
-        struct gr_tensor *hc = gr_embedding(ctx, hb, ix); /* [n, k, H] */
-        struct gr_tensor *cc = gr_embedding(ctx, cb, ix);
+        struct gr_tensor *ax = g0 == 0 && n == N ? wx : gr_slice(ctx, wx, 0,
+                                                                 g0, n);
+        struct gr_tensor *hc = gather_children(ctx, hp, p, gi, k, H);
+        struct gr_tensor *cc = gather_children(ctx, cp, p, gi, k, H);
         struct gr_tensor *hsum = gr_sum_dim(ctx, hc, 1);  /* [n, H] */
         struct gr_tensor *ap[2] = {NULL, NULL};
         int64_t asz[2] = {3 * H, H};
@@ -442,14 +543,13 @@ static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
             gr_sum_dim(ctx, gr_mul(ctx, f, cc), 1));
         struct gr_tensor *h = gr_mul(ctx, gr_sigmoid(ctx, part[1]),
                                      gr_tanh(ctx, c));
-        struct gr_tensor *hs[2] = {hb, h}, *cs[2] = {cb, c};
-        hb = gr_concat(ctx, 2, hs, 0);
-        cb = gr_concat(ctx, 2, cs, 0);
-        if (hb == NULL || cb == NULL) {
+        hs[gi] = h;
+        hp[gi] = padded(ctx, h, H);
+        cp[gi] = padded(ctx, c, H);
+        if (hp[gi] == NULL || cp[gi] == NULL) {
             break;
         }
     }
-    *hb_out = hb;
     return gr_ctx_status(ctx);
 }
 
@@ -472,24 +572,33 @@ int nlp_treelstm_forward(struct nlp_treelstm *m, struct gr_ctx *ctx,
     if (rc < 0) {
         return rc;
     }
-    struct gr_tensor *hb = NULL;
-    rc = m->cell == NLP_TREE_BINARY_LSTM ? forward_binary(m, ctx, &p, &hb)
-                                         : forward_childsum(m, ctx, &p, &hb);
-    if (rc < 0 || hb == NULL) {
+    /* per group: its h, and h and c with the zero row on top */
+    struct gr_tensor **hs = calloc((size_t)p.n_groups * 3, sizeof *hs);
+    if (hs == NULL) {
+        return gr_error(GR_ENOMEM, "tree model: out of memory");
+    }
+    struct gr_tensor **hp = hs + p.n_groups, **cp = hs + 2 * p.n_groups;
+    rc = m->cell == NLP_TREE_BINARY_LSTM
+             ? forward_binary(m, ctx, &p, hs, hp, cp)
+             : forward_childsum(m, ctx, &p, hs, hp, cp);
+    /* every state in schedule order, once */
+    struct gr_tensor *all = NULL;
+    if (rc == 0) {
+        all = p.n_groups == 1 ? hs[0] : gr_concat(ctx, p.n_groups, hs, 0);
+    }
+    free(hs);
+    if (rc < 0 || all == NULL) {
         return gr_error(rc < 0 ? rc : GR_EINVAL, "tree model: %s",
                         gr_ctx_error(ctx));
     }
     if (nodes != NULL) {
-        for (int32_t g = 0; g < p.N; g++) {
-            p.idx[g] = p.pos[g];
-        }
-        *nodes = gr_embedding(ctx, hb, ids(ctx, p.idx, gr_shape1(p.N)));
+        *nodes = gr_embedding(ctx, all, ids(ctx, p.pos, gr_shape1(p.N)));
     }
     if (roots != NULL) {
         for (int32_t b = 0; b < B; b++) {
             p.idx[b] = p.pos[p.root[b]];
         }
-        *roots = gr_embedding(ctx, hb, ids(ctx, p.idx, gr_shape1(B)));
+        *roots = gr_embedding(ctx, all, ids(ctx, p.idx, gr_shape1(B)));
     }
     if ((nodes != NULL && *nodes == NULL) ||
         (roots != NULL && *roots == NULL)) {

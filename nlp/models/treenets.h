@@ -80,6 +80,17 @@ enum { NLP_TREE_BY_LEVEL = 0, NLP_TREE_NODE_BY_NODE = 1 };
  * ..." otherwise. */
 int nlp_tree_check(const struct nlp_tree *t, int binary, int32_t vocab);
 
+struct nlp_span; /* nlp/tasks/parse.h */
+
+/* A parent array from brackets over n_leaves words: nodes 0..n_leaves-1
+ * are the leaves, node n_leaves + i is spans[i]; each node's parent is the
+ * smallest span containing it (an identical span earlier in spans[] is
+ * the parent of a later one: a unary chain). parent[n_leaves + n_spans].
+ * Returns 0, or GR_ENOMEM. Crossing brackets give no error here;
+ * nlp_tree_check finds a forest. */
+int nlp_tree_from_spans(int32_t n_leaves, const struct nlp_span *spans,
+                        int32_t n_spans, int32_t *parent);
+
 struct nlp_treelstm {
     enum nlp_tree_cell cell;
     int32_t E, H;

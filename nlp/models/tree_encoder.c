@@ -1,0 +1,177 @@
+/* The given-tree encoders of nlp/models/encoder.h (issue 25): `treelstm`
+ * (binary constituency Tree-LSTM) and `childsum` (Child-Sum Tree-LSTM) of
+ * nlp/models/treenets.h over the trees the task gives (batch->trees). The
+ * word table "enc.emb.weight" is U(-0.05, 0.05) (Tai et al.'s init of
+ * words without a GloVe vector; hybrid_and_trees.md §3.3), the composition
+ * under "enc.". The sentence vector is the root's h; every node's h stays
+ * available for per-node supervision (node_states). Dropout on the word
+ * vectors (dropouti) while training; the reference applies dropout only
+ * at the output module (the harness's dropout_out). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/layers.h"
+#include "kernels/ops.h"
+#include "nlp/models/encoder.h"
+#include "nlp/models/treenets.h"
+
+struct tree_encoder {
+    struct gr_tensor *emb;
+    struct nlp_treelstm m;
+    struct gr_tensor *nodes; /* of the last encode (step arena) */
+};
+
+static void tree_defaults(struct nlp_encoder_config *c, const char *task,
+                          int32_t sst_mem)
+{
+    /* hybrid_and_trees.md §3.3: 300-d words, memory 150 (binary) / 168
+     * (Child-Sum), the sizes that match ≈316k composition parameters;
+     * logic: the OM setup's 200 (grove's choice); ListOps: 128 */
+    c->emsize = 300;
+    c->hidden = sst_mem;
+    c->dropout_in = 0.0f;
+    if (task != NULL && strcmp(task, "logic") == 0) {
+        c->emsize = 200;
+        c->hidden = 200;
+    } else if (task != NULL && strcmp(task, "listops") == 0) {
+        c->emsize = 128;
+        c->hidden = 128;
+    }
+}
+
+static void treelstm_defaults(struct nlp_encoder_config *c, const char *task)
+{
+    tree_defaults(c, task, 150);
+}
+
+static void childsum_defaults(struct nlp_encoder_config *c, const char *task)
+{
+    tree_defaults(c, task, 168);
+}
+
+static int tree_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                     struct gr_rng rng, enum nlp_tree_cell cell)
+{
+    struct tree_encoder *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        return gr_error(GR_ENOMEM, "encoder: out of memory");
+    }
+    e->impl = t;
+    t->emb = gr_param_new(ctx, "enc.emb.weight",
+                          gr_shape2(e->cfg.vocab, e->cfg.emsize));
+    if (t->emb == NULL) {
+        return gr_error(GR_EINVAL, "encoder: %s", gr_ctx_error(ctx));
+    }
+    int rc = gr_init_uniform(
+        t->emb, -0.05f, 0.05f,
+        gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 1, 0, 0)));
+    if (rc < 0) {
+        return rc;
+    }
+    return nlp_treelstm_init(&t->m, ctx, "enc", cell, t->emb, e->cfg.hidden,
+                             gr_rng_make(rng.seed,
+                                         gr_rng_stream(rng.stream, 2, 0, 0)));
+}
+
+static int treelstm_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                         struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_BINARY_LSTM);
+}
+
+static int childsum_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                         struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_CHILDSUM);
+}
+
+static struct gr_tensor *tree_encode(struct nlp_encoder *e,
+                                     const struct nlp_encoder_batch *b,
+                                     int training, struct gr_rng rng)
+{
+    struct tree_encoder *t = e->impl;
+    struct gr_ctx *ctx = e->ctx;
+    t->nodes = NULL;
+    if (b->trees == NULL) {
+        gr_error(GR_EINVAL, "%s: this model reads the given trees, and the "
+                 "batch has none", e->cfg.model);
+        return NULL;
+    }
+    /* dropout on the word table rows used: the whole table is dropped
+     * per row read, which is the same as dropping the embeddings */
+    struct gr_tensor *saved = t->m.emb;
+    if (training && e->cfg.dropout_in > 0.0f) {
+        t->m.emb = gr_dropout(ctx, t->emb, e->cfg.dropout_in,
+                              gr_rng_make(rng.seed,
+                                          gr_rng_stream(rng.stream, 11, 0,
+                                                        0)));
+    }
+    struct gr_tensor *roots = NULL;
+    int rc = t->m.emb == NULL
+                 ? GR_EINVAL
+                 : nlp_treelstm_forward(&t->m, ctx, b->trees, b->B,
+                                        NLP_TREE_BY_LEVEL, &t->nodes, &roots);
+    t->m.emb = saved;
+    if (rc < 0) {
+        t->nodes = NULL;
+        return NULL;
+    }
+    return roots;
+}
+
+static int32_t tree_out_dim(const struct nlp_encoder *e)
+{
+    return e->cfg.hidden;
+}
+
+static void tree_free(struct nlp_encoder *e)
+{
+    struct tree_encoder *t = e->impl;
+    if (t != NULL) {
+        nlp_treelstm_free(&t->m);
+        free(t);
+    }
+    e->impl = NULL;
+}
+
+static struct gr_tensor *tree_nodes(struct nlp_encoder *e)
+{
+    struct tree_encoder *t = e->impl;
+    return t != NULL ? t->nodes : NULL;
+}
+
+const struct nlp_encoder_kind nlp_encoder_treelstm = {
+    "treelstm",
+    "binary constituency Tree-LSTM over the given trees (Tai et al. 2015; "
+    "hybrid_and_trees.md §3.2), batched by tree level",
+    treelstm_defaults,
+    treelstm_init,
+    tree_encode,
+    tree_out_dim,
+    tree_free,
+    NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_childsum = {
+    "childsum",
+    "Child-Sum Tree-LSTM over the given trees, children unordered (Tai et "
+    "al. 2015; hybrid_and_trees.md §3.1), batched by tree level",
+    childsum_defaults,
+    childsum_init,
+    tree_encode,
+    tree_out_dim,
+    tree_free,
+    NULL,
+};
+
+int nlp_encoder_trees(const struct nlp_encoder_kind *k)
+{
+    return k == &nlp_encoder_treelstm ? 2 : k == &nlp_encoder_childsum ? 1
+                                                                       : 0;
+}
+
+struct gr_tensor *nlp_encoder_node_states(struct nlp_encoder *e)
+{
+    return nlp_encoder_trees(e->kind) ? tree_nodes(e) : NULL;
+}
