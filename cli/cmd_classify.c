@@ -400,6 +400,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (!isnan(res.test.acc)) {
         printf("test accuracy (best.ckpt) %.4f on %lld examples\n",
                res.test.acc, (long long)res.test.n);
+        if (res.test.node_n > 0) {
+            printf("test accuracy over all labelled nodes %.4f on %lld "
+                   "nodes\n", res.test.node_acc, (long long)res.test.node_n);
+        }
     }
     printf("wrote %s/metrics.csv, curves.png, last.ckpt\n", common.out);
     return CLI_EXIT_OK;
@@ -523,6 +527,10 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     printf("%s %s: accuracy %.4f on %lld examples, loss %.4f (%s)\n", task,
            which, ev.acc, (long long)ev.n, ev.loss, ckpt);
+    if (ev.node_n > 0) {
+        printf("accuracy over all labelled nodes %.4f on %lld nodes\n",
+               ev.node_acc, (long long)ev.node_n);
+    }
     FILE *csv = NULL;
     struct gr_atomic_file af;
     if (common.out != NULL) {

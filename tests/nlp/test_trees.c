@@ -17,6 +17,8 @@
 #include "kernels/ops.h"
 #include "kernels/tape.h"
 #include "nlp/models/treenets.h"
+#include "nlp/tasks/classify.h"
+#include "nlp/tasks/parse.h"
 #include "tests/nlp/lm_fixture.h"
 #include "tests/test.h"
 
@@ -371,10 +373,60 @@ static void check_finite_differences(enum nlp_tree_cell cell)
     gr_ctx_free(ctx);
 }
 
+/* ---- brackets to parent arrays; the harness's check naming the sentence */
+
+static void check_spans_and_harness(void)
+{
+    /* ((w0 w1) (w2 (w3 w4))): spans in a shuffled order */
+    struct nlp_span sp[4] = {{2, 5}, {0, 5}, {3, 5}, {0, 2}};
+    int32_t parent[9];
+    CHECK(nlp_tree_from_spans(5, sp, 4, parent) == 0);
+    int32_t want[9] = {8, 8, 5, 7, 7, 6, -1, 5, 6};
+    for (int j = 0; j < 9; j++) {
+        CHECK_MSG(parent[j] == want[j], "node %d: parent %d, want %d", j,
+                  (int)parent[j], (int)want[j]);
+    }
+    /* a repeated span is a unary chain: the earlier one is the parent */
+    struct nlp_span u[3] = {{0, 2}, {0, 2}, {1, 2}};
+    int32_t pu[5];
+    CHECK(nlp_tree_from_spans(2, u, 2, pu) == 0);
+    CHECK(pu[2] == -1 && pu[3] == 2 && pu[0] == 3 && pu[1] == 3);
+    /* the harness: a binary model refuses example 1's unary chain, naming
+     * task, split, example and line; childsum takes it */
+    struct nlp_cls_data d;
+    nlp_cls_data_init(&d);
+    snprintf(d.task, sizeof d.task, "sst5");
+    d.n_classes = 5;
+    d.vocab_size = 10;
+    int32_t tok[2] = {3, 4};
+    int32_t bp[3] = {-1, 0, 0}, bw[3] = {-1, 3, 4}, lab[3] = {2, 1, 3};
+    int32_t up[4] = {-1, 0, 1, 1}, uw[4] = {-1, -1, 3, 4};
+    CHECK(nlp_cls_add(&d, NLP_CLS_TRAIN, tok, 2, NULL, 0, 2, -1) == 0);
+    CHECK(nlp_cls_add_tree(&d, NLP_CLS_TRAIN, 0, 3, bp, bw, lab) == 0);
+    CHECK(nlp_cls_add(&d, NLP_CLS_TRAIN, tok, 2, NULL, 0, 1, -1) == 0);
+    d.split[NLP_CLS_TRAIN].ex[1].line = 18;
+    CHECK(nlp_cls_add_tree(&d, NLP_CLS_TRAIN, 0, 4, up, uw, NULL) == 0);
+    CHECK(d.node_labels == 1 && d.n_tree_nodes == 7);
+    CHECK(nlp_cls_check_trees(&d, 0) == 0);
+    CHECK(nlp_cls_check_trees(&d, 1) == GR_EINVAL);
+    CHECK_MSG(strstr(gr_last_error(),
+                     "sst5 train example 1 (line 18): node 0 has 1 child "
+                     "(a unary chain)") != NULL,
+              "%s", gr_last_error());
+    /* an example without a tree */
+    CHECK(nlp_cls_add(&d, NLP_CLS_TEST, tok, 2, NULL, 0, 1, -1) == 0);
+    CHECK(nlp_cls_check_trees(&d, 0) == GR_EINVAL);
+    CHECK_MSG(strstr(gr_last_error(), "sst5 test example 0 has no tree") !=
+                  NULL,
+              "%s", gr_last_error());
+    nlp_cls_data_free(&d);
+}
+
 int main(int argc, char **argv)
 {
     (void)fx_scalar; /* of the shared fixture reader, unused here */
     check_refusals();
+    check_spans_and_harness();
     check_levels_equal_nodes(NLP_TREE_BINARY_LSTM);
     check_levels_equal_nodes(NLP_TREE_CHILDSUM);
     check_finite_differences(NLP_TREE_BINARY_LSTM);

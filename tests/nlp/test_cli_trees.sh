@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The models given their trees from the command line (issue 25):
+# `grove nlp classify train --model treelstm|childsum` on small slices of
+# SST (sst5 and sst2, supervision at every labelled node, the node
+# accuracy line), logic (gold bracketings of the files) and ListOps (the
+# reader's binary brackets), eval of the checkpoint, and the refusal of a
+# task without trees (SNLI sample). Needs ../shared/data (skipped without).
+#   test_cli_trees.sh GROVE SHARED_DATA_DIR
+set -u
+grove=$1
+data=$2
+. "$(dirname "$0")/../skip.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+checks=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect RC PATTERN ARGS...: exit RC; PATTERN in stdout (0) or in the one
+# stderr line (else)
+expect() {
+    local want_rc=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -ne "$want_rc" ]; then
+        fail "grove $*: exit $rc, want $want_rc"; cat "$tmp/err"; return
+    fi
+    if [ "$want_rc" -eq 0 ]; then
+        grep -Eq -- "$pattern" "$tmp/out" || { fail "grove $*: no /$pattern/ in stdout"; cat "$tmp/out"; }
+    else
+        [ "$(wc -l <"$tmp/err")" -eq 1 ] || { fail "grove $*: stderr is not one line"; cat "$tmp/err"; }
+        grep -Eq -- "$pattern" "$tmp/err" || fail "grove $*: no /$pattern/ in: $(cat "$tmp/err")"
+    fi
+}
+
+expect 0 "treelstm, childsum on the given trees" nlp tasks
+snli=$(dirname "$0")/../fixtures/snli/snli_sample.jsonl
+checks=$((checks + 1))
+"$grove" nlp classify train --task snli --model treelstm --train "$snli" --valid "$snli" --test "$snli" --epochs 1 --out "$tmp/snli" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "snli with treelstm: exit $rc, want 1"
+grep -q "^grove nlp classify train: snli train example 0 (premise) has no tree" "$tmp/err" ||
+    fail "snli with treelstm: $(cat "$tmp/err")"
+[ -e "$tmp/snli" ] && fail "a refused run left $tmp/snli behind"
+
+if [ ! -d "$data/sst2" ] || [ ! -d "$data/logic_inference" ] || [ ! -d "$data/listops" ]; then
+    echo "cli_trees: $checks checks, $fails failed"
+    test_skip DATA "$fails" "no $data/sst2, logic_inference or listops: the rest is skipped"
+fi
+
+# small slices of the real files
+mkdir -p "$tmp/sst"
+head -40 "$data/sst2/train.txt" >"$tmp/sst/train.txt"
+head -12 "$data/sst2/dev.txt" >"$tmp/sst/dev.txt"
+head -12 "$data/sst2/test.txt" >"$tmp/sst/test.txt"
+awk 'NR % 500 == 1' "$data/logic_inference/train3" | head -40 >"$tmp/logic_train"
+awk 'NR % 200 == 1' "$data/logic_inference/test8" | head -20 >"$tmp/logic_test"
+awk 'length($0) < 120' "$data/listops/test_d20s.tsv" | head -60 >"$tmp/lo_train"
+awk 'length($0) < 200' "$data/listops/test_d20s.tsv" | tail -20 >"$tmp/lo_test"
+
+# SST-5 labels every node: the test nodes are the opening brackets
+nodes=$(tr -cd '(' <"$tmp/sst/test.txt" | wc -c)
+for m in treelstm childsum; do
+    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on $nodes nodes" nlp classify train --task sst5 --model $m --data "$tmp/sst" --emsize 16 --nhid 12 --epochs 2 --threads 1 --out "$tmp/sst5_$m"
+    expect 0 "accuracy over all labelled nodes [01]\.[0-9]+ on" nlp classify eval --checkpoint "$tmp/sst5_$m/best.ckpt" --data "$tmp/sst" --threads 1
+    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on [0-9]+ nodes" nlp classify train --task sst2 --model $m --data "$tmp/sst" --emsize 16 --nhid 12 --epochs 1 --threads 1 --out "$tmp/sst2_$m"
+    expect 0 "^run .*logic with $m, 1 epochs" nlp classify train --task logic --model $m --train "$tmp/logic_train" --test "$tmp/logic_test" --emsize 16 --nhid 12 --epochs 1 --threads 1 --out "$tmp/logic_$m"
+    expect 0 "^run .*listops with $m, 1 epochs" nlp classify train --task listops --model $m --train "$tmp/lo_train" --valid "$tmp/lo_test" --test "$tmp/lo_test" --emsize 16 --nhid 12 --epochs 1 --threads 1 --out "$tmp/listops_$m"
+done
+echo "cli_trees: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]
