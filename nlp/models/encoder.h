@@ -150,6 +150,11 @@ extern const struct nlp_encoder_kind nlp_encoder_hybrid;
 
 extern const struct nlp_encoder_kind nlp_encoder_treelstm;
 extern const struct nlp_encoder_kind nlp_encoder_childsum;
+extern const struct nlp_encoder_kind nlp_encoder_rnn;
+extern const struct nlp_encoder_kind nlp_encoder_mvrnn;
+extern const struct nlp_encoder_kind nlp_encoder_rntn;
+extern const struct nlp_encoder_kind nlp_encoder_treernn;
+extern const struct nlp_encoder_kind nlp_encoder_treecell;
 
 /* Whether kind k reads given trees (batch->trees): 0 no, 1 any tree, 2
  * binary trees only (every internal node with two children). */

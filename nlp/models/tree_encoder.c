@@ -18,7 +18,7 @@
 
 struct tree_encoder {
     struct gr_tensor *emb;
-    struct nlp_treelstm m;
+    struct nlp_treenet m;
     struct gr_tensor *nodes; /* of the last encode (step arena) */
 };
 
@@ -69,9 +69,66 @@ static int tree_init(struct nlp_encoder *e, struct gr_ctx *ctx,
     if (rc < 0) {
         return rc;
     }
-    return nlp_treelstm_init(&t->m, ctx, "enc", cell, t->emb, e->cfg.hidden,
+    return nlp_treenet_init(&t->m, ctx, "enc", cell, t->emb, e->cfg.hidden,
                              gr_rng_make(rng.seed,
                                          gr_rng_stream(rng.stream, 2, 0, 0)));
+}
+
+/* The recursive nets (Socher et al. 2013's SST sizes: word vectors of 25-35
+ * dimensions were best, here 30 for rnn and rntn, 25 for mvrnn, whose
+ * every word also has a 25 x 25 matrix; docs/nlp/trees.md); logic and
+ * ListOps as the Tree-LSTM. */
+static void rnn_defaults(struct nlp_encoder_config *c, const char *task)
+{
+    tree_defaults(c, task, 30);
+    if (task == NULL || strncmp(task, "sst", 3) == 0) {
+        c->emsize = 30;
+    }
+}
+
+static void mvrnn_defaults(struct nlp_encoder_config *c, const char *task)
+{
+    tree_defaults(c, task, 25);
+    if (task == NULL || strncmp(task, "sst", 3) == 0) {
+        c->emsize = 25;
+    } else {
+        c->emsize = c->hidden = 25; /* V x H^2 word matrices */
+    }
+}
+
+static void treernn_defaults(struct nlp_encoder_config *c, const char *task)
+{
+    tree_defaults(c, task, 150);
+}
+
+static int rnn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                    struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_RNN);
+}
+
+static int mvrnn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                      struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_MVRNN);
+}
+
+static int rntn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                     struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_RNTN);
+}
+
+static int treernn_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                        struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_TREERNN);
+}
+
+static int treecell_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                         struct gr_rng rng)
+{
+    return tree_init(e, ctx, rng, NLP_TREE_TREECELL);
 }
 
 static int treelstm_init(struct nlp_encoder *e, struct gr_ctx *ctx,
@@ -110,7 +167,7 @@ static struct gr_tensor *tree_encode(struct nlp_encoder *e,
     struct gr_tensor *roots = NULL;
     int rc = t->m.emb == NULL
                  ? GR_EINVAL
-                 : nlp_treelstm_forward(&t->m, ctx, b->trees, b->B,
+                 : nlp_treenet_forward(&t->m, ctx, b->trees, b->B,
                                         NLP_TREE_BY_LEVEL, &t->nodes, &roots);
     t->m.emb = saved;
     if (rc < 0) {
@@ -129,7 +186,7 @@ static void tree_free(struct nlp_encoder *e)
 {
     struct tree_encoder *t = e->impl;
     if (t != NULL) {
-        nlp_treelstm_free(&t->m);
+        nlp_treenet_free(&t->m);
         free(t);
     }
     e->impl = NULL;
@@ -165,10 +222,53 @@ const struct nlp_encoder_kind nlp_encoder_childsum = {
     NULL,
 };
 
+const struct nlp_encoder_kind nlp_encoder_rnn = {
+    "rnn",
+    "recursive neural network p = tanh(W[c1; c2] + b) over the given binary "
+    "trees (Socher et al.)",
+    rnn_defaults, rnn_init, tree_encode, tree_out_dim, tree_free, NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_mvrnn = {
+    "mvrnn",
+    "matrix-vector RNN: every word a vector and a matrix (Socher et al. "
+    "2012), given binary trees",
+    mvrnn_defaults, mvrnn_init, tree_encode, tree_out_dim, tree_free, NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_rntn = {
+    "rntn",
+    "recursive neural tensor network (Socher et al. 2013), given binary "
+    "trees",
+    rnn_defaults, rntn_init, tree_encode, tree_out_dim, tree_free, NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_treernn = {
+    "treernn",
+    "TreeRNN of the OM thesis's gold-tree rows: projected leaves, tanh "
+    "composition",
+    treernn_defaults, treernn_init, tree_encode, tree_out_dim, tree_free,
+    NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_treecell = {
+    "treecell",
+    "TreeCell: Ordered Memory's gated recursive cell on the given binary "
+    "trees",
+    treernn_defaults, treecell_init, tree_encode, tree_out_dim, tree_free,
+    NULL,
+};
+
 int nlp_encoder_trees(const struct nlp_encoder_kind *k)
 {
-    return k == &nlp_encoder_treelstm ? 2 : k == &nlp_encoder_childsum ? 1
-                                                                       : 0;
+    if (k == &nlp_encoder_childsum) {
+        return 1;
+    }
+    return k == &nlp_encoder_treelstm || k == &nlp_encoder_rnn ||
+                   k == &nlp_encoder_mvrnn || k == &nlp_encoder_rntn ||
+                   k == &nlp_encoder_treernn || k == &nlp_encoder_treecell
+               ? 2
+               : 0;
 }
 
 struct gr_tensor *nlp_encoder_node_states(struct nlp_encoder *e)

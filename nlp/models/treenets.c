@@ -149,7 +149,7 @@ static struct gr_tensor *param(struct gr_ctx *ctx, const char *prefix,
     return t;
 }
 
-int nlp_treelstm_init(struct nlp_treelstm *m, struct gr_ctx *ctx,
+int nlp_treenet_init(struct nlp_treenet *m, struct gr_ctx *ctx,
                       const char *prefix, enum nlp_tree_cell cell,
                       struct gr_tensor *emb, int32_t H, struct gr_rng rng)
 {
@@ -177,6 +177,70 @@ int nlp_treelstm_init(struct nlp_treelstm *m, struct gr_ctx *ctx,
                            rng, &rc);
         m->comp_br = param(ctx, prefix, "comp.bias_r", gr_shape1(5 * H), bh,
                            rng, &rc);
+    } else if (cell != NLP_TREE_CHILDSUM) {
+        float b2 = 1.0f / sqrtf((float)(2 * H));
+        int word_leaf = cell == NLP_TREE_RNN || cell == NLP_TREE_RNTN ||
+                        cell == NLP_TREE_MVRNN;
+        if (word_leaf && E != H) {
+            return gr_error(GR_EINVAL, "tree model: the word vectors are the "
+                            "leaves, so emsize %d must equal the state size "
+                            "%d", (int)E, (int)H);
+        }
+        if (!word_leaf) {
+            m->leaf_w = param(ctx, prefix, "leaf.weight", gr_shape2(H, E), be,
+                              rng, &rc);
+            m->leaf_b = param(ctx, prefix, "leaf.bias", gr_shape1(H), be, rng,
+                              &rc);
+        }
+        if (cell == NLP_TREE_TREECELL) {
+            float b4 = 1.0f / sqrtf((float)(4 * H));
+            m->fc1_w = param(ctx, prefix, "cell.fc1.weight",
+                             gr_shape2(4 * H, 2 * H), b2, rng, &rc);
+            m->fc1_b = param(ctx, prefix, "cell.fc1.bias", gr_shape1(4 * H),
+                             b2, rng, &rc);
+            m->fc2_w = param(ctx, prefix, "cell.fc2.weight",
+                             gr_shape2(4 * H, 4 * H), b4, rng, &rc);
+            m->fc2_b = param(ctx, prefix, "cell.fc2.bias", gr_shape1(4 * H),
+                             b4, rng, &rc);
+            m->ln_g = param(ctx, prefix, "ln.weight", gr_shape1(H), 0.0f, rng,
+                            &rc);
+            m->ln_b = param(ctx, prefix, "ln.bias", gr_shape1(H), 0.0f, rng,
+                            &rc);
+            if (rc == 0) {
+                rc = gr_tensor_fill(m->ln_g, 1.0f);
+            }
+            return rc;
+        }
+        m->comp_w = param(ctx, prefix, "comp.weight", gr_shape2(H, 2 * H), b2,
+                          rng, &rc);
+        m->comp_b = param(ctx, prefix, "comp.bias", gr_shape1(H), b2, rng,
+                          &rc);
+        if (cell == NLP_TREE_RNTN) {
+            m->V = param(ctx, prefix, "comp.V", gr_shape3(2 * H, H, 2 * H),
+                         1.0f / (float)(2 * H), rng, &rc);
+        }
+        if (cell == NLP_TREE_MVRNN) {
+            m->WM = param(ctx, prefix, "comp.WM", gr_shape2(H, 2 * H), b2, rng,
+                          &rc);
+            int64_t V = emb->shape[0];
+            m->wmat = param(ctx, prefix, "wmat", gr_shape2(V, (int64_t)H * H),
+                            0.01f, rng, &rc);
+            if (rc == 0) {
+                /* identity plus the uniform noise */
+                float *w = malloc((size_t)(V * H * H) * sizeof *w);
+                if (w == NULL) {
+                    return gr_error(GR_ENOMEM, "tree model: out of memory");
+                }
+                gr_tensor_to_host(m->wmat, w);
+                for (int64_t v = 0; v < V; v++) {
+                    for (int32_t i = 0; i < H; i++) {
+                        w[(v * H + i) * H + i] += 1.0f;
+                    }
+                }
+                rc = gr_tensor_set_host(m->wmat, w);
+                free(w);
+            }
+        }
     } else {
         m->W_w = param(ctx, prefix, "W.weight", gr_shape2(4 * H, E), be, rng,
                        &rc);
@@ -192,7 +256,12 @@ int nlp_treelstm_init(struct nlp_treelstm *m, struct gr_ctx *ctx,
     return rc;
 }
 
-void nlp_treelstm_free(struct nlp_treelstm *m)
+int nlp_tree_cell_binary(enum nlp_tree_cell cell)
+{
+    return cell != NLP_TREE_CHILDSUM;
+}
+
+void nlp_treenet_free(struct nlp_treenet *m)
 {
     free(m->buf);
     m->buf = NULL;
@@ -220,12 +289,12 @@ struct plan {
     int32_t max_children;
 };
 
-static int plan_build(struct nlp_treelstm *m, const struct nlp_tree *trees,
+static int plan_build(struct nlp_treenet *m, const struct nlp_tree *trees,
                       int32_t B, int mode, struct plan *p)
 {
     int64_t N = 0;
     for (int32_t b = 0; b < B; b++) {
-        int rc = nlp_tree_check(&trees[b], m->cell == NLP_TREE_BINARY_LSTM,
+        int rc = nlp_tree_check(&trees[b], nlp_tree_cell_binary(m->cell),
                                 (int32_t)m->emb->shape[0]);
         if (rc < 0) {
             return rc;
@@ -431,7 +500,7 @@ static struct gr_tensor *padded(struct gr_ctx *ctx, struct gr_tensor *x,
     return x == NULL ? NULL : gr_concat(ctx, 2, parts, 0);
 }
 
-static int forward_binary(struct nlp_treelstm *m, struct gr_ctx *ctx,
+static int forward_binary(struct nlp_treenet *m, struct gr_ctx *ctx,
                           const struct plan *p, struct gr_tensor **hs,
                           struct gr_tensor **hp, struct gr_tensor **cp)
 {
@@ -484,7 +553,118 @@ static int forward_binary(struct nlp_treelstm *m, struct gr_ctx *ctx,
     return gr_ctx_status(ctx);
 }
 
-static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
+/* The recursive nets: one state h (and MV-RNN's matrix, as P's second
+ * state of width H*H). */
+static int forward_recursive(struct nlp_treenet *m, struct gr_ctx *ctx,
+                             const struct plan *p, struct gr_tensor **hs,
+                             struct gr_tensor **hp, struct gr_tensor **cp)
+{
+    int32_t H = m->H;
+    int mv = m->cell == NLP_TREE_MVRNN;
+    struct gr_tensor *Vr = m->V != NULL
+                               ? gr_reshape(ctx, m->V,
+                                            gr_shape2(2 * H, H * 2 * H))
+                               : NULL;
+    for (int32_t gi = 0; gi < p->n_groups; gi++) {
+        int32_t g0 = p->gstart[gi], n = p->gstart[gi + 1] - g0;
+        struct gr_tensor *h, *mat = NULL;
+        if (p->level[p->order[g0]] == 0) {
+            for (int32_t a = 0; a < n; a++) {
+                p->idx[a] = p->word[p->order[g0 + a]];
+            }
+            struct gr_tensor *wid = ids(ctx, p->idx, gr_shape1(n));
+            struct gr_tensor *x = gr_embedding(ctx, m->emb, wid);
+            if (mv) {
+                mat = gr_embedding(ctx, m->wmat, wid);
+            }
+            if (m->leaf_w != NULL) {
+                x = gr_linear(ctx, x, m->leaf_w, m->leaf_b);
+            }
+            if (m->cell == NLP_TREE_TREECELL) {
+                x = gr_layer_norm(ctx, x, m->ln_g, m->ln_b, 1e-5f);
+            }
+            h = x;
+        } else {
+            struct gr_tensor *kids = gather_children(ctx, hp, p, gi, 2, H);
+            struct gr_tensor *x = gr_reshape(ctx, kids, gr_shape2(n, 2 * H));
+            if (mv) {
+                /* children (a, A), (b, B): [B a; A b] and P = W_M [A; B] */
+                struct gr_tensor *mats = gather_children(ctx, cp, p, gi, 2,
+                                                         H * H);
+                struct gr_tensor *AB[2] = {NULL, NULL}, *ab[2] = {NULL, NULL};
+                int64_t two[2] = {1, 1};
+                if (gr_split(ctx, mats, 1, 2, two, AB) < 0 ||
+                    gr_split(ctx, kids, 1, 2, two, ab) < 0) {
+                    break;
+                }
+                struct gr_tensor *A = gr_reshape(ctx, AB[0],
+                                                 gr_shape3(n, H, H));
+                struct gr_tensor *Bm = gr_reshape(ctx, AB[1],
+                                                  gr_shape3(n, H, H));
+                struct gr_tensor *av = gr_reshape(ctx, ab[0],
+                                                  gr_shape3(n, H, 1));
+                struct gr_tensor *bv = gr_reshape(ctx, ab[1],
+                                                  gr_shape3(n, H, 1));
+                struct gr_tensor *Ba = gr_matmul(ctx, Bm, av, 0, 0);
+                struct gr_tensor *Ab = gr_matmul(ctx, A, bv, 0, 0);
+                struct gr_tensor *cat[2] = {
+                    gr_reshape(ctx, Ba, gr_shape2(n, H)),
+                    gr_reshape(ctx, Ab, gr_shape2(n, H))};
+                x = gr_concat(ctx, 2, cat, 1);
+                /* P^T = [A; B]^T W_M^T: [n, H, 2H] x [2H, H] */
+                struct gr_tensor *stk[2] = {A, Bm};
+                struct gr_tensor *ABt = gr_transpose(
+                    ctx, gr_concat(ctx, 2, stk, 1), 1, 2); /* [n, H, 2H] */
+                struct gr_tensor *Pt = gr_matmul(ctx, ABt, m->WM, 0, 1);
+                mat = gr_reshape(ctx, gr_transpose(ctx, Pt, 1, 2),
+                                 gr_shape2(n, H * H));
+            }
+            if (m->cell == NLP_TREE_TREECELL) {
+                struct gr_tensor *z = gr_linear(
+                    ctx,
+                    gr_relu(ctx, gr_linear(ctx, x, m->fc1_w, m->fc1_b)),
+                    m->fc2_w, m->fc2_b);
+                struct gr_tensor *lr[2] = {NULL, NULL};
+                int64_t hh[2] = {H, H};
+                if (x == NULL || gr_split(ctx, x, 1, 2, hh, lr) < 0) {
+                    break;
+                }
+                h = gr_layer_norm(ctx, gr_om_gate(ctx, z, lr[0], lr[1]),
+                                  m->ln_g, m->ln_b, 1e-5f);
+            } else {
+                struct gr_tensor *pre = gr_linear(ctx, x, m->comp_w,
+                                                  m->comp_b);
+                if (Vr != NULL) {
+                    /* x^T V^[k] x for every k: (x V) [n, H, 2H] times x */
+                    struct gr_tensor *xv = gr_reshape(
+                        ctx, gr_matmul(ctx, x, Vr, 0, 0),
+                        gr_shape3(n, H, 2 * H));
+                    struct gr_tensor *q = gr_sum_dim(
+                        ctx,
+                        gr_mul(ctx, xv,
+                               gr_reshape(ctx, x, gr_shape3(n, 1, 2 * H))),
+                        2);
+                    pre = gr_add(ctx, pre, q);
+                }
+                h = gr_tanh(ctx, pre);
+            }
+        }
+        hs[gi] = h;
+        hp[gi] = padded(ctx, h, H);
+        if (mv) {
+            cp[gi] = padded(ctx, mat, H * H);
+            if (cp[gi] == NULL) {
+                break;
+            }
+        }
+        if (hp[gi] == NULL) {
+            break;
+        }
+    }
+    return gr_ctx_status(ctx);
+}
+
+static int forward_childsum(struct nlp_treenet *m, struct gr_ctx *ctx,
                             const struct plan *p, struct gr_tensor **hs,
                             struct gr_tensor **hp, struct gr_tensor **cp)
 {
@@ -553,7 +733,7 @@ static int forward_childsum(struct nlp_treelstm *m, struct gr_ctx *ctx,
     return gr_ctx_status(ctx);
 }
 
-int nlp_treelstm_forward(struct nlp_treelstm *m, struct gr_ctx *ctx,
+int nlp_treenet_forward(struct nlp_treenet *m, struct gr_ctx *ctx,
                          const struct nlp_tree *trees, int32_t B, int mode,
                          struct gr_tensor **nodes, struct gr_tensor **roots)
 {
@@ -580,7 +760,9 @@ int nlp_treelstm_forward(struct nlp_treelstm *m, struct gr_ctx *ctx,
     struct gr_tensor **hp = hs + p.n_groups, **cp = hs + 2 * p.n_groups;
     rc = m->cell == NLP_TREE_BINARY_LSTM
              ? forward_binary(m, ctx, &p, hs, hp, cp)
-             : forward_childsum(m, ctx, &p, hs, hp, cp);
+         : m->cell == NLP_TREE_CHILDSUM
+             ? forward_childsum(m, ctx, &p, hs, hp, cp)
+             : forward_recursive(m, ctx, &p, hs, hp, cp);
     /* every state in schedule order, once */
     struct gr_tensor *all = NULL;
     if (rc == 0) {

@@ -44,12 +44,32 @@
  *   ".U_f.weight" [H, H], ".U_f.bias" [H]: for E 300, H 168 the
  *   reference's 315,840.
  *
+ * The binary recursive nets (Socher et al. 2011-2013; docs/nlp/trees.md
+ * has the sources), with x = [h_L; h_R]:
+ *   rnn       leaf h = the word vector (E = H); p = tanh(W x + b)
+ *             ".comp.weight" [H, 2H], ".comp.bias" [H]
+ *   rntn      leaf as rnn; p = tanh(x^T V^[1:H] x + W x + b), the tensor
+ *             ".comp.V" [2H, H, 2H] with V[i, k, j] = V^[k]_ij
+ *   mvrnn     every word a vector (E = H) and a matrix, ".wmat" [V, H*H]
+ *             (row-major H x H, init I + U(-0.01, 0.01));
+ *             p = tanh(W [B a; A b] + b) for children (a, A), (b, B);
+ *             P = W_M [A; B], ".comp.WM" [H, 2H]
+ *   treernn   leaf h = W_leaf x_word + b_leaf (".leaf.weight" [H, E]);
+ *             p = tanh(W x + b) (the TreeRNN row of the OM thesis)
+ *   treecell  leaf h = LN(W_leaf x_word + b_leaf); z = W_2 ReLU(W_1 x +
+ *             b_1) + b_2 (".cell.fc1" [4H, 2H], ".cell.fc2" [4H, 4H]),
+ *             h = LN(σ(g_v) ⊙ h_L + σ(g_h) ⊙ h_R + σ(g_c) ⊙ u) with z =
+ *             (g_v, g_h, g_c, u) and one LayerNorm ".ln" shared by leaf and
+ *             cell: ordered_memory.md eqs 3.5.1 and 3.5.12-13 on the given
+ *             tree (the OM thesis's TreeCell row); no cell dropout.
+ *
  * Init: every weight and bias U(-1/√in, 1/√in) (PyTorch's Linear default,
- * the reference's nn.Linear in Torch7 is the same form).
+ * the reference's nn.Linear in Torch7 is the same form); the RNTN tensor
+ * U(-1/(2H), 1/(2H)); LayerNorm 1 and 0.
  *
  * Errors: GR_EINVAL naming the tree and node (malformed parent array,
  * binary model given a unary or n-ary node); op failures as the context's
- * message. Memory: the model owns host scratch (nlp_treelstm_free).
+ * message. Memory: the model owns host scratch (nlp_treenet_free).
  */
 #ifndef GROVE_NLP_MODELS_TREENETS_H
 #define GROVE_NLP_MODELS_TREENETS_H
@@ -70,7 +90,15 @@ struct nlp_tree {
 enum nlp_tree_cell {
     NLP_TREE_BINARY_LSTM = 0, /* "treelstm" */
     NLP_TREE_CHILDSUM = 1,    /* "childsum" */
+    NLP_TREE_RNN = 2,         /* "rnn" */
+    NLP_TREE_MVRNN = 3,       /* "mvrnn" */
+    NLP_TREE_RNTN = 4,        /* "rntn" */
+    NLP_TREE_TREERNN = 5,     /* "treernn" */
+    NLP_TREE_TREECELL = 6,    /* "treecell" */
 };
+
+/* 1 if the cell composes exactly two children (all but Child-Sum). */
+int nlp_tree_cell_binary(enum nlp_tree_cell cell);
 
 enum { NLP_TREE_BY_LEVEL = 0, NLP_TREE_NODE_BY_NODE = 1 };
 
@@ -91,7 +119,7 @@ struct nlp_span; /* nlp/tasks/parse.h */
 int nlp_tree_from_spans(int32_t n_leaves, const struct nlp_span *spans,
                         int32_t n_spans, int32_t *parent);
 
-struct nlp_treelstm {
+struct nlp_treenet {
     enum nlp_tree_cell cell;
     int32_t E, H;
     struct gr_tensor *emb; /* [V, E], the caller's (may be shared) */
@@ -99,6 +127,9 @@ struct nlp_treelstm {
     struct gr_tensor *leaf_w, *leaf_b, *comp_w, *comp_bl, *comp_br;
     /* child-sum */
     struct gr_tensor *W_w, *W_b, *Uiou_w, *Uiou_b, *Uf_w, *Uf_b;
+    /* recursive nets (comp_w [H, 2H] and leaf_w [H, E] reused) */
+    struct gr_tensor *comp_b, *V, *WM, *wmat;
+    struct gr_tensor *fc1_w, *fc1_b, *fc2_w, *fc2_b, *ln_g, *ln_b;
     /* host scratch of the schedule */
     int32_t *buf;
     int64_t buf_cap;
@@ -106,17 +137,17 @@ struct nlp_treelstm {
 
 /* Creates the composition parameters under `prefix` ("enc"); emb is the
  * word table [V, E] the leaves read (not initialised here). */
-int nlp_treelstm_init(struct nlp_treelstm *m, struct gr_ctx *ctx,
+int nlp_treenet_init(struct nlp_treenet *m, struct gr_ctx *ctx,
                       const char *prefix, enum nlp_tree_cell cell,
                       struct gr_tensor *emb, int32_t H, struct gr_rng rng);
-void nlp_treelstm_free(struct nlp_treelstm *m);
+void nlp_treenet_free(struct nlp_treenet *m);
 
 /* The forward over trees[0..B) (checked with nlp_tree_check first):
  * *nodes [Σ n_nodes, H] the h of every node, trees concatenated in order
  * and nodes in their index order; *roots [B, H] the root h of each tree.
  * Either output pointer may be NULL. mode: NLP_TREE_BY_LEVEL or
  * NLP_TREE_NODE_BY_NODE. Returns 0 or a negative GR_E*. */
-int nlp_treelstm_forward(struct nlp_treelstm *m, struct gr_ctx *ctx,
+int nlp_treenet_forward(struct nlp_treenet *m, struct gr_ctx *ctx,
                          const struct nlp_tree *trees, int32_t B, int mode,
                          struct gr_tensor **nodes, struct gr_tensor **roots);
 

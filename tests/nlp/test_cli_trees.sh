@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The models given their trees from the command line (issue 25):
-# `grove nlp classify train --model treelstm|childsum` on small slices of
+# `grove nlp classify train --model treelstm|childsum|rnn|mvrnn|rntn|
+# treernn|treecell` on small slices of
 # SST (sst5 and sst2, supervision at every labelled node, the node
 # accuracy line), logic (gold bracketings of the files) and ListOps (the
 # reader's binary brackets), eval of the checkpoint, and the refusal of a
@@ -35,14 +36,21 @@ expect() {
     fi
 }
 
+# expect_last RC PATTERN ARGS...: exit RC, PATTERN in the last stderr line
+# (the error after the data summary of classify train)
+expect_last() {
+    local want_rc=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ "$rc" -eq "$want_rc" ] || { fail "grove $*: exit $rc, want $want_rc"; return; }
+    tail -1 "$tmp/err" | grep -Eq -- "$pattern" || fail "grove $*: no /$pattern/ in: $(tail -1 "$tmp/err")"
+}
+
 expect 0 "treelstm, childsum on the given trees" nlp tasks
 snli=$(dirname "$0")/../fixtures/snli/snli_sample.jsonl
-checks=$((checks + 1))
-"$grove" nlp classify train --task snli --model treelstm --train "$snli" --valid "$snli" --test "$snli" --epochs 1 --out "$tmp/snli" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-[ "$rc" -eq 1 ] || fail "snli with treelstm: exit $rc, want 1"
-grep -q "^grove nlp classify train: snli train example 0 (premise) has no tree" "$tmp/err" ||
-    fail "snli with treelstm: $(cat "$tmp/err")"
+expect_last 1 "^grove nlp classify train: snli train example 0 \\(premise\\) has no tree" nlp classify train --task snli --model treelstm --train "$snli" --valid "$snli" --test "$snli" --epochs 1 --out "$tmp/snli"
 [ -e "$tmp/snli" ] && fail "a refused run left $tmp/snli behind"
 
 if [ ! -d "$data/sst2" ] || [ ! -d "$data/logic_inference" ] || [ ! -d "$data/listops" ]; then
@@ -63,11 +71,19 @@ awk 'length($0) < 200' "$data/listops/test_d20s.tsv" | tail -20 >"$tmp/lo_test"
 # SST-5 labels every node: the test nodes are the opening brackets
 nodes=$(tr -cd '(' <"$tmp/sst/test.txt" | wc -c)
 for m in treelstm childsum; do
-    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on $nodes nodes" nlp classify train --task sst5 --model $m --data "$tmp/sst" --emsize 16 --nhid 12 --epochs 2 --threads 1 --out "$tmp/sst5_$m"
+    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on $nodes nodes" nlp classify train --task sst5 --model $m --data "$tmp/sst" --emsize 12 --nhid 12 --epochs 2 --threads 1 --out "$tmp/sst5_$m"
     expect 0 "accuracy over all labelled nodes [01]\.[0-9]+ on" nlp classify eval --checkpoint "$tmp/sst5_$m/best.ckpt" --data "$tmp/sst" --threads 1
-    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on [0-9]+ nodes" nlp classify train --task sst2 --model $m --data "$tmp/sst" --emsize 16 --nhid 12 --epochs 1 --threads 1 --out "$tmp/sst2_$m"
-    expect 0 "^run .*logic with $m, 1 epochs" nlp classify train --task logic --model $m --train "$tmp/logic_train" --test "$tmp/logic_test" --emsize 16 --nhid 12 --epochs 1 --threads 1 --out "$tmp/logic_$m"
-    expect 0 "^run .*listops with $m, 1 epochs" nlp classify train --task listops --model $m --train "$tmp/lo_train" --valid "$tmp/lo_test" --test "$tmp/lo_test" --emsize 16 --nhid 12 --epochs 1 --threads 1 --out "$tmp/listops_$m"
+    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on [0-9]+ nodes" nlp classify train --task sst2 --model $m --data "$tmp/sst" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/sst2_$m"
+    expect 0 "^run .*logic with $m, 1 epochs" nlp classify train --task logic --model $m --train "$tmp/logic_train" --test "$tmp/logic_test" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/logic_$m"
+    expect 0 "^run .*listops with $m, 1 epochs" nlp classify train --task listops --model $m --train "$tmp/lo_train" --valid "$tmp/lo_test" --test "$tmp/lo_test" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/listops_$m"
 done
+# the recursive nets: SST-5 with node supervision, logic on gold trees
+for m in rnn mvrnn rntn treernn treecell; do
+    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on $nodes nodes" nlp classify train --task sst5 --model $m --data "$tmp/sst" --emsize 6 --nhid 6 --epochs 1 --threads 1 --out "$tmp/sst5_$m"
+    expect 0 "^run .*logic with $m, 1 epochs" nlp classify train --task logic --model $m --train "$tmp/logic_train" --test "$tmp/logic_test" --emsize 6 --nhid 6 --epochs 1 --threads 1 --out "$tmp/logic_$m"
+done
+# the word vectors are the leaves of rnn, rntn, mvrnn: sizes must agree
+expect_last 1 "emsize 8 must equal the state size 6" nlp classify train --task sst5 --model rntn --data "$tmp/sst" --emsize 8 --nhid 6 --epochs 1 --out "$tmp/bad"
+[ -e "$tmp/bad" ] && fail "a refused run left $tmp/bad behind"
 echo "cli_trees: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
