@@ -105,7 +105,7 @@ static int task_options(const struct cli_command *cmd, const char *task,
 static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
-    const char *train = NULL, *valid = NULL, *test = NULL;
+    const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
     int epochs = -1, batch = -1, emsize = -1, nhid = -1, chunk = -1;
     int slots = -1, slots_eval = -1, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
@@ -146,6 +146,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    &train),
         CLI_STRING("valid", "FILE", NULL, "validation file", &valid),
         CLI_STRING("test", "FILE", NULL, "test file", &test),
+        CLI_STRING("vectors", "PATH", NULL,
+                   "word vectors in the GloVe text format for the word "
+                   "table (sst, snli; the dimension must be --emsize; "
+                   "default: random init)",
+                   &vectors),
         CLI_INT("listops-n", "N", "90000",
                 "ListOps without a training file: examples generated",
                 &listops_n),
@@ -364,6 +369,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     snprintf(desc, sizeof desc, "%s %s", split,
              data ? data : (train ? train : "generated"));
     tc.data_desc = desc;
+    tc.vectors = vectors;
     if (nlp_encoder_config_check(&tc.enc) < 0) {
         nlp_cls_data_free(&d);
         return cli_usage_error(cmd, "%s", gr_last_error());

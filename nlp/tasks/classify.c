@@ -17,6 +17,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/data/vectors.h"
 #include "nlp/models/om.h"
 #include "nlp/models/treenets.h"
 #include "train/train.h"
@@ -1142,6 +1143,39 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
     return rc;
 }
 
+/* --vectors: the file's rows into enc.emb.weight (a fresh run) */
+static int load_vectors(struct gr_ctx *ctx,
+                        const struct nlp_cls_train_config *tc,
+                        const struct nlp_cls_data *d)
+{
+    struct gr_tensor *emb = gr_ctx_find(ctx, "enc.emb.weight");
+    if (emb == NULL || emb->ndim != 2) {
+        return gr_error(GR_EINVAL, "--vectors: model %s has no word table "
+                        "enc.emb.weight", tc->enc.model);
+    }
+    float *w = malloc((size_t)emb->numel * sizeof *w);
+    if (w == NULL) {
+        return gr_error(GR_ENOMEM, "--vectors: out of memory");
+    }
+    int32_t found = 0;
+    int rc = gr_tensor_to_host(emb, w);
+    if (rc == 0) {
+        rc = nlp_vectors_load(tc->vectors, d->vocab_text, w,
+                              (int32_t)emb->shape[0], (int32_t)emb->shape[1],
+                              &found);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_set_host(emb, w);
+    }
+    free(w);
+    if (rc == 0 && !tc->quiet) {
+        fprintf(stderr, "vectors: %d of %d words found in %s (the others "
+                "keep their random init)\n", (int)found,
+                (int)(d->vocab_size - 1), tc->vectors);
+    }
+    return rc;
+}
+
 static void trainer_free(struct trainer *tr)
 {
     if (tr->have_run) {
@@ -1209,6 +1243,9 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     if (rc == 0) {
         rc = model_build(&tr.m, tr.ctx, &tc->enc, d->pair, d->n_classes,
                          tc->head_hidden, tc->dropout_out, tc->seed);
+    }
+    if (rc == 0 && tc->vectors != NULL && !tc->resume) {
+        rc = load_vectors(tr.ctx, tc, d);
     }
     if (rc == 0) {
         struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);

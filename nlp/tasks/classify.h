@@ -121,6 +121,9 @@ struct nlp_cls_train_config {
     int argc;
     char *const *argv;
     const char *data_desc; /* how the data was chosen, kept in the config */
+    /* word vectors (nlp/data/vectors.h, GloVe text) for the rows of
+     * enc.emb.weight of a fresh run; NULL: random init */
+    const char *vectors;
 };
 
 /* The reference's defaults for `task` (ordered_memory.md §9; on_lstm.md

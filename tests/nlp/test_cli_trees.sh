@@ -48,6 +48,17 @@ expect_last() {
     tail -1 "$tmp/err" | grep -Eq -- "$pattern" || fail "grove $*: no /$pattern/ in: $(tail -1 "$tmp/err")"
 }
 
+# expect_stderr RC PATTERN ARGS...: exit RC, PATTERN on some stderr line
+expect_stderr() {
+    local want_rc=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ "$rc" -eq "$want_rc" ] || { fail "grove $*: exit $rc, want $want_rc"; return; }
+    grep -Eq -- "$pattern" "$tmp/err" || fail "grove $*: no /$pattern/ in: $(cat "$tmp/err")"
+}
+
 expect 0 "treelstm, childsum on the given trees" nlp tasks
 snli=$(dirname "$0")/../fixtures/snli/snli_sample.jsonl
 expect_last 1 "^grove nlp classify train: snli train example 0 \\(premise\\) has no tree" nlp classify train --task snli --model treelstm --train "$snli" --valid "$snli" --test "$snli" --epochs 1 --out "$tmp/snli"
@@ -85,5 +96,13 @@ done
 # the word vectors are the leaves of rnn, rntn, mvrnn: sizes must agree
 expect_last 1 "emsize 8 must equal the state size 6" nlp classify train --task sst5 --model rntn --data "$tmp/sst" --emsize 8 --nhid 6 --epochs 1 --out "$tmp/bad"
 [ -e "$tmp/bad" ] && fail "a refused run left $tmp/bad behind"
+# --vectors: GloVe text rows for two words of the slice, one absent word
+printf '%s\n' "the 1 2 3 4 5 6" "film 1 1 1 1 1 1" "zzzunseen 0 0 0 0 0 0" >"$tmp/glove.txt"
+expect_stderr 0 "^vectors: 2 of [0-9]+ words found in $tmp/glove.txt" nlp classify train --task sst5 --model treelstm --data "$tmp/sst" --vectors "$tmp/glove.txt" --emsize 6 --nhid 6 --epochs 1 --threads 1 --out "$tmp/vec"
+printf '%s\n' "the 1 2 3 4 5 6" "film 1 1 oops 1 1 1" >"$tmp/bad.txt"
+expect_last 1 "$tmp/bad.txt:2: field 4 'oops' is not a number" nlp classify train --task sst5 --model rnn --data "$tmp/sst" --vectors "$tmp/bad.txt" --emsize 6 --nhid 6 --epochs 1 --out "$tmp/vec_bad"
+[ -e "$tmp/vec_bad" ] && fail "a refused run left $tmp/vec_bad behind"
+expect_last 1 ":1: vectors of dimension 6, the model's word vectors have 8 \\(give --emsize 6\\)" nlp classify train --task sst5 --model treelstm --data "$tmp/sst" --vectors "$tmp/glove.txt" --emsize 8 --nhid 6 --epochs 1 --out "$tmp/vec_dim"
+expect_last 1 "no word vocabulary" nlp classify train --task logic --model treernn --train "$tmp/logic_train" --test "$tmp/logic_test" --vectors "$tmp/glove.txt" --emsize 6 --nhid 6 --epochs 1 --out "$tmp/vec_logic"
 echo "cli_trees: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

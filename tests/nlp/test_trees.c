@@ -7,6 +7,7 @@
  * (outputs and gradients); a finite-difference check of one weight; the
  * binary model's refusal of a unary chain and of a ternary node, naming
  * the tree, and malformed parent arrays. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "kernels/layers.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
+#include "nlp/data/vectors.h"
 #include "nlp/models/treenets.h"
 #include "nlp/tasks/classify.h"
 #include "nlp/tasks/parse.h"
@@ -431,11 +433,78 @@ static void check_spans_and_harness(void)
     nlp_cls_data_free(&d);
 }
 
+/* ---- --vectors: the GloVe text reader ---- */
+
+static int write_text(char *path, const char *text)
+{
+    snprintf(path, 64, "/tmp/grove_vectors_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        return -1;
+    }
+    FILE *fp = fdopen(fd, "w");
+    fputs(text, fp);
+    fclose(fp);
+    return 0;
+}
+
+static void check_vectors(void)
+{
+    char path[64];
+    float t[5 * 3];
+    const char *vocab = "film\nthe\nzzz\na b\n";
+    int32_t found = -1;
+    CHECK(write_text(path, "the 0.5 -0.25 1\nfilm 1 2 3\nunknown 9 9 9\n"
+                           "the 7 7 7\na b 4 5 6\n") == 0);
+    for (int i = 0; i < 15; i++) {
+        t[i] = -1.0f;
+    }
+    CHECK(nlp_vectors_load(path, vocab, t, 5, 3, &found) == 0);
+    CHECK(found == 3);
+    float want[15] = {1, 2, 3, 0.5f, -0.25f, 1, -1, -1, -1, 4, 5, 6,
+                      -1, -1, -1};
+    for (int i = 0; i < 15; i++) {
+        CHECK_MSG(t[i] == want[i], "row %d col %d: %g, want %g", i / 3, i % 3,
+                  (double)t[i], (double)want[i]);
+    }
+    /* the dimension must be the table's */
+    CHECK(nlp_vectors_load(path, vocab, t, 5, 4, &found) == GR_EFORMAT);
+    CHECK_MSG(strstr(gr_last_error(), ":1: vectors of dimension 3") != NULL &&
+                  strstr(gr_last_error(), "--emsize 3") != NULL,
+              "%s", gr_last_error());
+    remove(path);
+    /* a malformed line names file and line */
+    CHECK(write_text(path, "the 1 2 3\nfilm 1 x 3\n") == 0);
+    CHECK(nlp_vectors_load(path, vocab, t, 5, 3, &found) == GR_EFORMAT);
+    char want_msg[128];
+    snprintf(want_msg, sizeof want_msg, "%s:2: field 3 'x' is not a number",
+             path);
+    CHECK_MSG(strstr(gr_last_error(), want_msg) != NULL, "%s",
+              gr_last_error());
+    remove(path);
+    CHECK(write_text(path, "the 1 2 3\nfilm 1 2\n") == 0);
+    CHECK(nlp_vectors_load(path, vocab, t, 5, 3, &found) == GR_EFORMAT);
+    snprintf(want_msg, sizeof want_msg,
+             "%s:2: a word and 3 numbers expected, found 3 fields", path);
+    CHECK_MSG(strstr(gr_last_error(), want_msg) != NULL, "%s",
+              gr_last_error());
+    remove(path);
+    /* word2vec's header line */
+    CHECK(write_text(path, "2 3\nzzz 1 1 1\nfilm 2 2 2\n") == 0);
+    CHECK(nlp_vectors_load(path, vocab, t, 5, 3, &found) == 0 && found == 2);
+    CHECK(t[6] == 1.0f && t[0] == 2.0f);
+    remove(path);
+    CHECK(nlp_vectors_load("/nonexistent/glove.txt", vocab, t, 5, 3,
+                           &found) == GR_EIO);
+    CHECK(nlp_vectors_load(path, NULL, t, 5, 3, &found) == GR_EINVAL);
+}
+
 int main(int argc, char **argv)
 {
     (void)fx_scalar; /* of the shared fixture reader, unused here */
     check_refusals();
     check_spans_and_harness();
+    check_vectors();
     static const char *const kinds[] = {"treelstm", "childsum", "rnn",
                                         "mvrnn", "rntn", "treernn",
                                         "treecell"};
