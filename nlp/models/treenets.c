@@ -285,7 +285,10 @@ struct plan {
     int32_t *root;   /* [B] global id of each root */
     int32_t *mark;   /* [n_groups] scratch: source groups seen */
     int32_t *srcs;   /* [n_groups] scratch: source groups of one group */
+    int32_t *scnt;   /* [n_groups] scratch: children per source group */
+    int32_t *soff;   /* [n_groups] scratch: their offset */
     int32_t *idx;    /* [N * max_children] scratch for one group */
+    int32_t *idx2;   /* [N * max_children] scratch for one group */
     int32_t max_children;
 };
 
@@ -307,7 +310,7 @@ static int plan_build(struct nlp_treenet *m, const struct nlp_tree *trees,
     }
     /* the most children of a node in the batch (the group scratch) */
     int32_t maxc = 1;
-    int64_t need = 16 * N + 2 * (int64_t)B + 16;
+    int64_t need = 18 * N + 2 * (int64_t)B + 16;
     int32_t *cnt = calloc((size_t)N + 1, sizeof *cnt);
     if (cnt == NULL) {
         return gr_error(GR_ENOMEM, "tree model: out of memory");
@@ -322,7 +325,7 @@ static int plan_build(struct nlp_treenet *m, const struct nlp_tree *trees,
     for (int64_t g = 0; g < N; g++) {
         maxc = cnt[g] > maxc ? cnt[g] : maxc;
     }
-    need += N * (int64_t)maxc;
+    need += 2 * N * (int64_t)maxc;
     if (need > m->buf_cap) {
         int32_t *nb = realloc(m->buf, (size_t)need * sizeof *nb);
         if (nb == NULL) {
@@ -348,11 +351,15 @@ static int plan_build(struct nlp_treenet *m, const struct nlp_tree *trees,
     p->root = w, w += B;
     p->mark = w, w += N;
     p->srcs = w, w += N;
+    p->scnt = w, w += N;
+    p->soff = w, w += N;
     int32_t *pending = w;
     w += N;
     int32_t *queue = w;
     w += N + 1;
     p->idx = w;
+    w += N * (int64_t)maxc;
+    p->idx2 = w;
     /* CSR of children in index order */
     p->first[0] = 0;
     for (int64_t g = 0; g < N; g++) {
@@ -445,13 +452,13 @@ static struct gr_tensor *ids(struct gr_ctx *ctx, const int32_t *v,
 }
 
 /* The children's states of group gi's n nodes (from row g0 of the
- * schedule), k slots each, [n, k, H]: one gather per group the children
- * come from, out of that group's padded states P[src] = [0; states]
- * (row 0 = the absent child), summed. A group reads few source groups
- * (mostly the level below and the leaves), so the cost stays near one
- * gather of the children rather than a copy of every earlier state. */
+ * schedule), k slots each, [n, k, H]: from every group the children come
+ * from, one gather of just those rows out of that group's states S[src];
+ * the pieces are concatenated under a zero row (the absent child) and one
+ * more gather puts every child in its slot. Each child's state is copied a
+ * constant number of times, whatever the depth and the batch. */
 static struct gr_tensor *gather_children(struct gr_ctx *ctx,
-                                         struct gr_tensor *const *P,
+                                         struct gr_tensor *const *S,
                                          const struct plan *p, int32_t gi,
                                          int32_t k, int32_t H)
 {
@@ -461,43 +468,59 @@ static struct gr_tensor *gather_children(struct gr_ctx *ctx,
         int32_t g = p->order[g0 + a];
         for (int32_t c = p->first[g]; c < p->first[g + 1]; c++) {
             int32_t src = p->grp[p->child[c]];
-            if (p->mark[src] != gi) {
-                p->mark[src] = gi;
-                p->srcs[ns++] = src;
+            if (p->mark[src] < 0) {
+                p->mark[src] = ns;
+                p->srcs[ns] = src;
+                p->scnt[ns++] = 0;
             }
+            p->scnt[p->mark[src]]++;
+        }
+    }
+    if (ns == 0) {
+        return gr_zeros(ctx, gr_shape3(n, k, H));
+    }
+    int32_t total = 0;
+    for (int32_t si = 0; si < ns; si++) {
+        p->soff[si] = total;
+        total += p->scnt[si];
+        p->scnt[si] = 0; /* cursor */
+    }
+    /* idx2: the rows of each source's piece; idx: each slot's row in
+     * [0; pieces] */
+    for (int32_t a = 0; a < n; a++) {
+        int32_t g = p->order[g0 + a];
+        int32_t c0 = p->first[g], nc = p->first[g + 1] - c0;
+        for (int32_t q = 0; q < k; q++) {
+            if (q >= nc) {
+                p->idx[a * k + q] = 0;
+                continue;
+            }
+            int32_t ch = p->child[c0 + q];
+            int32_t si = p->mark[p->grp[ch]];
+            int32_t at = p->soff[si] + p->scnt[si]++;
+            p->idx2[at] = p->rowin[ch];
+            p->idx[a * k + q] = 1 + at;
+        }
+    }
+    struct gr_tensor *pieces[65];
+    struct gr_tensor *all = NULL;
+    int32_t np = 0;
+    pieces[np++] = gr_zeros(ctx, gr_shape2(1, H));
+    for (int32_t si = 0; si < ns; si++) {
+        pieces[np++] = gr_embedding(
+            ctx, S[p->srcs[si]],
+            ids(ctx, p->idx2 + p->soff[si], gr_shape1(p->scnt[si])));
+        if (np == 65 || si == ns - 1) {
+            /* at most 64 pieces per concat: fold the prefix */
+            all = gr_concat(ctx, np, pieces, 0);
+            pieces[0] = all;
+            np = 1;
         }
     }
     for (int32_t si = 0; si < ns; si++) {
         p->mark[p->srcs[si]] = -1; /* for the next call (h, then c) */
     }
-    if (ns == 0) {
-        return gr_zeros(ctx, gr_shape3(n, k, H));
-    }
-    struct gr_tensor *sum = NULL;
-    for (int32_t si = 0; si < ns; si++) {
-        int32_t src = p->srcs[si];
-        for (int32_t a = 0; a < n; a++) {
-            int32_t g = p->order[g0 + a];
-            int32_t c0 = p->first[g], nc = p->first[g + 1] - c0;
-            for (int32_t q = 0; q < k; q++) {
-                int32_t ch = q < nc ? p->child[c0 + q] : -1;
-                p->idx[a * k + q] =
-                    ch >= 0 && p->grp[ch] == src ? 1 + p->rowin[ch] : 0;
-            }
-        }
-        struct gr_tensor *gsrc = gr_embedding(
-            ctx, P[src], ids(ctx, p->idx, gr_shape2(n, k)));
-        sum = sum == NULL ? gsrc : gr_add(ctx, sum, gsrc);
-    }
-    return sum;
-}
-
-/* [0; x]: a zero row on top (the absent child) */
-static struct gr_tensor *padded(struct gr_ctx *ctx, struct gr_tensor *x,
-                                int32_t H)
-{
-    struct gr_tensor *parts[2] = {gr_zeros(ctx, gr_shape2(1, H)), x};
-    return x == NULL ? NULL : gr_concat(ctx, 2, parts, 0);
+    return gr_embedding(ctx, all, ids(ctx, p->idx, gr_shape2(n, k)));
 }
 
 static int forward_binary(struct nlp_treenet *m, struct gr_ctx *ctx,
@@ -544,8 +567,8 @@ static int forward_binary(struct nlp_treenet *m, struct gr_ctx *ctx,
             h = gr_mul(ctx, gr_sigmoid(ctx, part[2]), gr_tanh(ctx, c));
         }
         hs[gi] = h;
-        hp[gi] = padded(ctx, h, H);
-        cp[gi] = padded(ctx, c, H);
+        hp[gi] = h;
+        cp[gi] = c;
         if (hp[gi] == NULL || cp[gi] == NULL) {
             break;
         }
@@ -650,9 +673,9 @@ static int forward_recursive(struct nlp_treenet *m, struct gr_ctx *ctx,
             }
         }
         hs[gi] = h;
-        hp[gi] = padded(ctx, h, H);
+        hp[gi] = h;
         if (mv) {
-            cp[gi] = padded(ctx, mat, H * H);
+            cp[gi] = mat;
             if (cp[gi] == NULL) {
                 break;
             }
@@ -724,8 +747,8 @@ static int forward_childsum(struct nlp_treenet *m, struct gr_ctx *ctx,
         struct gr_tensor *h = gr_mul(ctx, gr_sigmoid(ctx, part[1]),
                                      gr_tanh(ctx, c));
         hs[gi] = h;
-        hp[gi] = padded(ctx, h, H);
-        cp[gi] = padded(ctx, c, H);
+        hp[gi] = h;
+        cp[gi] = c;
         if (hp[gi] == NULL || cp[gi] == NULL) {
             break;
         }
@@ -752,7 +775,8 @@ int nlp_treenet_forward(struct nlp_treenet *m, struct gr_ctx *ctx,
     if (rc < 0) {
         return rc;
     }
-    /* per group: its h, and h and c with the zero row on top */
+    /* per group: its h, and the states its parents gather from (h, and
+     * c or MV-RNN's matrix) */
     struct gr_tensor **hs = calloc((size_t)p.n_groups * 3, sizeof *hs);
     if (hs == NULL) {
         return gr_error(GR_ENOMEM, "tree model: out of memory");

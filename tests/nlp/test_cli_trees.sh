@@ -71,9 +71,9 @@ fi
 
 # small slices of the real files
 mkdir -p "$tmp/sst"
-head -40 "$data/sst2/train.txt" >"$tmp/sst/train.txt"
-head -12 "$data/sst2/dev.txt" >"$tmp/sst/dev.txt"
-head -12 "$data/sst2/test.txt" >"$tmp/sst/test.txt"
+head -20 "$data/sst2/train.txt" >"$tmp/sst/train.txt"
+head -8 "$data/sst2/dev.txt" >"$tmp/sst/dev.txt"
+head -8 "$data/sst2/test.txt" >"$tmp/sst/test.txt"
 awk 'NR % 500 == 1' "$data/logic_inference/train3" | head -40 >"$tmp/logic_train"
 awk 'NR % 200 == 1' "$data/logic_inference/test8" | head -20 >"$tmp/logic_test"
 awk 'length($0) < 120' "$data/listops/test_d20s.tsv" | head -60 >"$tmp/lo_train"
