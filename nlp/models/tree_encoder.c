@@ -155,21 +155,13 @@ static struct gr_tensor *tree_encode(struct nlp_encoder *e,
                  "batch has none", e->cfg.model);
         return NULL;
     }
-    /* dropout on the word table rows used: the whole table is dropped
-     * per row read, which is the same as dropping the embeddings */
-    struct gr_tensor *saved = t->m.emb;
-    if (training && e->cfg.dropout_in > 0.0f) {
-        t->m.emb = gr_dropout(ctx, t->emb, e->cfg.dropout_in,
-                              gr_rng_make(rng.seed,
-                                          gr_rng_stream(rng.stream, 11, 0,
-                                                        0)));
-    }
+    /* dropout on the word vectors read (dropouti), training only */
+    t->m.dropout_in = training ? e->cfg.dropout_in : 0.0f;
+    t->m.rng = gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 11, 0, 0));
     struct gr_tensor *roots = NULL;
-    int rc = t->m.emb == NULL
-                 ? GR_EINVAL
-                 : nlp_treenet_forward(&t->m, ctx, b->trees, b->B,
-                                        NLP_TREE_BY_LEVEL, &t->nodes, &roots);
-    t->m.emb = saved;
+    int rc = nlp_treenet_forward(&t->m, ctx, b->trees, b->B,
+                                 NLP_TREE_BY_LEVEL, &t->nodes, &roots);
+    t->m.dropout_in = 0.0f;
     if (rc < 0) {
         t->nodes = NULL;
         return NULL;

@@ -523,6 +523,21 @@ static struct gr_tensor *gather_children(struct gr_ctx *ctx,
     return gr_embedding(ctx, all, ids(ctx, p->idx, gr_shape2(n, k)));
 }
 
+/* The word vectors of ids, with the word dropout of a training forward
+ * (a mask per group from the caller's rng) */
+static struct gr_tensor *words(struct nlp_treenet *m, struct gr_ctx *ctx,
+                               struct gr_tensor *wid, int32_t gi)
+{
+    struct gr_tensor *x = gr_embedding(ctx, m->emb, wid);
+    if (x != NULL && m->dropout_in > 0.0f) {
+        x = gr_dropout(ctx, x, m->dropout_in,
+                       gr_rng_make(m->rng.seed,
+                                   gr_rng_stream(m->rng.stream, 31,
+                                                 (uint64_t)gi, 0)));
+    }
+    return x;
+}
+
 static int forward_binary(struct nlp_treenet *m, struct gr_ctx *ctx,
                           const struct plan *p, struct gr_tensor **hs,
                           struct gr_tensor **hp, struct gr_tensor **cp)
@@ -537,7 +552,7 @@ static int forward_binary(struct nlp_treenet *m, struct gr_ctx *ctx,
                 p->idx[a] = p->word[p->order[g0 + a]];
             }
             struct gr_tensor *x =
-                gr_embedding(ctx, m->emb, ids(ctx, p->idx, gr_shape1(n)));
+                words(m, ctx, ids(ctx, p->idx, gr_shape1(n)), gi);
             struct gr_tensor *z = gr_linear(ctx, x, m->leaf_w, m->leaf_b);
             struct gr_tensor *part[2] = {NULL, NULL};
             int64_t sizes[2] = {H, H};
@@ -596,7 +611,7 @@ static int forward_recursive(struct nlp_treenet *m, struct gr_ctx *ctx,
                 p->idx[a] = p->word[p->order[g0 + a]];
             }
             struct gr_tensor *wid = ids(ctx, p->idx, gr_shape1(n));
-            struct gr_tensor *x = gr_embedding(ctx, m->emb, wid);
+            struct gr_tensor *x = words(m, ctx, wid, gi);
             if (mv) {
                 mat = gr_embedding(ctx, m->wmat, wid);
             }
@@ -705,8 +720,7 @@ static int forward_childsum(struct nlp_treenet *m, struct gr_ctx *ctx,
         mask[r] = wd >= 0 ? 1.0f : 0.0f;
         masked |= wd < 0;
     }
-    struct gr_tensor *x = gr_embedding(ctx, m->emb,
-                                       ids(ctx, p->idx, gr_shape1(N)));
+    struct gr_tensor *x = words(m, ctx, ids(ctx, p->idx, gr_shape1(N)), 0);
     if (masked) {
         x = gr_mul(ctx, x, gr_tensor_from_host(ctx, GR_F32,
                                                gr_shape2(N, 1), mask));

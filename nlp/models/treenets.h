@@ -130,6 +130,10 @@ struct nlp_treenet {
     /* recursive nets (comp_w [H, 2H] and leaf_w [H, E] reused) */
     struct gr_tensor *comp_b, *V, *WM, *wmat;
     struct gr_tensor *fc1_w, *fc1_b, *fc2_w, *fc2_b, *ln_g, *ln_b;
+    /* dropout on the word vectors the leaves (and Child-Sum's nodes) read,
+     * for the next forward: p in [0, 1), masks from rng (0: none) */
+    float dropout_in;
+    struct gr_rng rng;
     /* host scratch of the schedule */
     int32_t *buf;
     int64_t buf_cap;
