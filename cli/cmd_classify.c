@@ -410,6 +410,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
             printf("test accuracy over all labelled nodes %.4f on %lld "
                    "nodes\n", res.test.node_acc, (long long)res.test.node_n);
         }
+        if (res.test.neg_pos_n + res.test.neg_neg_n > 0) {
+            printf("negation (docs/nlp/trees.md): negated positive %.4f on "
+                   "%lld nodes, negated negative %.4f on %lld nodes\n",
+                   res.test.neg_pos_acc, (long long)res.test.neg_pos_n,
+                   res.test.neg_neg_acc, (long long)res.test.neg_neg_n);
+        }
     }
     printf("wrote %s/metrics.csv, curves.png, last.ckpt\n", common.out);
     return CLI_EXIT_OK;
@@ -536,6 +542,12 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     if (ev.node_n > 0) {
         printf("accuracy over all labelled nodes %.4f on %lld nodes\n",
                ev.node_acc, (long long)ev.node_n);
+    }
+    if (ev.neg_pos_n + ev.neg_neg_n > 0) {
+        printf("negation (docs/nlp/trees.md): negated positive %.4f on %lld "
+               "nodes, negated negative %.4f on %lld nodes\n",
+               ev.neg_pos_acc, (long long)ev.neg_pos_n, ev.neg_neg_acc,
+               (long long)ev.neg_neg_n);
     }
     FILE *csv = NULL;
     struct gr_atomic_file af;

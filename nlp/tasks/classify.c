@@ -517,6 +517,118 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
 
 /* ---- evaluation ---------------------------------------------------------------- */
 
+static int sst_negative(int n_classes, int label)
+{
+    return label >= 0 && (n_classes == 2 ? label == 0 : label <= 1);
+}
+
+static int sst_positive(int n_classes, int label)
+{
+    return n_classes == 2 ? label == 1 : label >= 3;
+}
+
+/* SST-2: logit 1 - logit 0; SST-5: the expected class under softmax */
+static double positivity(const float *p, int n_classes)
+{
+    if (n_classes == 2) {
+        return (double)p[1] - (double)p[0];
+    }
+    double mx = p[0], z = 0.0, e = 0.0;
+    for (int k = 1; k < n_classes; k++) {
+        mx = p[k] > mx ? p[k] : mx;
+    }
+    for (int k = 0; k < n_classes; k++) {
+        double w = exp((double)p[k] - mx);
+        z += w;
+        e += w * k;
+    }
+    return e / z;
+}
+
+void nlp_cls_negation_add(const struct nlp_tree *trees, int32_t B,
+                          const float *logits, int n_classes,
+                          const uint8_t *neg_word, int32_t vocab,
+                          int64_t *np_ok, int64_t *np_n, int64_t *nn_ok,
+                          int64_t *nn_n)
+{
+    int64_t off = 0;
+    for (int32_t b = 0; b < B; off += trees[b].n_nodes, b++) {
+        const struct nlp_tree *t = &trees[b];
+        if (t->label == NULL) {
+            continue;
+        }
+        for (int32_t j = 0; j < t->n_nodes; j++) {
+            /* the first two children of j in index order */
+            int32_t c[2] = {-1, -1}, nc = 0;
+            for (int32_t k = 0; k < t->n_nodes && nc < 3; k++) {
+                if (t->parent[k] == j) {
+                    if (nc < 2) {
+                        c[nc] = k;
+                    }
+                    nc++;
+                }
+            }
+            if (nc != 2) {
+                continue;
+            }
+            int32_t w = t->word[c[0]];
+            int first_leaf = 1;
+            for (int32_t k = 0; k < t->n_nodes; k++) {
+                first_leaf &= t->parent[k] != c[0];
+            }
+            if (!first_leaf || w < 0 || w >= vocab || !neg_word[w]) {
+                continue;
+            }
+            const float *pj = logits + (size_t)(off + j) * (size_t)n_classes;
+            const float *pc =
+                logits + (size_t)(off + c[1]) * (size_t)n_classes;
+            int lj = t->label[j], lc = t->label[c[1]];
+            if (sst_positive(n_classes, lc) && sst_negative(n_classes, lj)) {
+                int best = 0;
+                for (int k = 1; k < n_classes; k++) {
+                    best = pj[k] > pj[best] ? k : best;
+                }
+                (*np_n)++;
+                *np_ok += sst_negative(n_classes, best);
+            } else if (sst_negative(n_classes, lc) &&
+                       !sst_negative(n_classes, lj) &&
+                       (lj >= 0 || n_classes == 2)) {
+                (*nn_n)++;
+                *nn_ok += positivity(pj, n_classes) >
+                          positivity(pc, n_classes);
+            }
+        }
+    }
+}
+
+/* neg_word[id] for the words of vocab_text (not, n't, never, no) */
+static uint8_t *negation_words(const struct nlp_cls_data *d)
+{
+    if (d->vocab_text == NULL || strncmp(d->task, "sst", 3) != 0) {
+        return NULL;
+    }
+    uint8_t *f = calloc((size_t)d->vocab_size, 1);
+    if (f == NULL) {
+        return NULL;
+    }
+    static const char *const neg[] = {"not", "n't", "never", "no"};
+    int32_t id = 0;
+    for (const char *p = d->vocab_text; *p != '\0' && id < d->vocab_size;
+         id++) {
+        size_t n = strcspn(p, "\n");
+        for (size_t k = 0; k < sizeof neg / sizeof neg[0]; k++) {
+            size_t m = strlen(neg[k]), i = 0;
+            while (i < m && i < n &&
+                   (p[i] | 0x20) == (neg[k][i] | 0x20)) {
+                i++;
+            }
+            f[id] |= i == m && n == m;
+        }
+        p += n + (p[n] == '\n');
+    }
+    return f;
+}
+
 static const struct nlp_cls_example *sort_ex;
 static int by_length(const void *a, const void *b);
 
@@ -528,6 +640,8 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     int64_t correct = 0;
     int64_t gc[NLP_CLS_MAX_GROUPS] = {0};
     int64_t node_correct = 0, node_n = 0;
+    int64_t np_ok = 0, np_n = 0, nn_ok = 0, nn_n = 0;
+    uint8_t *neg_word = negation_words(d);
     double loss_sum = 0.0;
     int was = gr_set_grad_enabled(m->ctx, 0);
     /* validation with the training slot count, test with the evaluation
@@ -561,7 +675,12 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
         struct gr_tensor *loss = tg ? gr_cross_entropy(m->ctx, lg, tg, -1)
                                     : NULL;
         if (loss == NULL || gr_tensor_to_host(lg, logits) < 0) {
-            rc = gr_error(GR_EINVAL, "evaluation: %s", gr_ctx_error(m->ctx));
+            /* an op's failure is the context's; the trees' check sets
+             * the thread's message */
+            rc = gr_ctx_status(m->ctx) < 0
+                     ? gr_error(GR_EINVAL, "evaluation: %s",
+                                gr_ctx_error(m->ctx))
+                     : gr_error_wrap(GR_EINVAL, "evaluation");
             break;
         }
         loss_sum += (double)gr_tensor_item(loss) * n;
@@ -584,6 +703,11 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                 }
                 node_correct += best == m->node_labels[j];
                 node_n++;
+            }
+            if (neg_word != NULL) {
+                nlp_cls_negation_add(m->trees, n, nl, m->n_classes, neg_word,
+                                     d->vocab_size, &np_ok, &np_n, &nn_ok,
+                                     &nn_n);
             }
             free(nl);
         }
@@ -612,6 +736,11 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     out->loss = sp->n ? loss_sum / (double)sp->n : NAN;
     out->node_n = node_n;
     out->node_acc = node_n ? (double)node_correct / (double)node_n : NAN;
+    out->neg_pos_n = np_n;
+    out->neg_neg_n = nn_n;
+    out->neg_pos_acc = np_n ? (double)np_ok / (double)np_n : NAN;
+    out->neg_neg_acc = nn_n ? (double)nn_ok / (double)nn_n : NAN;
+    free(neg_word);
     for (int g = 0; g < NLP_CLS_MAX_GROUPS; g++) {
         out->group_acc[g] = out->group_n[g]
                                 ? (double)gc[g] / (double)out->group_n[g]
@@ -1096,8 +1225,12 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
                 -1);
         }
         if (loss == NULL) {
-            rc = gr_error(GR_EINVAL, "epoch %d batch %lld: %s", (int)epoch,
-                          (long long)k, gr_ctx_error(tr->ctx));
+            rc = gr_ctx_status(tr->ctx) < 0
+                     ? gr_error(GR_EINVAL, "epoch %d batch %lld: %s",
+                                (int)epoch, (long long)k,
+                                gr_ctx_error(tr->ctx))
+                     : gr_error_wrap(GR_EINVAL, "epoch %d batch %lld",
+                                     (int)epoch, (long long)k);
             break;
         }
         double l = (double)gr_tensor_item(loss);

@@ -140,7 +140,32 @@ struct nlp_cls_eval {
      * over every labelled node (NaN / 0 otherwise) */
     double node_acc;
     int64_t node_n;
+    /* SST negation (nlp_cls_negation_add): accuracy on negated positive
+     * and negated negative nodes, and their counts */
+    double neg_pos_acc, neg_neg_acc;
+    int64_t neg_pos_n, neg_neg_n;
 };
+
+/* The negation analysis of the SST tables (Socher et al. 2013, §5.4), as
+ * grove defines it on given trees: a negation node is an internal node
+ * whose first child is a leaf reading a negation word (neg_word[id] != 0:
+ * not, n't, never, no; any case). With c its second child and gold labels
+ * from the trees:
+ *   negated positive  c positive, the node negative: right when the model
+ *                     predicts the node negative (SST-2: class 0 beats 1;
+ *                     SST-5: argmax in 0-1);
+ *   negated negative  c negative, the node not negative (SST-2: neutral
+ *                     nodes, label -1, count): right when the model's
+ *                     positivity rises from c to the node (SST-2: logit 1 -
+ *                     logit 0; SST-5: the expected class under softmax).
+ * Positive / negative: SST-2 labels 1 / 0, SST-5 3-4 / 0-1. logits [Σ
+ * n_nodes, n_classes] in the order of trees[0..B) (n_classes 2 or 5).
+ * Adds to the four counters. */
+void nlp_cls_negation_add(const struct nlp_tree *trees, int32_t B,
+                          const float *logits, int n_classes,
+                          const uint8_t *neg_word, int32_t vocab,
+                          int64_t *np_ok, int64_t *np_n, int64_t *nn_ok,
+                          int64_t *nn_n);
 
 struct nlp_cls_train_result {
     int32_t epochs_done;

@@ -433,6 +433,44 @@ static void check_spans_and_harness(void)
     nlp_cls_data_free(&d);
 }
 
+/* ---- the negation analysis on a hand-built tree ---- */
+
+static void check_negation(void)
+{
+    /* SST-5 tree a: 0 = [1, 2]; 1 leaf; 2 = [3, 4] labelled 0 with 3 the
+     * leaf "not" and 4 = [5, 6] labelled 3: a negated positive. Tree b:
+     * 0 = [1, 2] labelled 2 with 1 the leaf "never" and 2 a leaf labelled
+     * 0: a negated negative. */
+    int32_t p1[7] = {-1, 0, 0, 2, 2, 4, 4}, w1[7] = {-1, 5, -1, 1, -1, 6, 7};
+    int32_t l1[7] = {1, 4, 0, 2, 3, 3, 2};
+    int32_t p2[3] = {-1, 0, 0}, w2[3] = {-1, 2, 8}, l2[3] = {2, 2, 0};
+    struct nlp_tree t[2] = {{7, p1, w1, l1, "a"}, {3, p2, w2, l2, "b"}};
+    uint8_t neg[10] = {0, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+    float lg[10 * 5] = {0};
+    /* tree a node 2: predicted class 1 (negative): right */
+    lg[2 * 5 + 1] = 3.0f;
+    /* tree b: node 0 (row 7) more positive than node 2 (row 9): right */
+    lg[7 * 5 + 3] = 2.0f;
+    lg[9 * 5 + 0] = 2.0f;
+    int64_t a = 0, an = 0, b = 0, bn = 0;
+    nlp_cls_negation_add(t, 2, lg, 5, neg, 10, &a, &an, &b, &bn);
+    CHECK_MSG(an == 1 && a == 1 && bn == 1 && b == 1, "%lld/%lld %lld/%lld",
+              (long long)a, (long long)an, (long long)b, (long long)bn);
+    /* the other way round: both wrong */
+    lg[2 * 5 + 1] = 0.0f;
+    lg[2 * 5 + 4] = 3.0f;
+    lg[7 * 5 + 3] = 0.0f;
+    lg[7 * 5 + 0] = 5.0f;
+    a = an = b = bn = 0;
+    nlp_cls_negation_add(t, 2, lg, 5, neg, 10, &a, &an, &b, &bn);
+    CHECK(an == 1 && a == 0 && bn == 1 && b == 0);
+    /* no negation word: nothing counted */
+    uint8_t none[10] = {0};
+    a = an = b = bn = 0;
+    nlp_cls_negation_add(t, 2, lg, 5, none, 10, &a, &an, &b, &bn);
+    CHECK(an == 0 && bn == 0);
+}
+
 /* ---- --vectors: the GloVe text reader ---- */
 
 static int write_text(char *path, const char *text)
@@ -505,6 +543,7 @@ int main(int argc, char **argv)
     check_refusals();
     check_spans_and_harness();
     check_vectors();
+    check_negation();
     static const char *const kinds[] = {"treelstm", "childsum", "rnn",
                                         "mvrnn", "rntn", "treernn",
                                         "treecell"};
