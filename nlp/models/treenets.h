@@ -1,6 +1,7 @@
 /* nlp/models/treenets.h — models that are given their trees (issue 25):
  * the binary (N = 2) constituency Tree-LSTM and the Child-Sum Tree-LSTM of
- * hybrid_and_trees.md §3.1-§3.2 (Tai, Socher & Manning 2015), executed by
+ * hybrid_and_trees.md §3.1-§3.2 (Tai, Socher & Manning 2015), and the
+ * recursive nets RNN, MV-RNN, RNTN, TreeRNN, TreeCell, executed by
  * tree level over a batch of trees on the kernel layer (CPU and CUDA, the
  * tape differentiates it).
  *
@@ -13,13 +14,15 @@
  * names the tree in messages ("train.txt:12", "test3 pair 17").
  *
  * Level batching: level(leaf) = 0, level(j) = 1 + max level of its
- * children. Level l of every tree of the batch is one group: the children's
- * h and c are gathered by index from the states of the earlier levels (one
- * gr_embedding per state), the composition is one GEMM per level. With
- * NLP_TREE_NODE_BY_NODE every node is its own group (the reference
- * evaluation order; tests compare the two). A level's states are appended
- * to a bank [1 + done, H] whose row 0 is zeros (the absent child), so
- * concatenation costs O(nodes x levels) copies per batch.
+ * children. Level l of every tree of the batch is one group, computed with
+ * one GEMM per level. The children's states are gathered by index: from
+ * each earlier group they come from, one gr_embedding of just those rows;
+ * the pieces are concatenated under a zero row (the absent child) and one
+ * more gr_embedding puts each child in its slot, so every child's state is
+ * copied a constant number of times whatever the depth. With
+ * NLP_TREE_NODE_BY_NODE every node is its own group (the order of a
+ * per-node recursion; tests compare the two). The states of every group
+ * are concatenated once at the end.
  *
  * Binary Tree-LSTM (§3.2, BinaryTreeLSTM.lua):
  *   leaf:     [c; o~] = W_leaf x + b_leaf          (W_leaf [2H, E])
