@@ -84,7 +84,7 @@ nodes=$(tr -cd '(' <"$tmp/sst/test.txt" | wc -c)
 for m in treelstm childsum; do
     expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on $nodes nodes" nlp classify train --task sst5 --model $m --data "$tmp/sst" --emsize 12 --nhid 12 --epochs 2 --threads 1 --out "$tmp/sst5_$m"
     expect 0 "accuracy over all labelled nodes [01]\.[0-9]+ on" nlp classify eval --checkpoint "$tmp/sst5_$m/best.ckpt" --data "$tmp/sst" --threads 1
-    expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on [0-9]+ nodes" nlp classify train --task sst2 --model $m --data "$tmp/sst" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/sst2_$m"
+    [ $m = treelstm ] && expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on [0-9]+ nodes" nlp classify train --task sst2 --model $m --data "$tmp/sst" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/sst2_$m"
     expect 0 "^run .*logic with $m, 1 epochs" nlp classify train --task logic --model $m --train "$tmp/logic_train" --test "$tmp/logic_test" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/logic_$m"
     expect 0 "^run .*listops with $m, 1 epochs" nlp classify train --task listops --model $m --train "$tmp/lo_train" --valid "$tmp/lo_test" --test "$tmp/lo_test" --emsize 12 --nhid 12 --epochs 1 --threads 1 --out "$tmp/listops_$m"
 done
@@ -94,9 +94,11 @@ expect 0 "^run .*sst5 with childsum, 1 epochs" nlp classify train --task sst5 --
 # negative nodes, the denominators of the slides' table (19.0 = 4/21 ...,
 # 27.3 = 3/11 ...)
 expect 0 "negated positive [01]\.[0-9]+ on 21 nodes, negated negative [01]\.[0-9]+ on 11 nodes" nlp classify train --task sst5 --model treelstm --data "$data/sst2" --emsize 6 --nhid 6 --epochs 1 --max-batches 2 --threads 1 --out "$tmp/sst5_neg"
-# the recursive nets: SST-5 with node supervision, logic on gold trees
+# the recursive nets: SST-5 with node supervision; the logic table's
+# TreeRNN and TreeCell on gold trees
 for m in rnn mvrnn rntn treernn treecell; do
     expect 0 "test accuracy over all labelled nodes [01]\.[0-9]+ on $nodes nodes" nlp classify train --task sst5 --model $m --data "$tmp/sst" --emsize 6 --nhid 6 --epochs 1 --threads 1 --out "$tmp/sst5_$m"
+    case $m in treernn|treecell) ;; *) continue ;; esac
     expect 0 "^run .*logic with $m, 1 epochs" nlp classify train --task logic --model $m --train "$tmp/logic_train" --test "$tmp/logic_test" --emsize 6 --nhid 6 --epochs 1 --threads 1 --out "$tmp/logic_$m"
 done
 # the word vectors are the leaves of rnn, rntn, mvrnn: sizes must agree
