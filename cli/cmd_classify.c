@@ -105,7 +105,7 @@ static int task_options(const struct cli_command *cmd, const char *task,
 static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
-    const char *train = NULL, *valid = NULL, *test = NULL;
+    const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
     int epochs = -1, batch = -1, emsize = -1, nhid = -1, chunk = -1;
     int slots = -1, slots_eval = -1, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
@@ -146,6 +146,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    &train),
         CLI_STRING("valid", "FILE", NULL, "validation file", &valid),
         CLI_STRING("test", "FILE", NULL, "test file", &test),
+        CLI_STRING("vectors", "PATH", NULL,
+                   "word vectors in the GloVe text format for the word "
+                   "table (sst, snli; the dimension must be --emsize; "
+                   "default: random init)",
+                   &vectors),
         CLI_INT("listops-n", "N", "90000",
                 "ListOps without a training file: examples generated",
                 &listops_n),
@@ -364,6 +369,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     snprintf(desc, sizeof desc, "%s %s", split,
              data ? data : (train ? train : "generated"));
     tc.data_desc = desc;
+    tc.vectors = vectors;
     if (nlp_encoder_config_check(&tc.enc) < 0) {
         nlp_cls_data_free(&d);
         return cli_usage_error(cmd, "%s", gr_last_error());
@@ -400,6 +406,16 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (!isnan(res.test.acc)) {
         printf("test accuracy (best.ckpt) %.4f on %lld examples\n",
                res.test.acc, (long long)res.test.n);
+        if (res.test.node_n > 0) {
+            printf("test accuracy over all labelled nodes %.4f on %lld "
+                   "nodes\n", res.test.node_acc, (long long)res.test.node_n);
+        }
+        if (res.test.neg_pos_n + res.test.neg_neg_n > 0) {
+            printf("negation (docs/nlp/trees.md): negated positive %.4f on "
+                   "%lld nodes, negated negative %.4f on %lld nodes\n",
+                   res.test.neg_pos_acc, (long long)res.test.neg_pos_n,
+                   res.test.neg_neg_acc, (long long)res.test.neg_neg_n);
+        }
     }
     printf("wrote %s/metrics.csv, curves.png, last.ckpt\n", common.out);
     return CLI_EXIT_OK;
@@ -523,6 +539,16 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     printf("%s %s: accuracy %.4f on %lld examples, loss %.4f (%s)\n", task,
            which, ev.acc, (long long)ev.n, ev.loss, ckpt);
+    if (ev.node_n > 0) {
+        printf("accuracy over all labelled nodes %.4f on %lld nodes\n",
+               ev.node_acc, (long long)ev.node_n);
+    }
+    if (ev.neg_pos_n + ev.neg_neg_n > 0) {
+        printf("negation (docs/nlp/trees.md): negated positive %.4f on %lld "
+               "nodes, negated negative %.4f on %lld nodes\n",
+               ev.neg_pos_acc, (long long)ev.neg_pos_n, ev.neg_neg_acc,
+               (long long)ev.neg_neg_n);
+    }
     FILE *csv = NULL;
     struct gr_atomic_file af;
     if (common.out != NULL) {

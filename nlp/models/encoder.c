@@ -20,6 +20,13 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_ftt,
     &nlp_encoder_ftt_conv,
     &nlp_encoder_hybrid,
+    &nlp_encoder_treelstm,
+    &nlp_encoder_childsum,
+    &nlp_encoder_rnn,
+    &nlp_encoder_mvrnn,
+    &nlp_encoder_rntn,
+    &nlp_encoder_treernn,
+    &nlp_encoder_treecell,
     NULL,
 };
 

@@ -52,10 +52,15 @@ struct nlp_encoder_config {
     int post_norm;      /* 1: post-norm layers; 0: pre-norm (default) */
 };
 
+struct nlp_tree; /* nlp/models/treenets.h */
+
 struct nlp_encoder_batch {
     struct gr_tensor *ids;  /* [T, B] i32, padded as the config says */
     const int32_t *lengths; /* [B] real tokens per sequence (>= 1) */
     int32_t T, B;
+    /* the given tree of each sequence, [B] (NULL: none); read by the
+     * encoders whose kind has `trees` set (nlp/models/treenets.h) */
+    const struct nlp_tree *trees;
 };
 
 struct nlp_encoder;
@@ -140,5 +145,24 @@ extern const struct nlp_encoder_kind nlp_encoder_ftt_conv;
 /* ---- hybrid ON-LSTM + SAN with short-cut (nlp/models/hybrid.c) ---- */
 
 extern const struct nlp_encoder_kind nlp_encoder_hybrid;
+
+/* ---- given trees (nlp/models/tree_encoder.c, nlp/models/treenets.h) ---- */
+
+extern const struct nlp_encoder_kind nlp_encoder_treelstm;
+extern const struct nlp_encoder_kind nlp_encoder_childsum;
+extern const struct nlp_encoder_kind nlp_encoder_rnn;
+extern const struct nlp_encoder_kind nlp_encoder_mvrnn;
+extern const struct nlp_encoder_kind nlp_encoder_rntn;
+extern const struct nlp_encoder_kind nlp_encoder_treernn;
+extern const struct nlp_encoder_kind nlp_encoder_treecell;
+
+/* Whether kind k reads given trees (batch->trees): 0 no, 1 any tree, 2
+ * binary trees only (every internal node with two children). */
+int nlp_encoder_trees(const struct nlp_encoder_kind *k);
+
+/* The h of every node of the last encode's trees, [Σ n_nodes, out_dim]
+ * (trees in batch order, nodes in index order; per-node supervision), or
+ * NULL for an encoder without given trees. */
+struct gr_tensor *nlp_encoder_node_states(struct nlp_encoder *e);
 
 #endif

@@ -17,7 +17,9 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/data/vectors.h"
 #include "nlp/models/om.h"
+#include "nlp/models/treenets.h"
 #include "train/train.h"
 
 #define CLS_MAGIC "grove-classify 1"
@@ -34,6 +36,9 @@ void nlp_cls_data_free(struct nlp_cls_data *d)
 {
     free(d->tokens);
     free(d->vocab_text);
+    free(d->tree_parent);
+    free(d->tree_word);
+    free(d->tree_label);
     for (int s = 0; s < 3; s++) {
         free(d->split[s].ex);
     }
@@ -98,6 +103,115 @@ int nlp_cls_add(struct nlp_cls_data *d, int s, const int32_t *a,
     return 0;
 }
 
+int nlp_cls_add_tree(struct nlp_cls_data *d, int s, int second, int32_t n,
+                     const int32_t *parent, const int32_t *word,
+                     const int32_t *label)
+{
+    if (s < 0 || s > 2 || d->split[s].n < 1 || n < 1 ||
+        (second && !d->pair)) {
+        return gr_error(GR_EINVAL, "classification data: a tree without "
+                                   "its example (split %d)", s);
+    }
+    if (d->n_tree_nodes + n > d->cap_tree_nodes) {
+        int64_t cap = d->cap_tree_nodes ? d->cap_tree_nodes * 2 : 4096;
+        while (cap < d->n_tree_nodes + n) {
+            cap *= 2;
+        }
+        int32_t *a = realloc(d->tree_parent, (size_t)cap * sizeof *a);
+        if (a != NULL) {
+            d->tree_parent = a;
+        }
+        int32_t *b = realloc(d->tree_word, (size_t)cap * sizeof *b);
+        if (b != NULL) {
+            d->tree_word = b;
+        }
+        int32_t *c = realloc(d->tree_label, (size_t)cap * sizeof *c);
+        if (c != NULL) {
+            d->tree_label = c;
+        }
+        if (a == NULL || b == NULL || c == NULL) {
+            return gr_error(GR_ENOMEM, "classification data: out of memory");
+        }
+        d->cap_tree_nodes = cap;
+    }
+    struct nlp_cls_example *e = &d->split[s].ex[d->split[s].n - 1];
+    int64_t at = d->n_tree_nodes;
+    memcpy(d->tree_parent + at, parent, (size_t)n * sizeof *parent);
+    memcpy(d->tree_word + at, word, (size_t)n * sizeof *word);
+    for (int32_t j = 0; j < n; j++) {
+        d->tree_label[at + j] = label != NULL ? label[j] : -1;
+        d->node_labels |= label != NULL && label[j] >= 0;
+    }
+    d->n_tree_nodes += n;
+    if (second) {
+        e->tb = at;
+        e->tn_b = n;
+    } else {
+        e->ta = at;
+        e->tn_a = n;
+    }
+    return 0;
+}
+
+static const char *const split_names[3] = {"train", "valid", "test"};
+
+/* "sst5 train example 17 (line 18)" */
+static void example_name(const struct nlp_cls_data *d, int s, int64_t i,
+                         int second, char *out, size_t cap)
+{
+    const struct nlp_cls_example *e = &d->split[s].ex[i];
+    int w = snprintf(out, cap, "%s %s example %lld%s", d->task,
+                     split_names[s], (long long)i,
+                     second ? " (hypothesis)" : d->pair ? " (premise)" : "");
+    if (e->line > 0 && w > 0 && (size_t)w < cap) {
+        snprintf(out + w, cap - (size_t)w, " (line %d)", (int)e->line);
+    }
+}
+
+/* The tree of example i's sequence (second: the hypothesis), named. */
+static int example_tree(const struct nlp_cls_data *d, int s, int64_t i,
+                        int second, int binary, int32_t vocab,
+                        struct nlp_tree *t, char *name, size_t cap)
+{
+    const struct nlp_cls_example *e = &d->split[s].ex[i];
+    int64_t at = second ? e->tb : e->ta;
+    int32_t n = second ? e->tn_b : e->tn_a;
+    t->n_nodes = n;
+    t->parent = n ? d->tree_parent + at : NULL;
+    t->word = n ? d->tree_word + at : NULL;
+    t->label = n ? d->tree_label + at : NULL;
+    t->name = NULL;
+    if (n == 0 || binary >= 0) {
+        example_name(d, s, i, second, name, cap);
+        t->name = name;
+        if (n == 0) {
+            return gr_error(GR_EINVAL, "%s has no tree (the %s task gives "
+                            "none; the tree models read given trees)", name,
+                            d->task);
+        }
+        return nlp_tree_check(t, binary > 0, vocab);
+    }
+    return 0;
+}
+
+int nlp_cls_check_trees(const struct nlp_cls_data *d, int binary)
+{
+    char name[160];
+    for (int s = 0; s < 3; s++) {
+        for (int64_t i = 0; i < d->split[s].n; i++) {
+            for (int second = 0; second <= d->pair; second++) {
+                struct nlp_tree t;
+                int rc = example_tree(d, s, i, second, binary, d->vocab_size,
+                                      &t, name, sizeof name);
+                if (rc < 0) {
+                    return rc;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* ---- configuration ---------------------------------------------------------- */
 
 void nlp_cls_train_config_default(struct nlp_cls_train_config *tc,
@@ -153,6 +267,13 @@ struct nlp_cls_model {
     /* scratch for batches (grown as needed) */
     int32_t *ids, *lens, *labels;
     size_t cap_ids, cap_rows;
+    /* models given their trees: the batch's trees, and with node labels
+     * the logits and labels of every node of the last forward */
+    struct nlp_tree *trees;
+    size_t cap_trees;
+    int32_t *node_labels;
+    int64_t n_nodes, cap_nodes;
+    struct gr_tensor *node_logits;
 };
 
 static int model_build(struct nlp_cls_model *m, struct gr_ctx *ctx,
@@ -192,7 +313,11 @@ static void model_release(struct nlp_cls_model *m)
     free(m->ids);
     free(m->lens);
     free(m->labels);
+    free(m->trees);
+    free(m->node_labels);
     m->ids = m->lens = m->labels = NULL;
+    m->trees = NULL;
+    m->node_labels = NULL;
 }
 
 void nlp_cls_model_free(struct nlp_cls_model *m)
@@ -238,6 +363,78 @@ static int grow(struct nlp_cls_model *m, size_t n_ids, size_t n_rows)
     return 0;
 }
 
+/* dropout -> [Linear -> ELU -> dropout] -> Linear */
+static struct gr_tensor *head(struct nlp_cls_model *m, struct gr_tensor *f,
+                              int training, struct gr_rng r1,
+                              struct gr_rng r2)
+{
+    struct gr_ctx *ctx = m->ctx;
+    if (training && m->dropout_out > 0.0f) {
+        f = gr_dropout(ctx, f, m->dropout_out, r1);
+    }
+    if (m->has_hidden) {
+        f = gr_elu(ctx, gr_linear_forward(ctx, &m->fc1, f));
+        if (training && m->dropout_out > 0.0f) {
+            f = gr_dropout(ctx, f, m->dropout_out, r2);
+        }
+    }
+    return gr_linear_forward(ctx, &m->out, f);
+}
+
+/* The trees of the batch's rows into m->trees (checked, named on error),
+ * and when the data has node labels (single sequences) every node's label
+ * into m->node_labels (m->n_nodes). */
+static int batch_trees(struct nlp_cls_model *m, const struct nlp_cls_data *d,
+                       const struct nlp_cls_example *ex, const int64_t *idx,
+                       int32_t n)
+{
+    int32_t rows = m->pair ? 2 * n : n;
+    if ((size_t)rows > m->cap_trees) {
+        struct nlp_tree *t = realloc(m->trees, (size_t)rows * sizeof *t);
+        if (t == NULL) {
+            return gr_error(GR_ENOMEM, "classifier: out of memory");
+        }
+        m->trees = t;
+        m->cap_trees = (size_t)rows;
+    }
+    int s = 0;
+    while (s < 2 && d->split[s].ex != ex) {
+        s++;
+    }
+    int binary = nlp_encoder_trees(m->enc.kind) == 2;
+    int64_t total = 0;
+    char name[160];
+    for (int32_t r = 0; r < rows; r++) {
+        int rc = example_tree(d, s, idx[r % n], r >= n, binary,
+                              m->enc.cfg.vocab, &m->trees[r], name,
+                              sizeof name);
+        if (rc < 0) {
+            return rc;
+        }
+        m->trees[r].name = NULL;
+        total += m->trees[r].n_nodes;
+    }
+    if (!d->node_labels || m->pair || !nlp_encoder_trees(m->enc.kind)) {
+        return 0;
+    }
+    if (total > m->cap_nodes) {
+        int32_t *p = realloc(m->node_labels, (size_t)total * sizeof *p);
+        if (p == NULL) {
+            return gr_error(GR_ENOMEM, "classifier: out of memory");
+        }
+        m->node_labels = p;
+        m->cap_nodes = total;
+    }
+    int64_t at = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        for (int32_t j = 0; j < m->trees[r].n_nodes; j++) {
+            m->node_labels[at++] = m->trees[r].label[j];
+        }
+    }
+    m->n_nodes = total;
+    return 0;
+}
+
 /* Logits [n, classes] of examples ex[idx[0..n)] (a pair batch encodes the
  * n premises then the n hypotheses); m->labels gets their labels. */
 static struct gr_tensor *forward(struct nlp_cls_model *m,
@@ -280,6 +477,13 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
     b.lengths = m->lens;
     b.T = T;
     b.B = rows;
+    b.trees = NULL;
+    m->node_logits = NULL;
+    m->n_nodes = 0;
+    if (nlp_encoder_trees(m->enc.kind) && batch_trees(m, d, ex, idx, n) < 0) {
+        return NULL;
+    }
+    b.trees = nlp_encoder_trees(m->enc.kind) ? m->trees : NULL;
     struct gr_tensor *h = nlp_encoder_encode(&m->enc, &b, training, rng);
     if (h == NULL) {
         return NULL;
@@ -296,19 +500,134 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
                                                             0));
     struct gr_rng r2 = gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 22, 0,
                                                             0));
-    if (training && m->dropout_out > 0.0f) {
-        f = gr_dropout(ctx, f, m->dropout_out, r1);
-    }
-    if (m->has_hidden) {
-        f = gr_elu(ctx, gr_linear_forward(ctx, &m->fc1, f));
-        if (training && m->dropout_out > 0.0f) {
-            f = gr_dropout(ctx, f, m->dropout_out, r2);
+    /* every labelled node through the same head (SST, §3.3) */
+    if (m->n_nodes > 0 && nlp_encoder_trees(m->enc.kind)) {
+        struct gr_rng r3 = gr_rng_make(rng.seed, gr_rng_stream(rng.stream,
+                                                                23, 0, 0));
+        struct gr_rng r4 = gr_rng_make(rng.seed, gr_rng_stream(rng.stream,
+                                                                24, 0, 0));
+        m->node_logits = head(m, nlp_encoder_node_states(&m->enc), training,
+                              r3, r4);
+        if (m->node_logits == NULL) {
+            return NULL;
         }
     }
-    return gr_linear_forward(ctx, &m->out, f);
+    return head(m, f, training, r1, r2);
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
+
+static int sst_negative(int n_classes, int label)
+{
+    return label >= 0 && (n_classes == 2 ? label == 0 : label <= 1);
+}
+
+static int sst_positive(int n_classes, int label)
+{
+    return n_classes == 2 ? label == 1 : label >= 3;
+}
+
+/* SST-2: logit 1 - logit 0; SST-5: the expected class under softmax */
+static double positivity(const float *p, int n_classes)
+{
+    if (n_classes == 2) {
+        return (double)p[1] - (double)p[0];
+    }
+    double mx = p[0], z = 0.0, e = 0.0;
+    for (int k = 1; k < n_classes; k++) {
+        mx = p[k] > mx ? p[k] : mx;
+    }
+    for (int k = 0; k < n_classes; k++) {
+        double w = exp((double)p[k] - mx);
+        z += w;
+        e += w * k;
+    }
+    return e / z;
+}
+
+void nlp_cls_negation_add(const struct nlp_tree *trees, int32_t B,
+                          const float *logits, int n_classes,
+                          const uint8_t *neg_word, int32_t vocab,
+                          int64_t *np_ok, int64_t *np_n, int64_t *nn_ok,
+                          int64_t *nn_n)
+{
+    int64_t off = 0;
+    for (int32_t b = 0; b < B; off += trees[b].n_nodes, b++) {
+        const struct nlp_tree *t = &trees[b];
+        if (t->label == NULL) {
+            continue;
+        }
+        for (int32_t j = 0; j < t->n_nodes; j++) {
+            /* the first two children of j in index order */
+            int32_t c[2] = {-1, -1}, nc = 0;
+            for (int32_t k = 0; k < t->n_nodes && nc < 3; k++) {
+                if (t->parent[k] == j) {
+                    if (nc < 2) {
+                        c[nc] = k;
+                    }
+                    nc++;
+                }
+            }
+            if (nc != 2) {
+                continue;
+            }
+            int32_t w = t->word[c[0]];
+            int first_leaf = 1;
+            for (int32_t k = 0; k < t->n_nodes; k++) {
+                first_leaf &= t->parent[k] != c[0];
+            }
+            if (!first_leaf || w < 0 || w >= vocab || !neg_word[w]) {
+                continue;
+            }
+            const float *pj = logits + (size_t)(off + j) * (size_t)n_classes;
+            const float *pc =
+                logits + (size_t)(off + c[1]) * (size_t)n_classes;
+            int lj = t->label[j], lc = t->label[c[1]];
+            if (sst_positive(n_classes, lc) && sst_negative(n_classes, lj)) {
+                int best = 0;
+                for (int k = 1; k < n_classes; k++) {
+                    best = pj[k] > pj[best] ? k : best;
+                }
+                (*np_n)++;
+                *np_ok += sst_negative(n_classes, best);
+            } else if (sst_negative(n_classes, lc) &&
+                       !sst_negative(n_classes, lj) &&
+                       (lj >= 0 || n_classes == 2)) {
+                (*nn_n)++;
+                *nn_ok += positivity(pj, n_classes) >
+                          positivity(pc, n_classes);
+            }
+        }
+    }
+}
+
+/* neg_word[id] for the words of vocab_text (not, n't, never, no) */
+static uint8_t *negation_words(const struct nlp_cls_data *d)
+{
+    if (d->vocab_text == NULL || strncmp(d->task, "sst", 3) != 0) {
+        return NULL;
+    }
+    uint8_t *f = calloc((size_t)d->vocab_size, 1);
+    if (f == NULL) {
+        return NULL;
+    }
+    static const char *const neg[] = {"not", "n't", "never", "no"};
+    int32_t id = 0;
+    for (const char *p = d->vocab_text; *p != '\0' && id < d->vocab_size;
+         id++) {
+        size_t n = strcspn(p, "\n");
+        for (size_t k = 0; k < sizeof neg / sizeof neg[0]; k++) {
+            size_t m = strlen(neg[k]), i = 0;
+            while (i < m && i < n &&
+                   (p[i] | 0x20) == (neg[k][i] | 0x20)) {
+                i++;
+            }
+            f[id] |= i == m && n == m;
+        }
+        p += n + (p[n] == '\n');
+    }
+    return f;
+}
 
 static const struct nlp_cls_example *sort_ex;
 static int by_length(const void *a, const void *b);
@@ -320,6 +639,9 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     const struct nlp_cls_split *sp = &d->split[s];
     int64_t correct = 0;
     int64_t gc[NLP_CLS_MAX_GROUPS] = {0};
+    int64_t node_correct = 0, node_n = 0;
+    int64_t np_ok = 0, np_n = 0, nn_ok = 0, nn_n = 0;
+    uint8_t *neg_word = negation_words(d);
     double loss_sum = 0.0;
     int was = gr_set_grad_enabled(m->ctx, 0);
     /* validation with the training slot count, test with the evaluation
@@ -353,10 +675,42 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
         struct gr_tensor *loss = tg ? gr_cross_entropy(m->ctx, lg, tg, -1)
                                     : NULL;
         if (loss == NULL || gr_tensor_to_host(lg, logits) < 0) {
-            rc = gr_error(GR_EINVAL, "evaluation: %s", gr_ctx_error(m->ctx));
+            /* an op's failure is the context's; the trees' check sets
+             * the thread's message */
+            rc = gr_ctx_status(m->ctx) < 0
+                     ? gr_error(GR_EINVAL, "evaluation: %s",
+                                gr_ctx_error(m->ctx))
+                     : gr_error_wrap(GR_EINVAL, "evaluation");
             break;
         }
         loss_sum += (double)gr_tensor_item(loss) * n;
+        if (m->node_logits != NULL && rc == 0) {
+            float *nl = malloc((size_t)m->n_nodes * (size_t)m->n_classes *
+                               sizeof *nl);
+            if (nl == NULL || gr_tensor_to_host(m->node_logits, nl) < 0) {
+                free(nl);
+                rc = gr_error(GR_ENOMEM, "evaluation: node logits");
+                break;
+            }
+            for (int64_t j = 0; j < m->n_nodes; j++) {
+                if (m->node_labels[j] < 0) {
+                    continue;
+                }
+                const float *p = nl + (size_t)j * (size_t)m->n_classes;
+                int best = 0;
+                for (int k = 1; k < m->n_classes; k++) {
+                    best = p[k] > p[best] ? k : best;
+                }
+                node_correct += best == m->node_labels[j];
+                node_n++;
+            }
+            if (neg_word != NULL) {
+                nlp_cls_negation_add(m->trees, n, nl, m->n_classes, neg_word,
+                                     d->vocab_size, &np_ok, &np_n, &nn_ok,
+                                     &nn_n);
+            }
+            free(nl);
+        }
         for (int32_t j = 0; j < n; j++) {
             const float *p = logits + (size_t)j * (size_t)m->n_classes;
             int best = 0;
@@ -380,6 +734,13 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     out->n = sp->n;
     out->acc = sp->n ? (double)correct / (double)sp->n : NAN;
     out->loss = sp->n ? loss_sum / (double)sp->n : NAN;
+    out->node_n = node_n;
+    out->node_acc = node_n ? (double)node_correct / (double)node_n : NAN;
+    out->neg_pos_n = np_n;
+    out->neg_neg_n = nn_n;
+    out->neg_pos_acc = np_n ? (double)np_ok / (double)np_n : NAN;
+    out->neg_neg_acc = nn_n ? (double)nn_ok / (double)nn_n : NAN;
+    free(neg_word);
     for (int g = 0; g < NLP_CLS_MAX_GROUPS; g++) {
         out->group_acc[g] = out->group_n[g]
                                 ? (double)gc[g] / (double)out->group_n[g]
@@ -414,6 +775,7 @@ int nlp_cls_distances(struct nlp_cls_model *m, const int32_t *ids,
     b.lengths = &len;
     b.T = len;
     b.B = 1;
+    b.trees = NULL;
     struct gr_tensor *h = nlp_encoder_encode(&m->enc, &b, 0, gr_rng_make(0, 0));
     int rc = h == NULL ? gr_error(GR_EINVAL, "%s", gr_ctx_error(m->ctx))
                        : m->enc.kind->distances(&m->enc, d);
@@ -852,9 +1214,23 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
                : NULL;
         struct gr_tensor *loss =
             tg ? gr_cross_entropy(tr->ctx, lg, tg, -1) : NULL;
+        if (loss != NULL && tr->m.node_logits != NULL) {
+            /* supervision at every labelled node (hybrid_and_trees.md
+             * §3.3), the mean over the batch's labelled nodes */
+            loss = gr_cross_entropy(
+                tr->ctx, tr->m.node_logits,
+                gr_tensor_from_host(tr->ctx, GR_I32,
+                                    gr_shape1(tr->m.n_nodes),
+                                    tr->m.node_labels),
+                -1);
+        }
         if (loss == NULL) {
-            rc = gr_error(GR_EINVAL, "epoch %d batch %lld: %s", (int)epoch,
-                          (long long)k, gr_ctx_error(tr->ctx));
+            rc = gr_ctx_status(tr->ctx) < 0
+                     ? gr_error(GR_EINVAL, "epoch %d batch %lld: %s",
+                                (int)epoch, (long long)k,
+                                gr_ctx_error(tr->ctx))
+                     : gr_error_wrap(GR_EINVAL, "epoch %d batch %lld",
+                                     (int)epoch, (long long)k);
             break;
         }
         double l = (double)gr_tensor_item(loss);
@@ -900,6 +1276,39 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
     return rc;
 }
 
+/* --vectors: the file's rows into enc.emb.weight (a fresh run) */
+static int load_vectors(struct gr_ctx *ctx,
+                        const struct nlp_cls_train_config *tc,
+                        const struct nlp_cls_data *d)
+{
+    struct gr_tensor *emb = gr_ctx_find(ctx, "enc.emb.weight");
+    if (emb == NULL || emb->ndim != 2) {
+        return gr_error(GR_EINVAL, "--vectors: model %s has no word table "
+                        "enc.emb.weight", tc->enc.model);
+    }
+    float *w = malloc((size_t)emb->numel * sizeof *w);
+    if (w == NULL) {
+        return gr_error(GR_ENOMEM, "--vectors: out of memory");
+    }
+    int32_t found = 0;
+    int rc = gr_tensor_to_host(emb, w);
+    if (rc == 0) {
+        rc = nlp_vectors_load(tc->vectors, d->vocab_text, w,
+                              (int32_t)emb->shape[0], (int32_t)emb->shape[1],
+                              &found);
+    }
+    if (rc == 0) {
+        rc = gr_tensor_set_host(emb, w);
+    }
+    free(w);
+    if (rc == 0 && !tc->quiet) {
+        fprintf(stderr, "vectors: %d of %d words found in %s (the others "
+                "keep their random init)\n", (int)found,
+                (int)(d->vocab_size - 1), tc->vectors);
+    }
+    return rc;
+}
+
 static void trainer_free(struct trainer *tr)
 {
     if (tr->have_run) {
@@ -918,6 +1327,10 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     res->test.acc = NAN;
     res->best_valid_acc = NAN;
     int rc = data_check(d);
+    const struct nlp_encoder_kind *kind = nlp_encoder_find(tc->enc.model);
+    if (rc == 0 && kind != NULL && nlp_encoder_trees(kind)) {
+        rc = nlp_cls_check_trees(d, nlp_encoder_trees(kind) == 2);
+    }
     if (rc < 0) {
         return rc;
     }
@@ -963,6 +1376,9 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     if (rc == 0) {
         rc = model_build(&tr.m, tr.ctx, &tc->enc, d->pair, d->n_classes,
                          tc->head_hidden, tc->dropout_out, tc->seed);
+    }
+    if (rc == 0 && tc->vectors != NULL && !tc->resume) {
+        rc = load_vectors(tr.ctx, tc, d);
     }
     if (rc == 0) {
         struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
@@ -1196,6 +1612,7 @@ static int om_distances(struct nlp_cls_model *m, const int32_t *ids,
     b.lengths = &len;
     b.T = len;
     b.B = 1;
+    b.trees = NULL;
     struct gr_tensor *h = b.ids ? nlp_encoder_encode(&m->enc, &b, 0,
                                                      gr_rng_make(0, 0))
                                 : NULL;

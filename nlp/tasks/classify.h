@@ -40,6 +40,11 @@ struct nlp_cls_example {
     int32_t len_a, len_b; /* len_b = 0 for single-sequence tasks */
     int32_t label;
     int32_t group;        /* logic: operators k (0..12); else -1 */
+    /* given trees (issue 25; nlp_cls_add_tree): nodes [ta, ta + tn_a) of
+     * the data's tree pool for sequence a (tn_a = 0: none), same for b */
+    int64_t ta, tb;
+    int32_t tn_a, tn_b;
+    int32_t line;         /* 1-based line in its file, or 0 (messages) */
 };
 
 struct nlp_cls_split {
@@ -64,6 +69,12 @@ struct nlp_cls_data {
     int32_t *tokens;
     int64_t n_tokens, cap_tokens;
     struct nlp_cls_split split[3];
+    /* the tree pool (nlp_cls_add_tree; NULL when the task gives none):
+     * parent (within the tree, -1 root), word (token id or -1), label
+     * (class or -1) of every node; node_labels: some label >= 0 */
+    int32_t *tree_parent, *tree_word, *tree_label;
+    int64_t n_tree_nodes, cap_tree_nodes;
+    int node_labels;
     char summary[512];   /* what the loader read, for the data summary */
 };
 
@@ -74,6 +85,19 @@ void nlp_cls_data_free(struct nlp_cls_data *d);
 int nlp_cls_add(struct nlp_cls_data *d, int s, const int32_t *a,
                 int32_t len_a, const int32_t *b, int32_t len_b, int32_t label,
                 int32_t group);
+
+/* Gives the last example added to split s its tree (second = 1: the
+ * hypothesis of a pair): n nodes as nlp/models/treenets.h's parent array;
+ * label may be NULL (no node labels). The arrays are copied. */
+int nlp_cls_add_tree(struct nlp_cls_data *d, int s, int second, int32_t n,
+                     const int32_t *parent, const int32_t *word,
+                     const int32_t *label);
+
+/* For the models given their trees: checks every tree of d (binary = 1:
+ * internal nodes with two children only), GR_EINVAL naming the task,
+ * split, example and line: "sst5 train example 17 (line 18): tree: node 3
+ * has 1 child (a unary chain) ...", or that an example has no tree. */
+int nlp_cls_check_trees(const struct nlp_cls_data *d, int binary);
 
 struct nlp_cls_train_config {
     struct nlp_encoder_config enc;
@@ -97,6 +121,9 @@ struct nlp_cls_train_config {
     int argc;
     char *const *argv;
     const char *data_desc; /* how the data was chosen, kept in the config */
+    /* word vectors (nlp/data/vectors.h, GloVe text) for the rows of
+     * enc.emb.weight of a fresh run; NULL: random init */
+    const char *vectors;
 };
 
 /* The reference's defaults for `task` (ordered_memory.md §9; on_lstm.md
@@ -109,7 +136,36 @@ struct nlp_cls_eval {
     int64_t n;
     double group_acc[NLP_CLS_MAX_GROUPS]; /* NaN where the group is empty */
     int64_t group_n[NLP_CLS_MAX_GROUPS];
+    /* models given their trees, on data with node labels (SST): accuracy
+     * over every labelled node (NaN / 0 otherwise) */
+    double node_acc;
+    int64_t node_n;
+    /* SST negation (nlp_cls_negation_add): accuracy on negated positive
+     * and negated negative nodes, and their counts */
+    double neg_pos_acc, neg_neg_acc;
+    int64_t neg_pos_n, neg_neg_n;
 };
+
+/* The negation analysis of the SST tables (Socher et al. 2013, §5.4), as
+ * grove defines it on given trees: a negation node is an internal node
+ * whose first child is a leaf reading a negation word (neg_word[id] != 0:
+ * not, n't, never, no; any case). With c its second child and gold labels
+ * from the trees:
+ *   negated positive  c positive, the node negative: right when the model
+ *                     predicts the node negative (SST-2: class 0 beats 1;
+ *                     SST-5: argmax in 0-1);
+ *   negated negative  c negative, the node not negative (SST-2: neutral
+ *                     nodes, label -1, count): right when the model's
+ *                     positivity rises from c to the node (SST-2: logit 1 -
+ *                     logit 0; SST-5: the expected class under softmax).
+ * Positive / negative: SST-2 labels 1 / 0, SST-5 3-4 / 0-1. logits [Σ
+ * n_nodes, n_classes] in the order of trees[0..B) (n_classes 2 or 5).
+ * Adds to the four counters. */
+void nlp_cls_negation_add(const struct nlp_tree *trees, int32_t B,
+                          const float *logits, int n_classes,
+                          const uint8_t *neg_word, int32_t vocab,
+                          int64_t *np_ok, int64_t *np_n, int64_t *nn_ok,
+                          int64_t *nn_n);
 
 struct nlp_cls_train_result {
     int32_t epochs_done;

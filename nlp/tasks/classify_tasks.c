@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "nlp/data/listops.h"
 #include "nlp/data/snli.h"
+#include "nlp/models/treenets.h"
 
 #define SST_MAX_FILE_BYTES ((size_t)1 << 31)
 
@@ -65,6 +66,38 @@ summary_add(struct nlp_cls_data *d, int append, const char *fmt, ...)
 
 /* ---- logic ------------------------------------------------------------ */
 
+/* The gold tree of one expression (the bracketing in the file; the
+ * parentheses are no nodes), for the models given their trees. */
+static int logic_tree(struct nlp_cls_data *d, int s, int second,
+                      const uint8_t *tok, int32_t n)
+{
+    struct nlp_span spans[NLP_LOGIC_MAX_TOKENS];
+    int32_t parent[2 * NLP_LOGIC_MAX_TOKENS], word[2 * NLP_LOGIC_MAX_TOKENS];
+    struct nlp_logic_expr e;
+    int rc = nlp_logic_parse(tok, n, &e, spans);
+    if (rc < 0) {
+        return rc;
+    }
+    int open = nlp_logic_token_id("(", 1), close = nlp_logic_token_id(")", 1);
+    int32_t w = 0;
+    for (int32_t j = 0; j < n; j++) {
+        if (tok[j] != open && tok[j] != close) {
+            word[w++] = tok[j];
+        }
+    }
+    if (w != e.n_words || w < 1) {
+        return gr_error(GR_EFORMAT, "logic: %d words, the parser found %d",
+                        (int)w, (int)e.n_words);
+    }
+    rc = nlp_tree_from_spans(w, spans, w - 1, parent);
+    for (int32_t j = w; j < 2 * w - 1; j++) {
+        word[j] = -1;
+    }
+    return rc < 0 ? rc
+                  : nlp_cls_add_tree(d, s, second, 2 * w - 1, parent, word,
+                                     NULL);
+}
+
 static int logic_add(struct nlp_cls_data *d, int s,
                      const struct nlp_logic_set *set, int32_t i)
 {
@@ -76,7 +109,15 @@ static int logic_add(struct nlp_cls_data *d, int s,
     for (int32_t j = 0; j < p->n_right; j++) {
         b[j] = set->tokens[p->right + j];
     }
-    return nlp_cls_add(d, s, a, p->n_left, b, p->n_right, p->label, p->k);
+    int rc = nlp_cls_add(d, s, a, p->n_left, b, p->n_right, p->label, p->k);
+    if (rc == 0) {
+        d->split[s].ex[d->split[s].n - 1].line = p->line;
+        rc = logic_tree(d, s, 0, set->tokens + p->left, p->n_left);
+    }
+    if (rc == 0) {
+        rc = logic_tree(d, s, 1, set->tokens + p->right, p->n_right);
+    }
+    return rc;
 }
 
 static void logic_header(struct nlp_cls_data *d)
@@ -226,7 +267,27 @@ static int listops_add(struct nlp_cls_data *d, int s,
     for (int32_t j = 0; j < e->n_tokens; j++) {
         (*buf)[j] = set->tokens[e->tokens + j];
     }
-    return nlp_cls_add(d, s, *buf, e->n_tokens, NULL, 0, e->answer, -1);
+    int rc = nlp_cls_add(d, s, *buf, e->n_tokens, NULL, 0, e->answer, -1);
+    if (rc < 0) {
+        return rc;
+    }
+    /* the gold tree: the binary brackets of the reader (the n-ary list
+     * nodes binarised), for the models given their trees */
+    int32_t n = e->n_tokens, nn = 2 * n - 1;
+    int32_t *tr = malloc((size_t)nn * 2 * sizeof *tr);
+    if (tr == NULL) {
+        return gr_error(GR_ENOMEM, "listops: out of memory");
+    }
+    d->split[s].ex[d->split[s].n - 1].line = e->line;
+    rc = nlp_tree_from_spans(n, set->spans + e->spans, n - 1, tr);
+    for (int32_t j = 0; j < nn; j++) {
+        tr[nn + j] = j < n ? (*buf)[j] : -1;
+    }
+    if (rc == 0) {
+        rc = nlp_cls_add_tree(d, s, 0, nn, tr, tr + nn, NULL);
+    }
+    free(tr);
+    return rc;
 }
 
 /* DIR/name into out[cap] when DIR is given and the file exists: 1, else 0. */
@@ -390,6 +451,35 @@ static int vocab_to_text(struct nlp_cls_data *d, const struct nlp_vocab *v,
     return 0;
 }
 
+/* The subtree of t rooted at node k (pre-order: nodes k .. k + 2w - 2)
+ * with the task's label on every node (-1 for SST-2's neutral ones), for
+ * the models given their trees. */
+static int sst_tree(struct nlp_cls_data *d, int s,
+                    const struct nlp_sst_tree *t, int32_t k,
+                    enum nlp_sst_task task)
+{
+    const struct nlp_sst_node *root = &t->nodes[k];
+    int32_t n = 2 * (root->end - root->start) - 1;
+    int32_t *a = malloc((size_t)n * 3 * sizeof *a);
+    if (a == NULL) {
+        return gr_error(GR_ENOMEM, "sst: out of memory");
+    }
+    int32_t *parent = a, *word = a + n, *label = a + 2 * n;
+    parent[0] = -1;
+    for (int32_t j = 0; j < n; j++) {
+        const struct nlp_sst_node *nd = &t->nodes[k + j];
+        word[j] = nd->left < 0 ? t->words[nd->start] : -1;
+        label[j] = nlp_sst_label(task, nd->label);
+        if (nd->left >= 0) {
+            parent[nd->left - k] = j;
+            parent[nd->right - k] = j;
+        }
+    }
+    int rc = nlp_cls_add_tree(d, s, 0, n, parent, word, label);
+    free(a);
+    return rc;
+}
+
 static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
                     const struct nlp_cls_task_options *o)
 {
@@ -442,6 +532,10 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
             const struct nlp_sst_node *nd = &t->nodes[it[i].node];
             rc = nlp_cls_add(d, sp, t->words + nd->start, nd->end - nd->start,
                              NULL, 0, it[i].label, -1);
+            if (rc == 0) {
+                d->split[sp].ex[d->split[sp].n - 1].line = t->line;
+                rc = sst_tree(d, sp, t, it[i].node, task);
+            }
         }
         free(it);
     }
