@@ -560,7 +560,7 @@ static void test_encoder_table(void)
     gr_step_reset(ctx);
     struct gr_tensor *idt = gr_tensor_from_host(ctx, GR_I32,
                                                 gr_shape2(T, B), ids);
-    struct nlp_encoder_batch b = {idt, lengths, T, B};
+    struct nlp_encoder_batch b = {idt, lengths, T, B, NULL};
     struct gr_tensor *u = nlp_encoder_encode(&e, &b, 0, gr_rng_make(0, 0));
     CHECK_MSG(u != NULL && u->shape[0] == B && u->shape[1] == 8, "%s",
               gr_last_error());

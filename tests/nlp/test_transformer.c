@@ -104,7 +104,7 @@ static int encode(struct gr_ctx *ctx, struct nlp_encoder *e,
     gr_step_reset(ctx);
     struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
                                                ids);
-    struct nlp_encoder_batch b = {it, lens, T, B};
+    struct nlp_encoder_batch b = {it, lens, T, B, NULL};
     struct gr_tensor *u = nlp_encoder_encode(e, &b, 0, gr_rng_make(3, 3));
     if (u == NULL || gr_tensor_to_host(u, out) < 0) {
         fprintf(stderr, "encode: %s / %s\n", gr_ctx_error(ctx),
@@ -252,7 +252,7 @@ static void check_learns(void)
                                                    gr_shape2(T, B), ids);
         struct gr_tensor *yt = gr_tensor_from_host(ctx, GR_I32, gr_shape1(B),
                                                    y);
-        struct nlp_encoder_batch bt = {it, lens, T, B};
+        struct nlp_encoder_batch bt = {it, lens, T, B, NULL};
         struct gr_tensor *logits = gr_linear_forward(
             ctx, &head,
             nlp_encoder_encode(&e, &bt, 1, gr_rng_make(9, (uint64_t)step)));
@@ -455,7 +455,7 @@ static void check_hybrid(void)
     gr_step_reset(ctx);
     struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
                                                ids);
-    struct nlp_encoder_batch bt = {it, lens, T, B};
+    struct nlp_encoder_batch bt = {it, lens, T, B, NULL};
     struct gr_tensor *hr = NULL;
     struct gr_tensor *h = nlp_hybrid_states(&e, &bt, 0, gr_rng_make(1, 1),
                                             &hr);
