@@ -14,6 +14,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/data/mlu.h"
 #include "nlp/tasks/bleu.h"
 #include "train/train.h"
 
@@ -37,6 +38,24 @@ void nlp_s2s_train_config_default(struct nlp_s2s_train_config *c)
     c->label_smoothing = 0.1f;
     c->clip = 1.0f;
     c->seed = 1;
+    c->task = "tsv";
+    c->adam_beta2 = 0.98f;
+}
+
+void nlp_s2s_train_config_mlu(struct nlp_s2s_train_config *c)
+{
+    nlp_s2s_train_config_default(c);
+    c->task = "mlu";
+    c->bpe_merges = 0;
+    c->max_len = 32;
+    c->batch = 256;
+    c->max_steps = 100000;
+    c->eval_every = 1000;
+    c->warmup = 8000;
+    c->lr_factor = 2.0f;
+    c->adam_beta2 = 0.997f;
+    c->mlu_train = 1000000;
+    c->mlu_valid = 10000;
 }
 
 int nlp_s2s_model_by_name(struct nlp_s2s_config *m, const char *name)
@@ -63,12 +82,42 @@ struct pairs {
     char *buf;
 };
 
+/* A set read from a file owns src, tgt and buf; a view of generated
+ * pairs (buf NULL) owns nothing. */
 static void pairs_free(struct pairs *p)
 {
-    free(p->src);
-    free(p->tgt);
-    free(p->buf);
+    if (p->buf != NULL) {
+        free(p->src);
+        free(p->tgt);
+        free(p->buf);
+    }
     memset(p, 0, sizeof *p);
+}
+
+static struct pairs pairs_view(const struct nlp_mlu_set *m, int64_t off,
+                               int64_t n)
+{
+    struct pairs p = {m->src + off, m->tgt + off, n, NULL};
+    return p;
+}
+
+/* Writes pairs as TSV (source TAB target), atomically. */
+static int write_pairs(const char *path, const struct pairs *p, int force)
+{
+    size_t cap = 1;
+    for (int64_t i = 0; i < p->n; i++) {
+        cap += strlen(p->src[i]) + strlen(p->tgt[i]) + 2;
+    }
+    char *txt = malloc(cap), *q = txt;
+    if (txt == NULL) {
+        return gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    }
+    for (int64_t i = 0; i < p->n; i++) {
+        q += sprintf(q, "%s\t%s\n", p->src[i], p->tgt[i]);
+    }
+    int rc = gr_write_file_atomic(path, txt, (size_t)(q - txt), force);
+    free(txt);
+    return rc;
 }
 
 static int read_tsv(const char *path, struct pairs *p)
@@ -194,7 +243,8 @@ static int encode_pairs(const struct nlp_bpe *bpe, const struct nlp_vocab *v,
 {
     memset(e, 0, sizeof *e);
     e->n = p->n;
-    e->ids = malloc((size_t)(2 * p->n * max_len) * sizeof *e->ids);
+    int64_t cap = 2 * p->n * 16 + max_len; /* grows as needed */
+    e->ids = malloc((size_t)cap * sizeof *e->ids);
     e->start = malloc((size_t)(2 * p->n + 1) * sizeof *e->start);
     if (e->ids == NULL || e->start == NULL) {
         encoded_free(e);
@@ -206,6 +256,16 @@ static int encode_pairs(const struct nlp_bpe *bpe, const struct nlp_vocab *v,
         int32_t n = 0;
         int cut = 0;
         e->start[i] = o;
+        if (o + max_len > cap) {
+            int64_t nc = cap * 2;
+            int32_t *ni = realloc(e->ids, (size_t)nc * sizeof *ni);
+            if (ni == NULL) {
+                encoded_free(e);
+                return gr_error(GR_ENOMEM, "seq2seq: out of memory");
+            }
+            e->ids = ni;
+            cap = nc;
+        }
         int rc = to_ids(bpe, v, line, max_len - 1, e->ids + o, &n, &cut);
         if (rc < 0) {
             encoded_free(e);
@@ -256,23 +316,34 @@ static void make_batch(const struct encoded *e, const int64_t *idx, int b,
 
 /* ---- config text ---- */
 
+static int is_mlu_generated(const struct nlp_s2s_train_config *tc)
+{
+    return tc->task != NULL && strcmp(tc->task, "mlu") == 0 &&
+           tc->train == NULL;
+}
+
 static int config_text(const struct nlp_s2s_train_config *tc,
                        const struct nlp_s2s_config *m, char *out, size_t cap)
 {
     int n = snprintf(out, cap,
-                     "grove-seq2seq 1\nmodel %s\nvocab %d\nd %d\nlayers %d\n"
+                     "grove-seq2seq 1\ntask %s\nmodel %s\nvocab %d\nd %d\n"
+                     "layers %d\n"
                      "heads %d\nffn %d\ndropout %.9g\ndropout-attn %.9g\n"
                      "post-norm %d\nmax-len %d\nbpe-merges %d\nbatch %d\n"
                      "max-steps %d\neval-every %d\nwarmup %d\n"
                      "lr-factor %.9g\nlabel-smoothing %.9g\nclip %.9g\n"
-                     "seed %llu\n",
-                     tc->model_name, (int)m->src_vocab, m->d, m->layers,
+                     "seed %llu\nadam-beta2 %.9g\nmlu-train %lld\n"
+                     "mlu-valid %lld\n",
+                     tc->task, tc->model_name, (int)m->src_vocab, m->d, m->layers,
                      m->heads, m->ffn, (double)m->dropout,
                      (double)m->dropout_attn, m->post_norm, (int)tc->max_len,
                      (int)tc->bpe_merges, (int)tc->batch, (int)tc->max_steps,
                      (int)tc->eval_every, (int)tc->warmup,
                      (double)tc->lr_factor, (double)tc->label_smoothing,
-                     (double)tc->clip, (unsigned long long)tc->seed);
+                     (double)tc->clip, (unsigned long long)tc->seed,
+                     (double)tc->adam_beta2,
+                     (long long)(is_mlu_generated(tc) ? tc->mlu_train : 0),
+                     (long long)(is_mlu_generated(tc) ? tc->mlu_valid : 0));
     return n > 0 && (size_t)n < cap ? 0
                                     : gr_error(GR_EINVAL, "seq2seq: config "
                                                "text too long");
@@ -376,15 +447,42 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
                         (int)tc->max_steps, (int)tc->warmup,
                         (int)tc->max_len);
     }
-    struct pairs tr, va;
-    int rc = read_tsv(tc->train, &tr);
-    if (rc < 0) {
-        return rc;
-    }
-    rc = read_tsv(tc->valid, &va);
-    if (rc < 0) {
-        pairs_free(&tr);
-        return rc;
+    struct pairs tr, va, te;
+    struct nlp_mlu_set mlu;
+    memset(&te, 0, sizeof te);
+    memset(&mlu, 0, sizeof mlu);
+    const int generated = is_mlu_generated(tc);
+    int rc = 0;
+    if (generated) {
+        if (tc->mlu_train < 1 || tc->mlu_valid < 1 ||
+            tc->mlu_train + 2 * tc->mlu_valid > NLP_MLU_MAX_N) {
+            return gr_error(GR_EINVAL, "seq2seq: mlu sizes %lld + 2 x %lld "
+                            "(each >= 1, at most %d in all)",
+                            (long long)tc->mlu_train,
+                            (long long)tc->mlu_valid, NLP_MLU_MAX_N);
+        }
+        rc = nlp_mlu_generate(&mlu, tc->mlu_train + 2 * tc->mlu_valid,
+                              tc->seed);
+        if (rc < 0) {
+            return rc;
+        }
+        tr = pairs_view(&mlu, 0, tc->mlu_train);
+        va = pairs_view(&mlu, tc->mlu_train, tc->mlu_valid);
+        te = pairs_view(&mlu, tc->mlu_train + tc->mlu_valid, tc->mlu_valid);
+    } else {
+        if (tc->train == NULL || tc->valid == NULL) {
+            return gr_error(GR_EINVAL, "seq2seq: task %s needs train and "
+                            "valid files", tc->task ? tc->task : "tsv");
+        }
+        rc = read_tsv(tc->train, &tr);
+        if (rc < 0) {
+            return rc;
+        }
+        rc = read_tsv(tc->valid, &va);
+        if (rc < 0) {
+            pairs_free(&tr);
+            return rc;
+        }
     }
     /* joint BPE on both sides of the training pairs */
     const char **lines = malloc((size_t)(2 * tr.n) * sizeof *lines);
@@ -452,7 +550,7 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
     if (rc == 0) {
         struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
         oc.beta1 = 0.9f;
-        oc.beta2 = 0.98f;
+        oc.beta2 = tc->adam_beta2 > 0 ? tc->adam_beta2 : 0.98f;
         oc.eps = 1e-9f;
         rc = gr_optim_new(&opt, ctx, "adam", &oc);
     }
@@ -499,6 +597,23 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
             rc = gr_write_file_atomic(path, txt, (size_t)(q - txt), 1);
         }
         free(txt);
+    }
+    static const char *const mlu_files[3] = {"mlu_train.tsv",
+                                             "mlu_valid.tsv",
+                                             "mlu_test.tsv"};
+    const struct pairs *mlu_sets[3] = {&tr, &va, &te};
+    for (int k = 0; generated && rc == 0 && k < 3; k++) {
+        rc = gr_path_join(path, sizeof path, tc->out_dir, mlu_files[k]);
+        if (rc == 0) {
+            rc = write_pairs(path, mlu_sets[k], 1);
+        }
+    }
+    if (rc == 0 && generated && !tc->quiet) {
+        fprintf(stderr, "seq2seq: mlu: generated %lld / %lld / %lld "
+                "distinct examples (seed %llu, %lld draws) -> %s/mlu_*.tsv\n",
+                (long long)tr.n, (long long)va.n, (long long)te.n,
+                (unsigned long long)tc->seed, (long long)mlu.draws,
+                tc->out_dir);
     }
     if (rc == 0 && !tc->quiet) {
         fprintf(stderr, "seq2seq: %lld training pairs, %lld validation; "
@@ -631,6 +746,7 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
     free(lines);
     pairs_free(&tr);
     pairs_free(&va);
+    nlp_mlu_free(&mlu);
     return rc;
 }
 

@@ -9,8 +9,16 @@
  * and bpe.codes and vocab.txt beside them). Translation and evaluation
  * reopen a checkpoint with its folder's codes and vocabulary.
  *
+ * The MLU task (task "mlu", nlp/data/mlu.h, docs/nlp/mlu.md): with no
+ * train/valid files the pairs are generated from the seed (mlu_train
+ * training, mlu_valid validation and mlu_valid test examples, distinct)
+ * and written to the run folder as mlu_train.tsv, mlu_valid.tsv and
+ * mlu_test.tsv; with files they are read as TSV like task "tsv".
+ * nlp_s2s_train_config_mlu gives Tensor2Tensor's transformer_tiny
+ * defaults as far as grove has them (docs/nlp/mlu.md lists them).
+ *
  * A pair longer than max_len subwords on either side is truncated to it;
- * the count is reported. --resume and the MLU generator are not built.
+ * the count is reported.
  * Errors: 0 or a negative code with gr_last_error (naming file and line
  * for a bad TSV line). One thread.
  */
@@ -27,6 +35,9 @@
 struct nlp_s2s_train_config {
     struct nlp_s2s_config model; /* sizes; vocabularies filled in here */
     const char *model_name;      /* "transformer", "ftt", "ftt-conv" */
+    const char *task;            /* "tsv" (default) or "mlu" */
+    int64_t mlu_train, mlu_valid; /* generated MLU sizes (valid = test) */
+    float adam_beta2;
     int32_t bpe_merges, max_len, batch, max_steps, eval_every, warmup;
     float lr_factor, label_smoothing, clip;
     uint64_t seed;
@@ -39,6 +50,14 @@ struct nlp_s2s_train_config {
  * merges, max length 64, batch 32, 1,000 steps, validation every 200,
  * warm-up 400, factor 2, label smoothing 0.1, clip 1. */
 void nlp_s2s_train_config_default(struct nlp_s2s_train_config *c);
+
+/* The MLU task with T2T's transformer_tiny (D 128, 2 layers, 4 heads, ffn
+ * 512, dropout 0.1 everywhere grove has it, warm-up 8,000, factor 2,
+ * Adam beta2 0.997, label smoothing 0.1) and the paper's 100,000 steps;
+ * characters as tokens (0 merges), max length 32, batch 256 pairs
+ * (about T2T's 4,096 tokens), validation every 1,000 steps; 1,000,000
+ * generated training pairs and 10,000 each for validation and test. */
+void nlp_s2s_train_config_mlu(struct nlp_s2s_train_config *c);
 
 /* Sets model.ft_gate / ft_conv for "transformer", "ftt", "ftt-conv";
  * GR_EINVAL naming the known ones otherwise. */

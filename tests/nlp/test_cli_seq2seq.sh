@@ -52,7 +52,9 @@ make_pairs 30 4 "$tmp/valid.tsv"
 
 st=(nlp seq2seq train)
 expect 2 "--task is required" "${st[@]}" --out "$tmp/x"
-expect 2 "--task mlu: the MLU generator is not built yet" "${st[@]}" --task mlu --out "$tmp/x"
+expect 2 "--task mlu takes both --train and --valid, or neither" "${st[@]}" --task mlu --train "$tmp/train.tsv" --out "$tmp/x"
+expect 2 "--mlu-train/--mlu-valid size the generated MLU data" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --mlu-train 10 --out "$tmp/x"
+expect 2 "--mlu-train and --mlu-valid >= 1" "${st[@]}" --task mlu --mlu-valid 0 --out "$tmp/x"
 expect 2 "--task tsv needs --train FILE and --valid FILE" "${st[@]}" --task tsv --train "$tmp/train.tsv" --out "$tmp/x"
 expect 2 "--valid .*nowhere.*: it does not exist" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/nowhere" --out "$tmp/x"
 expect 2 "a multiple of --heads" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --d 32 --heads 3 --out "$tmp/x"
@@ -95,6 +97,32 @@ expect 1 "already exists" "${st[@]}" "${small[@]}" --max-steps 1 --quiet --out "
 expect 1 "not a grove seq2seq checkpoint" nlp seq2seq eval --checkpoint "$tmp/cls/last.ckpt" --test "$tmp/valid.tsv"
 expect 1 "not a grove checkpoint" \
     nlp seq2seq eval --checkpoint "$tmp/run/bpe.codes" --test "$tmp/valid.tsv"
+
+# --task mlu without files: generated from the seed into the run folder,
+# the same files for the same seed, every target checked by bash's own
+# arithmetic ("x=85,y=-523,x*y" is a comma expression whose value is the
+# last), the tiny defaults in the config, eval on the generated test set
+mlu=(--task mlu --mlu-train 300 --mlu-valid 20 --d 16 --layers 1 --heads 2 --ffn 32
+     --max-steps 4 --eval-every 2 --batch 8 --seed 5 --threads 1 --device cpu --quiet)
+"$grove" "${st[@]}" "${mlu[@]}" --out "$tmp/mlu1" 2>"$tmp/mlu.err" || fail "mlu train: $(cat "$tmp/mlu.err")"
+"$grove" "${st[@]}" "${mlu[@]}" --out "$tmp/mlu2" 2>"$tmp/mlu.err" || fail "mlu train 2: $(cat "$tmp/mlu.err")"
+for f in mlu_train mlu_valid mlu_test; do
+    cmp -s "$tmp/mlu1/$f.tsv" "$tmp/mlu2/$f.tsv" || fail "$f.tsv differs between two runs of seed 5"
+done
+[ "$(wc -l <"$tmp/mlu1/mlu_train.tsv")" -eq 300 ] && [ "$(wc -l <"$tmp/mlu1/mlu_test.tsv")" -eq 20 ] ||
+    fail "mlu sizes: $(wc -l "$tmp/mlu1"/mlu_*.tsv)"
+wrong=0
+while IFS=$'\t' read -r src tgt; do
+    [[ $src =~ ^[xy]=-?[0-9]+,[xy]=-?[0-9]+,[xy][-+*][xy]$ ]] || { wrong=$((wrong + 1)); continue; }
+    [ "$(( src ))" = "$tgt" ] || wrong=$((wrong + 1))
+done < <(cat "$tmp/mlu1"/mlu_*.tsv)
+[ $wrong -eq 0 ] || fail "mlu: $wrong malformed or wrong targets"
+[ "$(sort -u "$tmp/mlu1"/mlu_*.tsv | wc -l)" -eq 340 ] || fail "mlu: repeated examples"
+grep -qx "task mlu" "$tmp/mlu1/config" && grep -qx "warmup 8000" "$tmp/mlu1/config" &&
+    awk '$1 == "adam-beta2" && ($2 - 0.997)^2 < 1e-12 { ok = 1 } END { exit !ok }' "$tmp/mlu1/config" && grep -qx "bpe-merges 0" "$tmp/mlu1/config" ||
+    fail "mlu config: $(cat "$tmp/mlu1/config")"
+expect 0 "^seq2seq test: BLEU [0-9.]+, sequence accuracy [0-9.]+ on 20 pairs" \
+    nlp seq2seq eval --checkpoint "$tmp/mlu1/best.ckpt" --test "$tmp/mlu1/mlu_test.tsv"
 
 echo "seq2seq cli: $fails failed"
 [ $fails -eq 0 ]
