@@ -160,8 +160,8 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "smoothing 0.1, noam schedule, greedy\n"
         "           and beam decoding with length penalty); MLU generated "
         "from --seed (--task mlu,\n"
-        "           docs/nlp/mlu.md); --resume and checkpoint averaging: "
-        "not yet\n");
+        "           docs/nlp/mlu.md); --resume, checkpoint averaging "
+        "(--average-last N)\n");
     return CLI_EXIT_OK;
 }
 

@@ -28,6 +28,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     double dropout = tc.model.dropout, dropatt = tc.model.dropout_attn;
     double lr = tc.lr_factor, ls = tc.label_smoothing, clip = tc.clip;
     double beta2 = -1.0;
+    int resume = 0, average_last = 0;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -68,6 +69,12 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 "(tsv 400, mlu 8000)", &warmup),
         CLI_DOUBLE("adam-beta2", "B", NULL, "Adam beta2 (tsv 0.98, mlu "
                    "0.997 as T2T)", &beta2),
+        CLI_FLAG("resume", "continue the run in --out from its last.ckpt "
+                 "(the same options; bit-identical to an uninterrupted run)",
+                 &resume),
+        CLI_INT("average-last", "N", "0", "keep the last N validation "
+                "checkpoints and write their mean to averaged.ckpt at the "
+                "end (0: off, at most 64)", &average_last),
         CLI_INT("mlu-train", "N", NULL, "generated MLU training pairs "
                 "(1000000)", &mlu_train),
         CLI_INT("mlu-valid", "N", NULL, "generated MLU validation pairs, "
@@ -145,12 +152,25 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (nlp_s2s_model_by_name(&tc.model, model) < 0) {
         return cli_usage_error(cmd, "--model: %s", gr_last_error());
     }
-    if (!common.force && gr_path_exists(common.out)) {
+    if (average_last < 0 || average_last > 64) {
+        return cli_usage_error(cmd, "--average-last N with 0 <= N <= 64");
+    }
+    if (resume && common.force) {
+        return cli_usage_error(cmd, "--resume and --force exclude each "
+                               "other");
+    }
+    if (resume && !gr_path_exists(common.out)) {
+        return cli_usage_error(cmd, "--resume: the run folder %s does not "
+                               "exist", common.out);
+    }
+    if (!resume && !common.force && gr_path_exists(common.out)) {
         gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
                  "reuse it, or pick another --out)", common.out);
         return cli_fail(cmd);
     }
     tc.task = is_mlu ? "mlu" : "tsv";
+    tc.resume = resume;
+    tc.average_last = average_last;
     tc.mlu_train = mlu_train;
     tc.mlu_valid = mlu_valid;
     tc.adam_beta2 = (float)beta2;
@@ -184,8 +204,19 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     train_signals_install();
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.resume = resume;
+    spec.force = common.force;
+    if (resume && train_run_check(&spec) < 0) {
+        train_signals_restore();
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     rc = nlp_s2s_train(&tc, &cc);
     train_signals_restore();
+    if (rc == GR_EINVAL && strstr(gr_last_error(), "--resume") != NULL) {
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     return rc < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
 }
 

@@ -17,6 +17,19 @@
  * nlp_s2s_train_config_mlu gives Tensor2Tensor's transformer_tiny
  * defaults as far as grove has them (docs/nlp/mlu.md lists them).
  *
+ * --resume continues last.ckpt (tensors, optimizer state, and the step,
+ * best BLEU and loss sums in its config) with the options of the run
+ * (max_steps may grow; validation then also runs at the old last step
+ * unless it is a multiple of eval_every), bit-identical to a run that was not interrupted: the data order and
+ * the dropout masks are functions of the seed and the step. A stop by
+ * SIGINT/SIGTERM writes last.ckpt at that step first.
+ *
+ * average_last N keeps the parameters of the last N validation steps as
+ * avg-STEP.ckpt (older ones removed) and, when training ends, writes their
+ * mean to averaged.ckpt and prints its validation BLEU and accuracy (T2T's
+ * and fairseq's checkpoint averaging; FastTrees averages the last 8 on
+ * IWSLT).
+ *
  * A pair longer than max_len subwords on either side is truncated to it;
  * the count is reported.
  * Errors: 0 or a negative code with gr_last_error (naming file and line
@@ -42,7 +55,9 @@ struct nlp_s2s_train_config {
     float lr_factor, label_smoothing, clip;
     uint64_t seed;
     const char *train, *valid, *out_dir;
-    int force, quiet, argc;
+    int force, quiet, resume, argc;
+    int32_t average_last;        /* 0 or the validation checkpoints to
+                                  * average at the end (at most 64) */
     char **argv;
 };
 

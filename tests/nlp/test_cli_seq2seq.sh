@@ -6,9 +6,12 @@
 # and line, a short run (run folder, metrics, config, codes, vocabulary),
 # eval of best.ckpt reproducing the best validation BLEU, beam search,
 # translate with the truncation of a too-long source counted.
-#   test_cli_seq2seq.sh GROVE
+# --task mlu generated (determinism, targets by bash arithmetic); --resume
+# bit-identical to a straight run (ckpt_digest); --average-last.
+#   test_cli_seq2seq.sh GROVE CKPT_DIGEST
 set -u
 grove=$1
+digest=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -123,6 +126,39 @@ grep -qx "task mlu" "$tmp/mlu1/config" && grep -qx "warmup 8000" "$tmp/mlu1/conf
     fail "mlu config: $(cat "$tmp/mlu1/config")"
 expect 0 "^seq2seq test: BLEU [0-9.]+, sequence accuracy [0-9.]+ on 20 pairs" \
     nlp seq2seq eval --checkpoint "$tmp/mlu1/best.ckpt" --test "$tmp/mlu1/mlu_test.tsv"
+
+# --resume: 20 steps, then on to 40, equals 40 straight (tensors, optimizer
+# state, metrics); --average-last 2 keeps avg-30/avg-40 and averages them
+rs=(--task mlu --mlu-train 300 --mlu-valid 20 --d 16 --layers 1 --heads 2 --ffn 32
+    --eval-every 10 --batch 8 --warmup 20 --threads 1 --device cpu)
+rs5=("${rs[@]}" --seed 5 --average-last 2)
+"$grove" "${st[@]}" "${rs5[@]}" --max-steps 40 --out "$tmp/ra" 2>"$tmp/ra.err" || fail "40 steps: $(cat "$tmp/ra.err")"
+"$grove" "${st[@]}" "${rs5[@]}" --max-steps 20 --quiet --out "$tmp/rb" || fail "20 steps"
+expect 2 "--resume: the options differ from the run's \(first difference: 'seed 5' in the run, 'seed 6' now\)" \
+    "${st[@]}" "${rs[@]}" --seed 6 --average-last 2 --max-steps 40 --quiet --out "$tmp/rb" --resume
+expect 2 "--resume and --force exclude each other" "${st[@]}" "${rs5[@]}" --max-steps 40 --out "$tmp/rb" --resume --force
+"$grove" "${st[@]}" "${rs5[@]}" --max-steps 40 --quiet --out "$tmp/rb" --resume || fail "--resume to 40 steps"
+for c in best last averaged avg-000000030 avg-000000040; do
+    diff <("$digest" "$tmp/ra/$c.ckpt" --ignore state-wall | grep -v '^config max-steps') \
+         <("$digest" "$tmp/rb/$c.ckpt" --ignore state-wall | grep -v '^config max-steps') >/dev/null ||
+        fail "resumed $c.ckpt differs from the straight run's"
+done
+diff <(cut -d, -f1-5 "$tmp/ra/metrics.csv") <(cut -d, -f1-5 "$tmp/rb/metrics.csv") >/dev/null ||
+    fail "resumed metrics.csv differs"
+[ "$(ls "$tmp/ra" | grep -c '^avg-')" -eq 2 ] || fail "--average-last 2 kept: $(ls "$tmp/ra" | grep '^avg-')"
+grep -q "averaged the last 2 checkpoints (steps 30..40) -> .*averaged.ckpt: valid BLEU" "$tmp/ra.err" ||
+    fail "no averaging line: $(tail -2 "$tmp/ra.err")"
+params() { "$digest" "$1" | grep '^tensor .* param '; }
+[ "$(params "$tmp/ra/averaged.ckpt")" != "$(params "$tmp/ra/last.ckpt")" ] ||
+    fail "the average of two checkpoints equals the last"
+[ "$(params "$tmp/ra/avg-000000040.ckpt")" = "$(params "$tmp/ra/last.ckpt")" ] ||
+    fail "avg-40 is not the step-40 model"
+expect 0 "^seq2seq test: BLEU" nlp seq2seq eval --checkpoint "$tmp/ra/averaged.ckpt" --test "$tmp/ra/mlu_test.tsv"
+# one checkpoint averaged is that checkpoint
+"$grove" "${st[@]}" "${rs[@]}" --seed 5 --average-last 1 --max-steps 20 --quiet --out "$tmp/r1" || fail "--average-last 1"
+[ "$(params "$tmp/r1/averaged.ckpt")" = "$(params "$tmp/r1/last.ckpt")" ] ||
+    fail "--average-last 1: averaged.ckpt is not the last model"
+expect 2 "--average-last N with 0 <= N <= 64" "${st[@]}" "${rs[@]}" --average-last 65 --out "$tmp/x"
 
 echo "seq2seq cli: $fails failed"
 [ $fails -eq 0 ]
