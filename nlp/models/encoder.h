@@ -140,5 +140,6 @@ extern const struct nlp_encoder_kind nlp_encoder_ftt_conv;
 /* ---- hybrid ON-LSTM + SAN with short-cut (nlp/models/hybrid.c) ---- */
 
 extern const struct nlp_encoder_kind nlp_encoder_hybrid;
+extern const struct nlp_encoder_kind nlp_encoder_hybrid_san;
 
 #endif
