@@ -29,28 +29,34 @@ static int32_t rnd(int32_t n)
     return (int32_t)((lcg >> 33) % (uint64_t)n);
 }
 
-/* Cached and uncached decoding agree (greedy, and beam `beam`). */
+/* Cached and uncached decoding agree (greedy, and beam `beam`) on the
+ * first NS sources (kept few: beam search runs source by source). */
 static int cache_agrees(struct gr_ctx *ctx, struct nlp_s2s *m,
                         const int32_t *src, const int32_t *len, int beam)
 {
-    enum { ML = 8 };
-    static int32_t a[B * ML], al[B], u[B * ML], ul[B];
+    enum { ML = 8, NS = 8 };
+    static int32_t a[NS * ML], al[NS], u[NS * ML], ul[NS], s8[TMAX * NS];
+    for (int t = 0; t < TMAX; t++) {
+        for (int b = 0; b < NS; b++) {
+            s8[t * NS + b] = src[t * B + b];
+        }
+    }
     int same = 1;
     for (int pass = 0; pass < 2; pass++) {
         for (int nc = 0; nc < 2; nc++) {
             m->no_cache = nc;
             gr_step_reset(ctx);
             int rc = pass == 0
-                         ? nlp_s2s_greedy(ctx, m, src, len, TMAX, B, ML,
+                         ? nlp_s2s_greedy(ctx, m, s8, len, TMAX, NS, ML,
                                           nc ? u : a, nc ? ul : al)
-                         : nlp_s2s_beam(ctx, m, src, len, TMAX, B, beam,
+                         : nlp_s2s_beam(ctx, m, s8, len, TMAX, NS, beam,
                                         0.6f, ML, nc ? u : a, nc ? ul : al);
             if (rc < 0) {
                 fprintf(stderr, "decode: %s\n", gr_last_error());
                 same = 0;
             }
         }
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < NS; b++) {
             same &= al[b] == ul[b];
             for (int t = 0; same && t < al[b]; t++) {
                 same &= a[b * ML + t] == u[b * ML + t];
