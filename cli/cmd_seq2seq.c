@@ -374,7 +374,14 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     double bleu = 0, acc = 0;
     int64_t n = 0;
-    rc = nlp_s2s_evaluate(&rt, test, beam, (float)alpha, &bleu, &acc, &n);
+    int64_t cut = 0;
+    rc = nlp_s2s_evaluate(&rt, test, beam, (float)alpha, &bleu, &acc, &n,
+                          &cut);
+    if (rc == 0 && cut > 0) {
+        fprintf(stderr, "grove nlp seq2seq eval: %lld sides of %lld pairs "
+                "truncated to %d subwords (the model's --max-len)\n",
+                (long long)cut, (long long)n, (int)rt.max_len - 1);
+    }
     if (rc == 0) {
         printf("seq2seq test: BLEU %.2f, sequence accuracy %.4f on %lld "
                "pairs (beam %d)\n", bleu, acc, (long long)n, beam);

@@ -1156,7 +1156,8 @@ int nlp_s2s_translate(struct nlp_s2s_runtime *rt, const char *const *src,
 
 int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
                      int32_t beam, float alpha, double *bleu,
-                     double *accuracy, int64_t *n_pairs)
+                     double *accuracy, int64_t *n_pairs,
+                     int64_t *truncated)
 {
     struct pairs p;
     int rc = read_tsv(tsv, &p);
@@ -1169,6 +1170,7 @@ int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
         rc = evaluate_encoded(rt->ctx, &rt->model, &rt->vocab, &e, &p,
                               rt->max_len, beam, alpha, bleu, accuracy);
         *n_pairs = p.n;
+        *truncated = e.cut;
         encoded_free(&e);
     }
     pairs_free(&p);

@@ -101,9 +101,12 @@ int nlp_s2s_translate(struct nlp_s2s_runtime *rt, const char *const *src,
                       int64_t *truncated);
 
 /* BLEU and sequence accuracy (exact match after decoding the subwords) of
- * the model on a TSV file. */
+ * the model on a TSV file; *truncated counts the sides cut to max_len
+ * (the reference is then the cut one for accuracy; BLEU keeps the raw
+ * line). */
 int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
                      int32_t beam, float alpha, double *bleu,
-                     double *accuracy, int64_t *n_pairs);
+                     double *accuracy, int64_t *n_pairs,
+                     int64_t *truncated);
 
 #endif

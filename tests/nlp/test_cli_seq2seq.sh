@@ -93,6 +93,12 @@ echo "alpha bravo charlie delta echo foxtrot golf hotel alpha bravo charlie delt
 [ "$(wc -l <"$tmp/tr.out")" -eq 6 ] || fail "translate: $(wc -l <"$tmp/tr.out") lines for 6"
 grep -Eq "^grove nlp seq2seq translate: [1-6] of 6 sources truncated to 11 subwords$" "$tmp/tr.err" ||
     fail "translate: the truncation is not reported: $(cat "$tmp/tr.err")"
+# eval counts the sides cut to the model's maximum too
+{ head -3 "$tmp/valid.tsv"; printf '%s\t%s\n' "$(cat "$tmp/in.txt" | tail -1)" "ahpla ovarb"; } >"$tmp/long.tsv"
+"$grove" nlp seq2seq eval --checkpoint "$tmp/run/best.ckpt" --test "$tmp/long.tsv" >"$tmp/ev.out" 2>"$tmp/ev.err" ||
+    fail "eval of a long pair: $(cat "$tmp/ev.err")"
+grep -Eq "^grove nlp seq2seq eval: [1-9] sides of 4 pairs truncated to 11 subwords" "$tmp/ev.err" ||
+    fail "eval: the truncation is not reported: $(cat "$tmp/ev.err")"
 expect 1 "already exists" "${st[@]}" "${small[@]}" --max-steps 1 --quiet --out "$tmp/run"
 # a classifier checkpoint is not a seq2seq one
 "$grove" nlp classify train --task listops --model lstm --train "$tmp/lo.tsv" --epochs 0 --quiet \
