@@ -70,7 +70,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_DOUBLE("adam-beta2", "B", NULL, "Adam beta2 (tsv 0.98, mlu "
                    "0.997 as T2T)", &beta2),
         CLI_FLAG("resume", "continue the run in --out from its last.ckpt "
-                 "(the same options; bit-identical to an uninterrupted run)",
+                 "(the same options, --max-steps may grow; bit-identical "
+                 "to an uninterrupted run)",
                  &resume),
         CLI_INT("average-last", "N", "0", "keep the last N validation "
                 "checkpoints and write their mean to averaged.ckpt at the "
@@ -222,8 +223,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_seq2seq_train = {
     "nlp seq2seq train",
-    "Train the Transformer encoder-decoder on parallel text (BPE, label "
-    "smoothing, noam schedule, validation BLEU).",
+    "Train the Transformer encoder-decoder on parallel text or generated "
+    "MLU (BPE, label smoothing, noam schedule, validation BLEU).",
     "",
     "The run folder holds command, config, metrics.csv (step, train_loss, "
     "valid_bleu, valid_acc, lr, wall_s), best.ckpt (by validation BLEU of "
