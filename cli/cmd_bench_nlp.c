@@ -1,6 +1,7 @@
 /* grove bench nlp: ON-LSTM LM training tokens/s against the PyTorch
  * reference, measured in the same run (bench/nlp/bench_nlp.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "bench/bench_util.h"
 #include "bench/nlp/bench_nlp.h"
@@ -16,6 +17,7 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     struct bench_nlp_options o;
     bench_nlp_options_default(&o);
     int no_baseline = 0;
+    const char *model = NULL;
     const struct cli_option opts[] = {
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
@@ -25,6 +27,10 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
                    "fraction of grove's ON-LSTM and of the PyTorch ON-LSTM "
                    "reference",
                    &o.models),
+        CLI_STRING("model", "NAME", NULL,
+                   "transformer: the Transformer encoder classifier against "
+                   "torch.nn.TransformerEncoderLayer instead of the LMs "
+                   "(cases classifier,tiny)", &model),
         CLI_FLAG("same-cell",
                  "the baseline of each --models row is the PyTorch version "
                  "of its own cell (onlstm, ft, fft), not the ON-LSTM",
@@ -64,6 +70,10 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
+    if (model != NULL && strcmp(model, "transformer") != 0) {
+        return cli_usage_error(cmd, "--model '%s': only transformer (the "
+                               "LMs go through --models)", model);
+    }
     if (bench_nlp_models_check(&o) < 0) {
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
@@ -72,6 +82,17 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     o.baseline = !no_baseline;
     o.build = GROVE_BUILD_TYPE;
     o.commit = GROVE_GIT_DESCRIBE;
+    if (model != NULL) {
+        /* the LM case names are not the Transformer's: the default list
+         * means both of its cases */
+        if (o.cases != NULL && strcmp(o.cases, "published,batch1,small") == 0) {
+            o.cases = NULL;
+        }
+        if (bench_nlp_transformer_run(&o, stdout) < 0) {
+            return cli_fail(cmd);
+        }
+        return CLI_EXIT_OK;
+    }
     if (bench_nlp_run(&o, stdout) < 0) {
         return cli_fail(cmd);
     }
@@ -91,6 +112,7 @@ const struct cli_command cmd_bench_nlp = {
     "the BLAS and threads the PyTorch side ran on.\n\n"
     "Example:\n"
     "  grove bench nlp --quick --threads 1\n"
-    "  grove bench nlp --models onlstm,ft,cft,fft --cases small",
+    "  grove bench nlp --models onlstm,ft,cft,fft --cases small\n"
+    "  grove bench nlp --model transformer --threads 1",
     run_bench_nlp,
 };

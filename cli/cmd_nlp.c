@@ -162,9 +162,10 @@ static int run_tasks(const struct cli_command *cmd, int argc, char **argv)
         "text: available (grove nlp seq2seq\n"
         "           train|eval|translate --task tsv: joint BPE, label "
         "smoothing 0.1, noam schedule, greedy\n"
-        "           and beam decoding with length penalty); --resume, "
-        "checkpoint averaging and the MLU\n"
-        "           generator: not yet\n");
+        "           and beam decoding with length penalty); MLU generated "
+        "from --seed (--task mlu,\n"
+        "           docs/nlp/mlu.md); --resume, checkpoint averaging "
+        "(--average-last N)\n");
     return CLI_EXIT_OK;
 }
 

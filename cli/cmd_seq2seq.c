@@ -9,27 +9,34 @@
 #include "cli/lm_common.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "nlp/data/mlu.h"
 #include "nlp/tasks/seq2seq.h"
 #include "train/train.h"
 
 static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
-    struct nlp_s2s_train_config tc;
+    struct nlp_s2s_train_config tc, mlu;
     nlp_s2s_train_config_default(&tc);
+    nlp_s2s_train_config_mlu(&mlu);
     const char *task = NULL, *train = NULL, *valid = NULL;
     const char *model = "transformer";
     int d = tc.model.d, layers = tc.model.layers, heads = tc.model.heads;
-    int ffn = tc.model.ffn, post_norm = 0, merges = tc.bpe_merges;
-    int max_len = tc.max_len, batch = tc.batch, steps = tc.max_steps;
-    int eval_every = tc.eval_every, warmup = tc.warmup;
+    int ffn = tc.model.ffn, post_norm = 0;
+    /* -1: the task's default (tsv or mlu) */
+    int merges = -1, max_len = -1, batch = -1, steps = -1, eval_every = -1;
+    int warmup = -1, mlu_train = -1, mlu_valid = -1;
     double dropout = tc.model.dropout, dropatt = tc.model.dropout_attn;
     double lr = tc.lr_factor, ls = tc.label_smoothing, clip = tc.clip;
+    double beta2 = -1.0;
+    int resume = 0, average_last = 0;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("task", "tsv|mlu", NULL,
                    "the task (required): tsv = parallel text from --train "
-                   "and --valid (source TAB target); mlu is not built yet",
+                   "and --valid (source TAB target); mlu = mathematical "
+                   "language understanding (docs/nlp/mlu.md), generated "
+                   "from --seed when --train/--valid are not given",
                    &task),
         CLI_STRING("train", "FILE", NULL, "training pairs (TSV)", &train),
         CLI_STRING("valid", "FILE", NULL, "validation pairs (TSV)", &valid),
@@ -46,16 +53,33 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    &dropatt),
         CLI_FLAG("post-norm", "post-norm layers (default pre-norm)",
                  &post_norm),
-        CLI_INT("bpe-merges", "N", "2000", "BPE merges learned on the "
-                "training pairs (joint)", &merges),
-        CLI_INT("max-len", "N", "64", "subwords per side, eos included "
-                "(longer pairs are truncated and counted)", &max_len),
-        CLI_INT("batch", "B", "32", "pairs per step", &batch),
-        CLI_INT("max-steps", "N", "1000", "training steps", &steps),
-        CLI_INT("eval-every", "N", "200", "validation BLEU every N steps",
-                &eval_every),
-        CLI_INT("warmup", "N", "400", "warm-up steps of the noam schedule",
-                &warmup),
+        CLI_INT("bpe-merges", "N", NULL, "BPE merges learned on the "
+                "training pairs (joint; tsv 2000, mlu 0: characters)",
+                &merges),
+        CLI_INT("max-len", "N", NULL, "subwords per side, eos included "
+                "(longer pairs are truncated and counted; tsv 64, mlu 32)",
+                &max_len),
+        CLI_INT("batch", "B", NULL, "pairs per step (tsv 32, mlu 256)",
+                &batch),
+        CLI_INT("max-steps", "N", NULL, "training steps (tsv 1000, mlu "
+                "100000)", &steps),
+        CLI_INT("eval-every", "N", NULL, "validation every N steps (tsv "
+                "200, mlu 1000)", &eval_every),
+        CLI_INT("warmup", "N", NULL, "warm-up steps of the noam schedule "
+                "(tsv 400, mlu 8000)", &warmup),
+        CLI_DOUBLE("adam-beta2", "B", NULL, "Adam beta2 (tsv 0.98, mlu "
+                   "0.997 as T2T)", &beta2),
+        CLI_FLAG("resume", "continue the run in --out from its last.ckpt "
+                 "(the same options, --max-steps may grow; bit-identical "
+                 "to an uninterrupted run)",
+                 &resume),
+        CLI_INT("average-last", "N", "0", "keep the last N validation "
+                "checkpoints and write their mean to averaged.ckpt at the "
+                "end (0: off, at most 64)", &average_last),
+        CLI_INT("mlu-train", "N", NULL, "generated MLU training pairs "
+                "(1000000)", &mlu_train),
+        CLI_INT("mlu-valid", "N", NULL, "generated MLU validation pairs, "
+                "and as many test pairs (10000)", &mlu_valid),
         CLI_DOUBLE("lr", "F", "2", "noam factor: lr = F d^-0.5 min(s^-0.5, "
                    "s warmup^-1.5)", &lr),
         CLI_DOUBLE("label-smoothing", "E", "0.1", "label smoothing", &ls),
@@ -69,26 +93,49 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     if (task == NULL) {
-        return cli_usage_error(cmd, "--task is required (tsv)");
+        return cli_usage_error(cmd, "--task is required (tsv or mlu)");
     }
-    if (strcmp(task, "mlu") == 0) {
-        return cli_usage_error(cmd, "--task mlu: the MLU generator is not "
-                               "built yet; use --task tsv with your own "
-                               "pairs");
-    }
-    if (strcmp(task, "tsv") != 0) {
+    const int is_mlu = strcmp(task, "mlu") == 0;
+    if (!is_mlu && strcmp(task, "tsv") != 0) {
         return cli_usage_error(cmd, "--task '%s' is not tsv or mlu", task);
     }
-    if (train == NULL || valid == NULL) {
+    if (!is_mlu && (train == NULL || valid == NULL)) {
         return cli_usage_error(cmd, "--task tsv needs --train FILE and "
                                "--valid FILE");
     }
+    if (is_mlu && (train == NULL) != (valid == NULL)) {
+        return cli_usage_error(cmd, "--task mlu takes both --train and "
+                               "--valid, or neither (generated)");
+    }
+    if ((mlu_train != -1 || mlu_valid != -1) && !(is_mlu && train == NULL)) {
+        return cli_usage_error(cmd, "--mlu-train/--mlu-valid size the "
+                               "generated MLU data (--task mlu without "
+                               "--train/--valid)");
+    }
     const char *paths[2] = {train, valid}, *flags[2] = {"--train", "--valid"};
     for (int i = 0; i < 2; i++) {
-        if (!gr_path_exists(paths[i])) {
+        if (paths[i] != NULL && !gr_path_exists(paths[i])) {
             return cli_usage_error(cmd, "%s %s: it does not exist", flags[i],
                                    paths[i]);
         }
+    }
+    const struct nlp_s2s_train_config *def = is_mlu ? &mlu : &tc;
+    merges = merges == -1 ? def->bpe_merges : merges;
+    max_len = max_len == -1 ? def->max_len : max_len;
+    batch = batch == -1 ? def->batch : batch;
+    steps = steps == -1 ? def->max_steps : steps;
+    eval_every = eval_every == -1 ? def->eval_every : eval_every;
+    warmup = warmup == -1 ? def->warmup : warmup;
+    beta2 = beta2 == -1.0 ? def->adam_beta2 : beta2;
+    mlu_train = mlu_train == -1 ? (int)mlu.mlu_train : mlu_train;
+    mlu_valid = mlu_valid == -1 ? (int)mlu.mlu_valid : mlu_valid;
+    if (mlu_train < 1 || mlu_valid < 1 ||
+        (int64_t)mlu_train + 2 * (int64_t)mlu_valid > NLP_MLU_MAX_N) {
+        return cli_usage_error(cmd, "--mlu-train and --mlu-valid >= 1, "
+                               "train + 2 x valid <= %d", NLP_MLU_MAX_N);
+    }
+    if (!(beta2 >= 0 && beta2 < 1)) {
+        return cli_usage_error(cmd, "--adam-beta2 in [0, 1)");
     }
     if (common.out == NULL) {
         return cli_usage_error(cmd, "--out DIR (the run folder) is required");
@@ -106,11 +153,28 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (nlp_s2s_model_by_name(&tc.model, model) < 0) {
         return cli_usage_error(cmd, "--model: %s", gr_last_error());
     }
-    if (!common.force && gr_path_exists(common.out)) {
+    if (average_last < 0 || average_last > 64) {
+        return cli_usage_error(cmd, "--average-last N with 0 <= N <= 64");
+    }
+    if (resume && common.force) {
+        return cli_usage_error(cmd, "--resume and --force exclude each "
+                               "other");
+    }
+    if (resume && !gr_path_exists(common.out)) {
+        return cli_usage_error(cmd, "--resume: the run folder %s does not "
+                               "exist", common.out);
+    }
+    if (!resume && !common.force && gr_path_exists(common.out)) {
         gr_error(GR_EEXIST, "run folder %s already exists (use --force to "
                  "reuse it, or pick another --out)", common.out);
         return cli_fail(cmd);
     }
+    tc.task = is_mlu ? "mlu" : "tsv";
+    tc.resume = resume;
+    tc.average_last = average_last;
+    tc.mlu_train = mlu_train;
+    tc.mlu_valid = mlu_valid;
+    tc.adam_beta2 = (float)beta2;
     tc.model_name = model;
     tc.model.d = d;
     tc.model.layers = layers;
@@ -141,20 +205,34 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     train_signals_install();
+    struct train_run_spec spec = train_run_spec_default();
+    spec.dir = common.out;
+    spec.resume = resume;
+    spec.force = common.force;
+    if (resume && train_run_check(&spec) < 0) {
+        train_signals_restore();
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     rc = nlp_s2s_train(&tc, &cc);
     train_signals_restore();
+    if (rc == GR_EINVAL && strstr(gr_last_error(), "--resume") != NULL) {
+        return cli_usage_error(cmd, "%s", gr_last_error());
+    }
     return rc < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
 }
 
 const struct cli_command cmd_nlp_seq2seq_train = {
     "nlp seq2seq train",
-    "Train the Transformer encoder-decoder on parallel text (BPE, label "
-    "smoothing, noam schedule, validation BLEU).",
+    "Train the Transformer encoder-decoder on parallel text or generated "
+    "MLU (BPE, label smoothing, noam schedule, validation BLEU).",
     "",
     "The run folder holds command, config, metrics.csv (step, train_loss, "
     "valid_bleu, valid_acc, lr, wall_s), best.ckpt (by validation BLEU of "
-    "greedy decoding), last.ckpt, bpe.codes and vocab.txt.\n"
-    "Example:\n"
+    "greedy decoding), last.ckpt, bpe.codes and vocab.txt; a generated "
+    "MLU run also mlu_train.tsv, mlu_valid.tsv and mlu_test.tsv (grove nlp "
+    "seq2seq eval --test on the last gives the test accuracy).\n"
+    "Examples:\n"
+    "  grove nlp seq2seq train --task mlu --model ftt --out runs/mlu\n"
     "  grove nlp seq2seq train --task tsv --train train.tsv --valid "
     "valid.tsv --out runs/s2s",
     run_train,
@@ -297,7 +375,14 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     double bleu = 0, acc = 0;
     int64_t n = 0;
-    rc = nlp_s2s_evaluate(&rt, test, beam, (float)alpha, &bleu, &acc, &n);
+    int64_t cut = 0;
+    rc = nlp_s2s_evaluate(&rt, test, beam, (float)alpha, &bleu, &acc, &n,
+                          &cut);
+    if (rc == 0 && cut > 0) {
+        fprintf(stderr, "grove nlp seq2seq eval: %lld sides of %lld pairs "
+                "truncated to %d subwords (the model's --max-len)\n",
+                (long long)cut, (long long)n, (int)rt.max_len - 1);
+    }
     if (rc == 0) {
         printf("seq2seq test: BLEU %.2f, sequence accuracy %.4f on %lld "
                "pairs (beam %d)\n", bleu, acc, (long long)n, beam);

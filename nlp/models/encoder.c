@@ -20,6 +20,7 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_ftt,
     &nlp_encoder_ftt_conv,
     &nlp_encoder_hybrid,
+    &nlp_encoder_hybrid_san,
     &nlp_encoder_treelstm,
     &nlp_encoder_childsum,
     &nlp_encoder_rnn,

@@ -145,6 +145,7 @@ extern const struct nlp_encoder_kind nlp_encoder_ftt_conv;
 /* ---- hybrid ON-LSTM + SAN with short-cut (nlp/models/hybrid.c) ---- */
 
 extern const struct nlp_encoder_kind nlp_encoder_hybrid;
+extern const struct nlp_encoder_kind nlp_encoder_hybrid_san;
 
 /* ---- given trees (nlp/models/tree_encoder.c, nlp/models/treenets.h) ---- */
 

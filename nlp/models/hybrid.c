@@ -39,18 +39,23 @@
  *     it adds no parameters.
  *  5. The classifier readout is §1.3's two-query attention pooling over
  *     the real positions.
- * Not built: the encoder-order variant SAN -> ON-LSTM (§1.2's second
- * table). */
+ *  6. The encoder-order variant SAN -> ON-LSTM (row "hybrid-san", §1.2's
+ *     encoder-strategy table) reads the embeddings with positions into
+ *     the SAN stack, the ON-LSTM layers read H_S, and keeps the short-cut
+ *     H = H_S + H_R (the paper's strategy rows compare the orders without
+ *     it; the short-cut here isolates the order within grove's hybrid).
+ *     Its embedding width must equal the SAN width (--emsize = --nhid). */
 static const char hybrid_assumptions[] =
     "onlstm unidirectional chunk 8 no-dropconnect; positions on SAN input "
     "only; SAN pre-norm + final LN; short-cut after final LN; two-query "
-    "pooling";
+    "pooling; hybrid-san: SAN on embeddings + positions, short-cut kept";
 
 struct hybrid_encoder {
     struct gr_tensor *emb;     /* [V, E] enc.emb.weight */
     struct gr_onlstm *rnn;     /* K layers enc.rnn.K */
     struct gr_tensor *queries; /* [2, D] enc.pool.queries */
     struct nlp_transformer san;
+    int san_first; /* row "hybrid-san": SAN -> ON-LSTM */
 };
 
 static void hybrid_defaults(struct nlp_encoder_config *c, const char *task)
@@ -75,19 +80,25 @@ static void hybrid_defaults(struct nlp_encoder_config *c, const char *task)
     }
 }
 
-static int hybrid_init(struct nlp_encoder *e, struct gr_ctx *ctx,
-                       struct gr_rng rng)
+static int hybrid_init_any(struct nlp_encoder *e, struct gr_ctx *ctx,
+                           struct gr_rng rng, int san_first)
 {
     const struct nlp_encoder_config *c = &e->cfg;
     if (c->chunk < 1 || c->hidden % c->chunk != 0) {
         return gr_error(GR_EINVAL, "hybrid: --nhid %d is not a multiple of "
                         "--chunk-size %d", (int)c->hidden, (int)c->chunk);
     }
+    if (san_first && c->emsize != c->hidden) {
+        return gr_error(GR_EINVAL, "hybrid-san: --emsize %d must equal "
+                        "--nhid %d (the SAN reads the embeddings)",
+                        (int)c->emsize, (int)c->hidden);
+    }
     struct hybrid_encoder *h = calloc(1, sizeof *h);
     if (h == NULL) {
         return gr_error(GR_ENOMEM, "hybrid: out of memory");
     }
     e->impl = h;
+    h->san_first = san_first;
     h->rnn = calloc((size_t)c->layers, sizeof *h->rnn);
     h->emb = gr_param_new(ctx, "enc.emb.weight",
                           gr_shape2(c->vocab, c->emsize));
@@ -107,7 +118,8 @@ static int hybrid_init(struct nlp_encoder *e, struct gr_ctx *ctx,
     for (int l = 0; l < c->layers; l++) {
         snprintf(name, sizeof name, "enc.rnn.%d", l);
         int rc = gr_onlstm_init(&h->rnn[l], ctx, name,
-                                l == 0 ? c->emsize : c->hidden, c->hidden,
+                                l == 0 && !san_first ? c->emsize : c->hidden,
+                                c->hidden,
                                 c->chunk,
                                 gr_rng_make(rng.seed,
                                             gr_rng_stream(rng.stream, 2, l,
@@ -130,6 +142,18 @@ static int hybrid_init(struct nlp_encoder *e, struct gr_ctx *ctx,
                                                           0)));
 }
 
+static int hybrid_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                       struct gr_rng rng)
+{
+    return hybrid_init_any(e, ctx, rng, 0);
+}
+
+static int hybrid_san_init(struct nlp_encoder *e, struct gr_ctx *ctx,
+                           struct gr_rng rng)
+{
+    return hybrid_init_any(e, ctx, rng, 1);
+}
+
 static struct gr_tensor *drop(struct gr_ctx *ctx, struct gr_tensor *x,
                               float p, int training, struct gr_rng rng,
                               int site, int layer)
@@ -147,7 +171,7 @@ struct gr_tensor *nlp_hybrid_states(struct nlp_encoder *e,
                                     int training, struct gr_rng rng,
                                     struct gr_tensor **h_r)
 {
-    if (e->kind != &nlp_encoder_hybrid) {
+    if (e->kind != &nlp_encoder_hybrid && e->kind != &nlp_encoder_hybrid_san) {
         gr_error(GR_EINVAL, "nlp_hybrid_states: the encoder is '%s', not "
                  "hybrid", e->kind ? e->kind->name : "(none)");
         return NULL;
@@ -167,6 +191,24 @@ struct gr_tensor *nlp_hybrid_states(struct nlp_encoder *e,
                                                b->lengths);
     struct gr_tensor *x = gr_embedding(ctx, h->emb, b->ids);
     x = drop(ctx, x, c->dropout_in, training, rng, 30, 0);
+    if (h->san_first) { /* hybrid_assumptions 6 */
+        struct gr_tensor *hs = gr_add(
+            ctx, x, gr_positions_sinusoidal(ctx, b->T, c->hidden, 0));
+        hs = nlp_transformer_forward(ctx, &h->san, hs, kl, 0, training, rng);
+        struct gr_tensor *r = hs;
+        for (int l = 0; l < c->layers && r != NULL; l++) {
+            struct gr_rnn_out o;
+            if (gr_onlstm_forward(ctx, &h->rnn[l], r, NULL, NULL, NULL, &o) <
+                0) {
+                return NULL;
+            }
+            r = drop(ctx, o.y, c->dropout_cell, training, rng, 31, l);
+        }
+        if (h_r != NULL) {
+            *h_r = r;
+        }
+        return gr_add(ctx, hs, r);
+    }
     for (int l = 0; l < c->layers && x != NULL; l++) {
         struct gr_rnn_out o;
         if (gr_onlstm_forward(ctx, &h->rnn[l], x, NULL, NULL, NULL, &o) < 0) {
@@ -232,6 +274,18 @@ const struct nlp_encoder_kind nlp_encoder_hybrid = {
     "2019), two-query attention pooling",
     hybrid_defaults,
     hybrid_init,
+    hybrid_encode,
+    hybrid_out_dim,
+    hybrid_free,
+    NULL,
+};
+
+const struct nlp_encoder_kind nlp_encoder_hybrid_san = {
+    "hybrid-san",
+    "the hybrid with the encoder order reversed: SAN then ON-LSTM layers, "
+    "short-cut H_S + H_R (Hao et al. 2019's strategy table)",
+    hybrid_defaults,
+    hybrid_san_init,
     hybrid_encode,
     hybrid_out_dim,
     hybrid_free,

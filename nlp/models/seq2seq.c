@@ -209,6 +209,32 @@ static int last_logprobs(struct gr_ctx *ctx, const struct nlp_s2s *m,
     return 0;
 }
 
+/* Logits [B, V] of the next position by the cached decoder: ids [B] the
+ * tokens at position cache->t. */
+static struct gr_tensor *step_logits(struct gr_ctx *ctx,
+                                     const struct nlp_s2s *m,
+                                     struct gr_tensor *mem,
+                                     struct gr_tensor *kl,
+                                     const int32_t *ids, int64_t b,
+                                     struct nlp_transformer_cache *cache)
+{
+    struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(1, b),
+                                               ids);
+    struct gr_tensor *x = it ? gr_scale(ctx, gr_embedding(ctx, m->tgt_emb,
+                                                          it),
+                                        sqrtf((float)m->cfg.d))
+                             : NULL;
+    x = gr_add(ctx, x, gr_positions_sinusoidal(ctx, 1, m->cfg.d, cache->t));
+    struct gr_tensor *y = x ? nlp_transformer_decode_step(ctx, &m->dec, x,
+                                                          mem, kl, cache)
+                            : NULL;
+    if (y == NULL) {
+        return NULL;
+    }
+    y = gr_reshape(ctx, y, gr_shape2(b, m->cfg.d));
+    return gr_matmul(ctx, y, m->tgt_emb, 0, 1);
+}
+
 int nlp_s2s_greedy(struct gr_ctx *ctx, const struct nlp_s2s *m,
                    const int32_t *src, const int32_t *src_len, int32_t ts,
                    int32_t b, int32_t max_len, int32_t *out,
@@ -236,13 +262,28 @@ int nlp_s2s_greedy(struct gr_ctx *ctx, const struct nlp_s2s *m,
         out_len[i] = max_len;
     }
     int alive = b;
+    struct nlp_transformer_cache cache;
+    memset(&cache, 0, sizeof cache);
+    struct gr_tensor *kl = NULL;
+    if (rc == 0 && !m->no_cache) {
+        rc = nlp_transformer_cache_init(&cache, &m->dec);
+        kl = gr_tensor_from_host(ctx, GR_I32, gr_shape1(b), src_len);
+    }
     for (int32_t t = 0; rc == 0 && t < max_len && alive > 0; t++) {
-        struct gr_tensor *in = gr_tensor_from_host(ctx, GR_I32,
-                                                   gr_shape2(t + 1, b),
-                                                   prefix);
-        struct gr_tensor *lg = nlp_s2s_logits(ctx, m, mem, src_len, in, 0,
-                                              gr_rng_make(0, 0));
-        if (lg == NULL || last_logprobs(ctx, m, lg, t + 1, b, tmp, lp) < 0) {
+        struct gr_tensor *lg = NULL;
+        int64_t rows = t + 1;
+        if (m->no_cache) {
+            struct gr_tensor *in = gr_tensor_from_host(ctx, GR_I32,
+                                                       gr_shape2(t + 1, b),
+                                                       prefix);
+            lg = nlp_s2s_logits(ctx, m, mem, src_len, in, 0,
+                                gr_rng_make(0, 0));
+        } else {
+            lg = step_logits(ctx, m, mem, kl, prefix + (int64_t)t * b, b,
+                             &cache);
+            rows = 1;
+        }
+        if (lg == NULL || last_logprobs(ctx, m, lg, rows, b, tmp, lp) < 0) {
             rc = GR_EINVAL;
             break;
         }
@@ -263,6 +304,7 @@ int nlp_s2s_greedy(struct gr_ctx *ctx, const struct nlp_s2s *m,
             prefix[(int64_t)(t + 1) * b + i] = best;
         }
     }
+    nlp_transformer_cache_free(&cache);
     gr_set_grad_enabled(ctx, was);
     free(prefix);
     free(done);
@@ -338,17 +380,36 @@ int nlp_s2s_beam(struct gr_ctx *ctx, const struct nlp_s2s *m,
             pre[k] = m->cfg.bos;
             score[k] = 0.0;
         }
+        struct nlp_transformer_cache cache;
+        memset(&cache, 0, sizeof cache);
+        struct gr_tensor *kl = NULL;
+        if (!m->no_cache) {
+            rc = nlp_transformer_cache_init(&cache, &m->dec);
+            kl = gr_tensor_from_host(ctx, GR_I32, gr_shape1(K), lens);
+            if (rc < 0 || kl == NULL) {
+                nlp_transformer_cache_free(&cache);
+                rc = rc < 0 ? rc : GR_EINVAL;
+                break;
+            }
+        }
         double best = -INFINITY;
         int32_t best_len = -1;
         int n_fin = 0;
         for (int32_t t = 0; t < max_len && n_fin < K && n_alive > 0; t++) {
-            struct gr_tensor *in = gr_tensor_from_host(ctx, GR_I32,
-                                                       gr_shape2(t + 1, K),
-                                                       pre);
-            struct gr_tensor *lg = nlp_s2s_logits(ctx, m, mem, lens, in, 0,
-                                                  gr_rng_make(0, 0));
+            struct gr_tensor *lg = NULL;
+            int64_t rows = t + 1;
+            if (m->no_cache) {
+                struct gr_tensor *in = gr_tensor_from_host(
+                    ctx, GR_I32, gr_shape2(t + 1, K), pre);
+                lg = nlp_s2s_logits(ctx, m, mem, lens, in, 0,
+                                    gr_rng_make(0, 0));
+            } else {
+                lg = step_logits(ctx, m, mem, kl, pre + (int64_t)t * K, K,
+                                 &cache);
+                rows = 1;
+            }
             if (lg == NULL ||
-                last_logprobs(ctx, m, lg, t + 1, K, tmp, lp) < 0) {
+                last_logprobs(ctx, m, lg, rows, K, tmp, lp) < 0) {
                 rc = GR_EINVAL;
                 break;
             }
@@ -402,6 +463,29 @@ int nlp_s2s_beam(struct gr_ctx *ctx, const struct nlp_s2s *m,
                 nscore[na] = cand[c].score;
                 na++;
             }
+            if (!m->no_cache && na > 0) {
+                /* the cache follows the rows kept: new row i was row
+                 * cand's k; the unused rows copy row 0 (as pre does) */
+                int32_t *from = malloc((size_t)K * sizeof *from);
+                if (from == NULL) {
+                    rc = gr_error(GR_ENOMEM, "seq2seq: out of memory");
+                    break;
+                }
+                int64_t q = 0;
+                for (int64_t c = 0; c < nc && q < na; c++) {
+                    if (cand[c].v != m->cfg.eos) {
+                        from[q++] = cand[c].k;
+                    }
+                }
+                for (int64_t k = na; k < K; k++) {
+                    from[k] = from[0];
+                }
+                rc = nlp_transformer_cache_select(ctx, &cache, from);
+                free(from);
+                if (rc < 0) {
+                    break;
+                }
+            }
             n_alive = na;
             for (int64_t k = 0; k < na; k++) {
                 for (int32_t i = 0; i <= t + 1; i++) {
@@ -428,6 +512,7 @@ int nlp_s2s_beam(struct gr_ctx *ctx, const struct nlp_s2s *m,
                 }
             }
         }
+        nlp_transformer_cache_free(&cache);
         if (rc < 0) {
             break;
         }

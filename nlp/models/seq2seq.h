@@ -13,9 +13,11 @@
  * Shapes time-major: src [Ts, B] i32 right-padded, tgt [Ty, B] i32.
  *
  * Memory: parameters in the context's persistent arena under "s2s.";
- * decoding recomputes the decoder over the whole prefix at each step (no
- * key/value cache) inside one step of the arena: O(len²) work, fine for
- * the lengths of the tests and of MLU. Errors: 0/negative or NULL with the
+ * decoding runs the decoder one position at a time with a key/value cache
+ * (nlp_transformer_decode_step; beam search reorders the cache's rows)
+ * inside one step of the arena; m.no_cache = 1 recomputes the whole
+ * prefix at every step instead (O(len²) decoder work; the same tokens,
+ * test_nlp_seq2seq_model). Errors: 0/negative or NULL with the
  * context's error (gr_ctx_error) or gr_last_error. One thread per context.
  *
  *   struct nlp_s2s_config c = nlp_s2s_config_default(V, V);
@@ -51,6 +53,8 @@ struct nlp_s2s_config nlp_s2s_config_default(int32_t src_vocab,
 
 struct nlp_s2s {
     struct nlp_s2s_config cfg;
+    int no_cache; /* decoding: 1 recomputes the prefix at every step (the
+                     reference the key/value cache is tested against) */
     struct gr_tensor *src_emb, *tgt_emb; /* [V, D] */
     struct nlp_transformer enc, dec;
 };

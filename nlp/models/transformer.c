@@ -355,6 +355,207 @@ struct gr_tensor *nlp_transformer_decode(struct gr_ctx *ctx,
     return y;
 }
 
+int nlp_transformer_cache_init(struct nlp_transformer_cache *c,
+                               const struct nlp_transformer *t)
+{
+    memset(c, 0, sizeof *c);
+    const size_t n = (size_t)t->cfg.layers;
+    c->layers = t->cfg.layers;
+    c->k = calloc(n, sizeof *c->k);
+    c->v = calloc(n, sizeof *c->v);
+    c->ck = calloc(n, sizeof *c->ck);
+    c->cv = calloc(n, sizeof *c->cv);
+    c->a = calloc(n, sizeof *c->a);
+    if (!c->k || !c->v || !c->ck || !c->cv || !c->a) {
+        nlp_transformer_cache_free(c);
+        return gr_error(GR_ENOMEM, "transformer: out of memory (cache)");
+    }
+    return 0;
+}
+
+void nlp_transformer_cache_free(struct nlp_transformer_cache *c)
+{
+    free(c->k);
+    free(c->v);
+    free(c->ck);
+    free(c->cv);
+    free(c->a);
+    memset(c, 0, sizeof *c);
+}
+
+/* prev (or NULL) followed by x along the positions. */
+static struct gr_tensor *append(struct gr_ctx *ctx, struct gr_tensor *prev,
+                                struct gr_tensor *x)
+{
+    if (prev == NULL || x == NULL) {
+        return x;
+    }
+    struct gr_tensor *pair[2] = {prev, x};
+    return gr_concat(ctx, 2, pair, 0);
+}
+
+/* Self-attention of the new position over the cached ones (h [1, B, D]). */
+static struct gr_tensor *self_step(struct gr_ctx *ctx,
+                                   const struct nlp_transformer_layer *L,
+                                   struct gr_tensor *h,
+                                   struct nlp_transformer_cache *c, int l)
+{
+    const int64_t d = L->attn.d;
+    const int64_t sizes[3] = {d, d, d};
+    struct gr_tensor *parts[3] = {NULL, NULL, NULL};
+    struct gr_tensor *qkv = gr_linear(ctx, h, L->attn.in_w, L->attn.in_b);
+    if (qkv == NULL || gr_split(ctx, qkv, -1, 3, sizes, parts) < 0) {
+        return NULL;
+    }
+    c->k[l] = append(ctx, c->k[l], parts[1]);
+    c->v[l] = append(ctx, c->v[l], parts[2]);
+    if (c->k[l] == NULL || c->v[l] == NULL) {
+        return NULL;
+    }
+    struct gr_tensor *a = gr_attention(ctx, parts[0], c->k[l], c->v[l],
+                                       L->attn.heads, NULL, NULL, 0, 0.0f,
+                                       gr_rng_make(0, 0));
+    return gr_linear(ctx, a, L->attn.out_w, L->attn.out_b);
+}
+
+static struct gr_tensor *cross_step(struct gr_ctx *ctx,
+                                    const struct nlp_transformer_layer *L,
+                                    struct gr_tensor *h,
+                                    struct gr_tensor *memory,
+                                    struct gr_tensor *mem_len,
+                                    struct nlp_transformer_cache *c, int l)
+{
+    const int64_t d = L->cross.d;
+    if (c->ck[l] == NULL) {
+        const int64_t sizes[2] = {d, d};
+        struct gr_tensor *kv[2] = {NULL, NULL};
+        struct gr_tensor *p =
+            gr_linear(ctx, memory, gr_slice(ctx, L->cross.in_w, 0, d, 2 * d),
+                      gr_slice(ctx, L->cross.in_b, 0, d, 2 * d));
+        if (p == NULL || gr_split(ctx, p, -1, 2, sizes, kv) < 0) {
+            return NULL;
+        }
+        c->ck[l] = kv[0];
+        c->cv[l] = kv[1];
+    }
+    struct gr_tensor *q = gr_linear(ctx, h,
+                                    gr_slice(ctx, L->cross.in_w, 0, 0, d),
+                                    gr_slice(ctx, L->cross.in_b, 0, 0, d));
+    struct gr_tensor *a = gr_attention(ctx, q, c->ck[l], c->cv[l],
+                                       L->cross.heads, NULL, mem_len, 0,
+                                       0.0f, gr_rng_make(0, 0));
+    return gr_linear(ctx, a, L->cross.out_w, L->cross.out_b);
+}
+
+/* The FastTrees gate on the new attention output (the conv form sees the
+ * outputs of the positions before it). */
+static struct gr_tensor *ft_step(struct gr_ctx *ctx,
+                                 const struct nlp_transformer_layer *L,
+                                 struct gr_tensor *a,
+                                 struct nlp_transformer_cache *c, int l)
+{
+    if (L->ftcw == NULL) {
+        return ft_module(ctx, L, a, NULL, 1);
+    }
+    c->a[l] = append(ctx, c->a[l], a);
+    struct gr_tensor *g = c->a[l] ? ft_module(ctx, L, c->a[l], NULL, 1)
+                                  : NULL;
+    return g ? gr_slice(ctx, g, 0, g->shape[0] - 1, 1) : NULL;
+}
+
+struct gr_tensor *nlp_transformer_decode_step(
+    struct gr_ctx *ctx, const struct nlp_transformer *t, struct gr_tensor *y,
+    struct gr_tensor *memory, struct gr_tensor *mem_len,
+    struct nlp_transformer_cache *c)
+{
+    const struct nlp_transformer_config *cf = &t->cfg;
+    const float eps = 1e-5f;
+    if (!cf->decoder || c->layers != cf->layers) {
+        gr_error(GR_EINVAL, "nlp_transformer_decode_step: a decoder stack "
+                 "and its cache");
+        return NULL;
+    }
+    for (int l = 0; l < cf->layers && y != NULL; l++) {
+        const struct nlp_transformer_layer *L = &t->layer[l];
+        if (cf->post_norm) {
+            struct gr_tensor *a = self_step(ctx, L, y, c, l);
+            if (cf->ft_gate) {
+                a = ft_step(ctx, L, a, c, l);
+            }
+            y = gr_layer_norm(ctx, gr_add(ctx, y, a), L->n1w, L->n1b, eps);
+            a = cross_step(ctx, L, y, memory, mem_len, c, l);
+            y = gr_layer_norm(ctx, gr_add(ctx, y, a), L->n2w, L->n2b, eps);
+            struct gr_tensor *f = gr_ffn_forward(ctx, &L->ffn, y, 0.0f,
+                                                 gr_rng_make(0, 0));
+            y = gr_layer_norm(ctx, gr_add(ctx, y, f), L->n3w, L->n3b, eps);
+        } else {
+            struct gr_tensor *h = gr_layer_norm(ctx, y, L->n1w, L->n1b, eps);
+            struct gr_tensor *a = self_step(ctx, L, h, c, l);
+            if (cf->ft_gate) {
+                a = ft_step(ctx, L, a, c, l);
+            }
+            y = gr_add(ctx, y, a);
+            h = gr_layer_norm(ctx, y, L->n2w, L->n2b, eps);
+            y = gr_add(ctx, y, cross_step(ctx, L, h, memory, mem_len, c, l));
+            h = gr_layer_norm(ctx, y, L->n3w, L->n3b, eps);
+            y = gr_add(ctx, y, gr_ffn_forward(ctx, &L->ffn, h, 0.0f,
+                                              gr_rng_make(0, 0)));
+        }
+    }
+    if (y != NULL && t->nw != NULL) {
+        y = gr_layer_norm(ctx, y, t->nw, t->nb, eps);
+    }
+    if (y != NULL) {
+        c->t++;
+    }
+    return y;
+}
+
+/* x [T, B, D] with its batch rows reordered by rows (host copies). */
+static struct gr_tensor *select_rows(struct gr_ctx *ctx, struct gr_tensor *x,
+                                     const int32_t *rows)
+{
+    if (x == NULL) {
+        return NULL;
+    }
+    const int64_t t = x->shape[0], b = x->shape[1], d = x->shape[2];
+    float *h = malloc((size_t)(2 * x->numel) * sizeof *h);
+    if (h == NULL || gr_tensor_to_host(x, h) < 0) {
+        free(h);
+        return NULL;
+    }
+    float *o = h + x->numel;
+    for (int64_t i = 0; i < t; i++) {
+        for (int64_t j = 0; j < b; j++) {
+            memcpy(o + (i * b + j) * d, h + (i * b + rows[j]) * d,
+                   (size_t)d * sizeof *o);
+        }
+    }
+    struct gr_tensor *r = gr_tensor_from_host(ctx, GR_F32,
+                                              gr_shape3(t, b, d), o);
+    free(h);
+    return r;
+}
+
+int nlp_transformer_cache_select(struct gr_ctx *ctx,
+                                 struct nlp_transformer_cache *c,
+                                 const int32_t *rows)
+{
+    for (int l = 0; l < c->layers; l++) {
+        struct gr_tensor **all[3] = {&c->k[l], &c->v[l], &c->a[l]};
+        for (int k = 0; k < 3; k++) {
+            if (*all[k] == NULL) {
+                continue;
+            }
+            *all[k] = select_rows(ctx, *all[k], rows);
+            if (*all[k] == NULL) {
+                return gr_error(GR_ENOMEM, "transformer: the cache's rows");
+            }
+        }
+    }
+    return 0;
+}
+
 void nlp_transformer_free(struct nlp_transformer *t)
 {
     free(t->layer);

@@ -105,6 +105,40 @@ struct gr_tensor *nlp_transformer_decode(struct gr_ctx *ctx,
                                          struct gr_tensor *mem_len,
                                          int training, struct gr_rng rng);
 
+/* Incremental decoding (evaluation only: no dropout, no gradient): the
+ * decoder run one position at a time with a key/value cache. Per layer it
+ * keeps the self-attention keys and values of the positions so far and
+ * the cross-attention keys and values of the memory (computed at the
+ * first step), and for the Conv. FastTrees gate the attention outputs so
+ * far. Step t's output equals row t of nlp_transformer_decode over the
+ * prefix up to t (to rounding: products over fewer rows), which
+ * recomputes every position at every step. The cached tensors live in the
+ * context's step arena: no gr_step_reset between steps. */
+struct nlp_transformer_cache {
+    int layers;
+    int64_t t;                   /* positions cached */
+    struct gr_tensor **k, **v;   /* [t, B, D] per layer */
+    struct gr_tensor **ck, **cv; /* [Ts, B, D] per layer */
+    struct gr_tensor **a;        /* ft_conv: attention outputs [t, B, D] */
+};
+
+int nlp_transformer_cache_init(struct nlp_transformer_cache *c,
+                               const struct nlp_transformer *t);
+void nlp_transformer_cache_free(struct nlp_transformer_cache *c);
+
+/* y [1, B, D] (the embedded position t = c->t) -> [1, B, D]; appends to
+ * the cache. memory [Ts, B, D], mem_len i32 [B]. */
+struct gr_tensor *nlp_transformer_decode_step(
+    struct gr_ctx *ctx, const struct nlp_transformer *t, struct gr_tensor *y,
+    struct gr_tensor *memory, struct gr_tensor *mem_len,
+    struct nlp_transformer_cache *c);
+
+/* Reorders the cache's batch rows: row i becomes old row rows[i] (beam
+ * search keeping the best hypotheses). */
+int nlp_transformer_cache_select(struct gr_ctx *ctx,
+                                 struct nlp_transformer_cache *c,
+                                 const int32_t *rows);
+
 void nlp_transformer_free(struct nlp_transformer *t);
 
 /* The FastTrees module of fasttrees.md §7 on x [..., D] with the three

@@ -90,8 +90,9 @@ int nlp_bleu_tokenize_13a(const char *line, char *out, size_t cap)
         return gr_error(GR_EINVAL, "bleu: a line of %zu bytes (at most %d)",
                         n, LINE_MAX_BYTES);
     }
-    /* each pass grows a character into at most 3 */
-    size_t big = 3 * (n + 2) + 1;
+    /* rule 1 grows a character into 3, rules 2-4 two characters into 4:
+     * at most 3 * 2 * 2 * 2 times the input after the four passes */
+    size_t big = 24 * (n + 2) + 1;
     char *a = malloc(big), *b = malloc(big);
     if (a == NULL || b == NULL) {
         free(a);

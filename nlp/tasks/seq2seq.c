@@ -14,6 +14,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/data/mlu.h"
 #include "nlp/tasks/bleu.h"
 #include "train/train.h"
 
@@ -37,6 +38,24 @@ void nlp_s2s_train_config_default(struct nlp_s2s_train_config *c)
     c->label_smoothing = 0.1f;
     c->clip = 1.0f;
     c->seed = 1;
+    c->task = "tsv";
+    c->adam_beta2 = 0.98f;
+}
+
+void nlp_s2s_train_config_mlu(struct nlp_s2s_train_config *c)
+{
+    nlp_s2s_train_config_default(c);
+    c->task = "mlu";
+    c->bpe_merges = 0;
+    c->max_len = 32;
+    c->batch = 256;
+    c->max_steps = 100000;
+    c->eval_every = 1000;
+    c->warmup = 8000;
+    c->lr_factor = 2.0f;
+    c->adam_beta2 = 0.997f;
+    c->mlu_train = 1000000;
+    c->mlu_valid = 10000;
 }
 
 int nlp_s2s_model_by_name(struct nlp_s2s_config *m, const char *name)
@@ -63,12 +82,42 @@ struct pairs {
     char *buf;
 };
 
+/* A set read from a file owns src, tgt and buf; a view of generated
+ * pairs (buf NULL) owns nothing. */
 static void pairs_free(struct pairs *p)
 {
-    free(p->src);
-    free(p->tgt);
-    free(p->buf);
+    if (p->buf != NULL) {
+        free(p->src);
+        free(p->tgt);
+        free(p->buf);
+    }
     memset(p, 0, sizeof *p);
+}
+
+static struct pairs pairs_view(const struct nlp_mlu_set *m, int64_t off,
+                               int64_t n)
+{
+    struct pairs p = {m->src + off, m->tgt + off, n, NULL};
+    return p;
+}
+
+/* Writes pairs as TSV (source TAB target), atomically. */
+static int write_pairs(const char *path, const struct pairs *p, int force)
+{
+    size_t cap = 1;
+    for (int64_t i = 0; i < p->n; i++) {
+        cap += strlen(p->src[i]) + strlen(p->tgt[i]) + 2;
+    }
+    char *txt = malloc(cap), *q = txt;
+    if (txt == NULL) {
+        return gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    }
+    for (int64_t i = 0; i < p->n; i++) {
+        q += sprintf(q, "%s\t%s\n", p->src[i], p->tgt[i]);
+    }
+    int rc = gr_write_file_atomic(path, txt, (size_t)(q - txt), force);
+    free(txt);
+    return rc;
 }
 
 static int read_tsv(const char *path, struct pairs *p)
@@ -194,7 +243,8 @@ static int encode_pairs(const struct nlp_bpe *bpe, const struct nlp_vocab *v,
 {
     memset(e, 0, sizeof *e);
     e->n = p->n;
-    e->ids = malloc((size_t)(2 * p->n * max_len) * sizeof *e->ids);
+    int64_t cap = 2 * p->n * 16 + max_len; /* grows as needed */
+    e->ids = malloc((size_t)cap * sizeof *e->ids);
     e->start = malloc((size_t)(2 * p->n + 1) * sizeof *e->start);
     if (e->ids == NULL || e->start == NULL) {
         encoded_free(e);
@@ -206,6 +256,16 @@ static int encode_pairs(const struct nlp_bpe *bpe, const struct nlp_vocab *v,
         int32_t n = 0;
         int cut = 0;
         e->start[i] = o;
+        if (o + max_len > cap) {
+            int64_t nc = cap * 2;
+            int32_t *ni = realloc(e->ids, (size_t)nc * sizeof *ni);
+            if (ni == NULL) {
+                encoded_free(e);
+                return gr_error(GR_ENOMEM, "seq2seq: out of memory");
+            }
+            e->ids = ni;
+            cap = nc;
+        }
         int rc = to_ids(bpe, v, line, max_len - 1, e->ids + o, &n, &cut);
         if (rc < 0) {
             encoded_free(e);
@@ -256,23 +316,35 @@ static void make_batch(const struct encoded *e, const int64_t *idx, int b,
 
 /* ---- config text ---- */
 
+static int is_mlu_generated(const struct nlp_s2s_train_config *tc)
+{
+    return tc->task != NULL && strcmp(tc->task, "mlu") == 0 &&
+           tc->train == NULL;
+}
+
 static int config_text(const struct nlp_s2s_train_config *tc,
                        const struct nlp_s2s_config *m, char *out, size_t cap)
 {
     int n = snprintf(out, cap,
-                     "grove-seq2seq 1\nmodel %s\nvocab %d\nd %d\nlayers %d\n"
+                     "grove-seq2seq 1\ntask %s\nmodel %s\nvocab %d\nd %d\n"
+                     "layers %d\n"
                      "heads %d\nffn %d\ndropout %.9g\ndropout-attn %.9g\n"
                      "post-norm %d\nmax-len %d\nbpe-merges %d\nbatch %d\n"
                      "max-steps %d\neval-every %d\nwarmup %d\n"
                      "lr-factor %.9g\nlabel-smoothing %.9g\nclip %.9g\n"
-                     "seed %llu\n",
-                     tc->model_name, (int)m->src_vocab, m->d, m->layers,
+                     "seed %llu\nadam-beta2 %.9g\nmlu-train %lld\n"
+                     "mlu-valid %lld\naverage-last %d\n",
+                     tc->task, tc->model_name, (int)m->src_vocab, m->d, m->layers,
                      m->heads, m->ffn, (double)m->dropout,
                      (double)m->dropout_attn, m->post_norm, (int)tc->max_len,
                      (int)tc->bpe_merges, (int)tc->batch, (int)tc->max_steps,
                      (int)tc->eval_every, (int)tc->warmup,
                      (double)tc->lr_factor, (double)tc->label_smoothing,
-                     (double)tc->clip, (unsigned long long)tc->seed);
+                     (double)tc->clip, (unsigned long long)tc->seed,
+                     (double)tc->adam_beta2,
+                     (long long)(is_mlu_generated(tc) ? tc->mlu_train : 0),
+                     (long long)(is_mlu_generated(tc) ? tc->mlu_valid : 0),
+                     (int)tc->average_last);
     return n > 0 && (size_t)n < cap ? 0
                                     : gr_error(GR_EINVAL, "seq2seq: config "
                                                "text too long");
@@ -358,6 +430,159 @@ static int evaluate_encoded(struct gr_ctx *ctx, const struct nlp_s2s *m,
 
 /* ---- training ---- */
 
+/* The training state carried by last.ckpt's config after the options:
+ * what --resume needs besides the tensors (the data order and the
+ * dropout masks are functions of the seed and the step). */
+struct s2s_state {
+    int64_t step;
+    double best, wall, loss_sum;
+    int64_t loss_n;
+};
+
+static int state_text(const char *options, const struct s2s_state *st,
+                      char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%sstate-step %lld\nstate-best %.17g\n"
+                     "state-wall %.17g\nstate-loss-sum %.17g\n"
+                     "state-loss-n %lld\n", options, (long long)st->step,
+                     st->best, st->wall, st->loss_sum, (long long)st->loss_n);
+    return n > 0 && (size_t)n < cap ? 0
+                                    : gr_error(GR_EINVAL, "seq2seq: config "
+                                               "text too long");
+}
+
+static int state_read(const char *text, const char *path,
+                      struct s2s_state *st)
+{
+    const char *keys[5] = {"state-step", "state-best", "state-wall",
+                           "state-loss-sum", "state-loss-n"};
+    double v[5];
+    for (int k = 0; k < 5; k++) {
+        const char *val = cfg_value(text, keys[k]);
+        char *end = NULL;
+        v[k] = val ? strtod(val, &end) : 0.0;
+        if (val == NULL || end == val || (*end != '\n' && *end != '\0')) {
+            return gr_error(GR_EFORMAT, "%s: no valid '%s' line in the "
+                            "config", path, keys[k]);
+        }
+    }
+    st->step = (int64_t)v[0];
+    st->best = v[1];
+    st->wall = v[2];
+    st->loss_sum = v[3];
+    st->loss_n = (int64_t)v[4];
+    return 0;
+}
+
+/* a[0..na) equals b[0..nb) but for the "max-steps" line. */
+static int same_but_max_steps(const char *a, size_t na, const char *b,
+                              size_t nb)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        int skip_a = strncmp(a + i, "max-steps ", 10) == 0;
+        int skip_b = strncmp(b + j, "max-steps ", 10) == 0;
+        if (skip_a != skip_b) {
+            return 0;
+        }
+        const char *ea = memchr(a + i, '\n', na - i);
+        const char *eb = memchr(b + j, '\n', nb - j);
+        size_t la = ea ? (size_t)(ea - (a + i)) + 1 : na - i;
+        size_t lb = eb ? (size_t)(eb - (b + j)) + 1 : nb - j;
+        if (!skip_a && (la != lb || memcmp(a + i, b + j, la) != 0)) {
+            return 0;
+        }
+        i += la;
+        j += lb;
+    }
+    return i == na && j == nb;
+}
+
+/* The seeded order of epoch e (counted from 0). */
+static void epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t e)
+{
+    for (int64_t i = 0; i < n; i++) {
+        perm[i] = i;
+    }
+    uint64_t key = gr_rng_key(gr_rng_make(seed, (uint64_t)e + 77));
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t r = (int64_t)(gr_rng_u32(key, (uint64_t)i) %
+                              (uint32_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[r];
+        perm[r] = t;
+    }
+}
+
+/* The checkpoint kept for averaging at `step`. */
+static int avg_path(char *out, size_t cap, const char *dir, int64_t step)
+{
+    char name[64];
+    snprintf(name, sizeof name, "avg-%09lld.ckpt", (long long)step);
+    return gr_path_join(out, cap, dir, name);
+}
+
+/* The step whose averaging checkpoint leaves the window when `step`'s is
+ * written (n kept; validation at multiples of every and at the last
+ * step), or 0. */
+static int64_t avg_dropped(int64_t step, int64_t every, int64_t n)
+{
+    int64_t top = step % every == 0 ? step : step / every * every;
+    int64_t back = step % every == 0 ? n : n - 1;
+    int64_t d = top - back * every;
+    return d > 0 ? d : 0;
+}
+
+/* Parameters <- the mean of the checkpoints at the given steps (loaded
+ * one after another, summed in double on the host). */
+static int average_checkpoints(struct gr_ctx *ctx, const char *dir,
+                               const int64_t *steps, int n)
+{
+    int nn = gr_ctx_n_named(ctx);
+    int64_t total = 0;
+    for (int i = 0; i < nn; i++) {
+        struct gr_tensor *t = gr_ctx_named(ctx, i);
+        total += t->kind == GR_KIND_PARAM ? t->numel : 0;
+    }
+    double *sum = calloc((size_t)total + 1, sizeof *sum);
+    float *tmp = malloc(((size_t)total + 1) * sizeof *tmp);
+    int rc = sum && tmp ? 0 : gr_error(GR_ENOMEM, "seq2seq: out of memory");
+    char path[GR_PATH_MAX];
+    for (int k = 0; rc == 0 && k < n; k++) {
+        rc = avg_path(path, sizeof path, dir, steps[k]);
+        if (rc == 0) {
+            rc = gr_checkpoint_load(ctx, path, GR_CKPT_PARAMS, NULL);
+        }
+        int64_t o = 0;
+        for (int i = 0; rc == 0 && i < nn; i++) {
+            struct gr_tensor *t = gr_ctx_named(ctx, i);
+            if (t->kind != GR_KIND_PARAM) {
+                continue;
+            }
+            rc = gr_tensor_to_host(t, tmp);
+            for (int64_t j = 0; rc == 0 && j < t->numel; j++) {
+                sum[o + j] += tmp[j];
+            }
+            o += t->numel;
+        }
+    }
+    int64_t o = 0;
+    for (int i = 0; rc == 0 && i < nn; i++) {
+        struct gr_tensor *t = gr_ctx_named(ctx, i);
+        if (t->kind != GR_KIND_PARAM) {
+            continue;
+        }
+        for (int64_t j = 0; j < t->numel; j++) {
+            tmp[j] = (float)(sum[o + j] / n);
+        }
+        rc = gr_tensor_set_host(t, tmp);
+        o += t->numel;
+    }
+    free(sum);
+    free(tmp);
+    return rc;
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -368,6 +593,10 @@ static double now_s(void)
 int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
                   const struct gr_ctx_config *cc)
 {
+    if (tc->average_last < 0 || tc->average_last > 64) {
+        return gr_error(GR_EINVAL, "seq2seq: average-last %d (0..64)",
+                        (int)tc->average_last);
+    }
     if (tc->batch < 1 || tc->batch > 4096 || tc->eval_every < 1 ||
         tc->max_steps < 1 || tc->max_len < 2 || tc->warmup < 1) {
         return gr_error(GR_EINVAL, "seq2seq: batch %d (1..4096), eval-every "
@@ -376,15 +605,42 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
                         (int)tc->max_steps, (int)tc->warmup,
                         (int)tc->max_len);
     }
-    struct pairs tr, va;
-    int rc = read_tsv(tc->train, &tr);
-    if (rc < 0) {
-        return rc;
-    }
-    rc = read_tsv(tc->valid, &va);
-    if (rc < 0) {
-        pairs_free(&tr);
-        return rc;
+    struct pairs tr, va, te;
+    struct nlp_mlu_set mlu;
+    memset(&te, 0, sizeof te);
+    memset(&mlu, 0, sizeof mlu);
+    const int generated = is_mlu_generated(tc);
+    int rc = 0;
+    if (generated) {
+        if (tc->mlu_train < 1 || tc->mlu_valid < 1 ||
+            tc->mlu_train + 2 * tc->mlu_valid > NLP_MLU_MAX_N) {
+            return gr_error(GR_EINVAL, "seq2seq: mlu sizes %lld + 2 x %lld "
+                            "(each >= 1, at most %d in all)",
+                            (long long)tc->mlu_train,
+                            (long long)tc->mlu_valid, NLP_MLU_MAX_N);
+        }
+        rc = nlp_mlu_generate(&mlu, tc->mlu_train + 2 * tc->mlu_valid,
+                              tc->seed);
+        if (rc < 0) {
+            return rc;
+        }
+        tr = pairs_view(&mlu, 0, tc->mlu_train);
+        va = pairs_view(&mlu, tc->mlu_train, tc->mlu_valid);
+        te = pairs_view(&mlu, tc->mlu_train + tc->mlu_valid, tc->mlu_valid);
+    } else {
+        if (tc->train == NULL || tc->valid == NULL) {
+            return gr_error(GR_EINVAL, "seq2seq: task %s needs train and "
+                            "valid files", tc->task ? tc->task : "tsv");
+        }
+        rc = read_tsv(tc->train, &tr);
+        if (rc < 0) {
+            return rc;
+        }
+        rc = read_tsv(tc->valid, &va);
+        if (rc < 0) {
+            pairs_free(&tr);
+            return rc;
+        }
     }
     /* joint BPE on both sides of the training pairs */
     const char **lines = malloc((size_t)(2 * tr.n) * sizeof *lines);
@@ -452,10 +708,11 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
     if (rc == 0) {
         struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
         oc.beta1 = 0.9f;
-        oc.beta2 = 0.98f;
+        oc.beta2 = tc->adam_beta2 > 0 ? tc->adam_beta2 : 0.98f;
         oc.eps = 1e-9f;
         rc = gr_optim_new(&opt, ctx, "adam", &oc);
     }
+    char path[GR_PATH_MAX];
     static const struct train_column cols[] = {
         {"step", "%.0f"},     {"train_loss", "%.6f"},
         {"valid_bleu", "%.4f"}, {"valid_acc", "%.6f"},
@@ -465,6 +722,8 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
         struct train_run_spec s = train_run_spec_default();
         s.dir = tc->out_dir;
         s.force = tc->force;
+        s.resume = tc->resume;
+        s.check_config = 0; /* the options part only: below */
         s.argc = tc->argc;
         s.argv = tc->argv;
         s.config_text = cfg;
@@ -475,7 +734,49 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
         rc = train_run_open(&run, &s);
         run_open = rc == 0;
     }
-    char path[GR_PATH_MAX];
+    struct s2s_state st = {0, -1.0, 0.0, 0.0, 0};
+    if (rc == 0 && tc->resume) {
+        /* the options must be the run's, but --max-steps may grow */
+        const char *rs = strstr(run.resumed_config, "state-step ");
+        size_t a = rs ? (size_t)(rs - run.resumed_config) : 0;
+        if (!same_but_max_steps(run.resumed_config, a, cfg, strlen(cfg))) {
+            /* the first difference other than max-steps: ours as the
+             * run's there */
+            static char cmp[8192];
+            const char *ms = strstr(cfg, "\nmax-steps ");
+            const char *rms = strstr(run.resumed_config, "\nmax-steps ");
+            snprintf(cmp, sizeof cmp, "%s", cfg);
+            if (ms != NULL && rms != NULL) {
+                const char *me = strchr(ms + 1, '\n');
+                const char *re = strchr(rms + 1, '\n');
+                if (me != NULL && re != NULL) {
+                    snprintf(cmp, sizeof cmp, "%.*s%.*s%s",
+                             (int)(ms - cfg), cfg, (int)(re - rms), rms, me);
+                }
+            }
+            char diff[512];
+            train_config_first_difference(run.resumed_config, cmp, diff,
+                                          sizeof diff);
+            run.config_mismatch = 1;
+            rc = gr_error(GR_EINVAL, "--resume: the options differ from the "
+                          "run's (first difference: %s)", diff);
+        }
+        if (rc == 0) {
+            rc = state_read(run.resumed_config, run.path_last, &st);
+        }
+        if (rc == 0) {
+            rc = gr_checkpoint_load(ctx, run.path_last, GR_CKPT_ALL, NULL);
+        }
+        if (rc == 0) {
+            train_note_last_saved(&run, st.step);
+            rc = train_metrics_resume(&run, st.step);
+        }
+        if (rc == 0 && !tc->quiet) {
+            fprintf(stderr, "seq2seq: resumed %s at step %lld\n",
+                    run.path_last, (long long)st.step);
+        }
+    }
+    static char stcfg[8192];
     if (rc == 0) {
         rc = gr_path_join(path, sizeof path, tc->out_dir, "bpe.codes");
     }
@@ -500,6 +801,23 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
         }
         free(txt);
     }
+    static const char *const mlu_files[3] = {"mlu_train.tsv",
+                                             "mlu_valid.tsv",
+                                             "mlu_test.tsv"};
+    const struct pairs *mlu_sets[3] = {&tr, &va, &te};
+    for (int k = 0; generated && rc == 0 && k < 3; k++) {
+        rc = gr_path_join(path, sizeof path, tc->out_dir, mlu_files[k]);
+        if (rc == 0) {
+            rc = write_pairs(path, mlu_sets[k], 1);
+        }
+    }
+    if (rc == 0 && generated && !tc->quiet) {
+        fprintf(stderr, "seq2seq: mlu: generated %lld / %lld / %lld "
+                "distinct examples (seed %llu, %lld draws) -> %s/mlu_*.tsv\n",
+                (long long)tr.n, (long long)va.n, (long long)te.n,
+                (unsigned long long)tc->seed, (long long)mlu.draws,
+                tc->out_dir);
+    }
     if (rc == 0 && !tc->quiet) {
         fprintf(stderr, "seq2seq: %lld training pairs, %lld validation; "
                 "%d BPE merges, vocabulary %d; %lld sides truncated to %d "
@@ -516,29 +834,40 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
     if (rc == 0 && (!perm || !bsrc || !btin || !btout || !blen)) {
         rc = gr_error(GR_ENOMEM, "seq2seq: out of memory");
     }
-    double t0 = now_s(), best = -1.0, loss_sum = 0.0;
-    int64_t loss_n = 0, pos = etr.n, epoch = 0;
+    double t0 = now_s() - st.wall, best = st.best, loss_sum = st.loss_sum;
+    int64_t loss_n = st.loss_n, pos = etr.n, epoch = 0;
     int64_t idx[4096];
-    for (int64_t step = 1; rc == 0 && step <= tc->max_steps; step++) {
+    const int bb = (int)(b < etr.n ? b : etr.n);
+    if (rc == 0 && st.step > 0) { /* where the data order stood */
+        int64_t used = st.step * (int64_t)bb;
+        epoch = (used + etr.n - 1) / etr.n;
+        epoch_order(perm, etr.n, tc->seed, epoch - 1);
+        pos = used - (epoch - 1) * etr.n;
+    }
+    int completed = 0;
+    for (int64_t step = st.step + 1; rc == 0 && step <= tc->max_steps;
+         step++) {
         if (train_stop_requested()) {
-            train_print_stopped(&run, step - 1);
+            st.step = step - 1;
+            st.best = best;
+            st.wall = now_s() - t0;
+            st.loss_sum = loss_sum;
+            st.loss_n = loss_n;
+            if (run.last_saved_step != step - 1) {
+                rc = state_text(cfg, &st, stcfg, sizeof stcfg);
+                if (rc == 0) {
+                    rc = train_save(&run, TRAIN_LAST, ctx, stcfg, GR_CKPT_ALL,
+                                    step - 1);
+                }
+            }
+            if (rc == 0) {
+                train_print_stopped(&run, step - 1);
+            }
             break;
         }
-        int bb = (int)(b < etr.n ? b : etr.n);
         for (int j = 0; j < bb; j++) {
             if (pos == etr.n) { /* a new seeded order each epoch */
-                for (int64_t i = 0; i < etr.n; i++) {
-                    perm[i] = i;
-                }
-                uint64_t key = gr_rng_key(gr_rng_make(tc->seed,
-                                                      (uint64_t)epoch + 77));
-                for (int64_t i = etr.n - 1; i > 0; i--) {
-                    int64_t r = (int64_t)(gr_rng_u32(key, (uint64_t)i) %
-                                          (uint32_t)(i + 1));
-                    int64_t t = perm[i];
-                    perm[i] = perm[r];
-                    perm[r] = t;
-                }
+                epoch_order(perm, etr.n, tc->seed, epoch);
                 pos = 0;
                 epoch++;
             }
@@ -548,14 +877,14 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
         make_batch(&etr, idx, bb, bsrc, blen, btin, btout, &ts, &ty);
         gr_step_reset(ctx);
         gr_zero_grad(ctx);
-        struct gr_tensor *st = gr_tensor_from_host(ctx, GR_I32,
+        struct gr_tensor *srct = gr_tensor_from_host(ctx, GR_I32,
                                                    gr_shape2(ts, bb), bsrc);
         struct gr_tensor *ti = gr_tensor_from_host(ctx, GR_I32,
                                                    gr_shape2(ty, bb), btin);
         struct gr_tensor *to = gr_tensor_from_host(ctx, GR_I32,
                                                    gr_shape2(ty, bb), btout);
         struct gr_tensor *loss = nlp_s2s_loss(
-            ctx, &model, st, blen, ti, to, tc->label_smoothing, 1,
+            ctx, &model, srct, blen, ti, to, tc->label_smoothing, 1,
             gr_rng_make(tc->seed, (uint64_t)step + 1000));
         if (loss == NULL) {
             rc = gr_error(GR_EINVAL, "seq2seq: step %lld: %s",
@@ -603,10 +932,65 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
                 rc = train_save(&run, TRAIN_BEST, ctx, cfg, GR_CKPT_PARAMS,
                                 step);
             }
+            if (rc == 0 && tc->average_last > 0) {
+                rc = avg_path(path, sizeof path, tc->out_dir, step);
+                if (rc == 0) {
+                    rc = gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS,
+                                            1);
+                }
+                int64_t drop = avg_dropped(step, tc->eval_every,
+                                           tc->average_last);
+                if (rc == 0 && drop > 0 &&
+                    avg_path(path, sizeof path, tc->out_dir, drop) == 0) {
+                    remove(path);
+                }
+            }
             if (rc == 0) {
-                rc = train_save(&run, TRAIN_LAST, ctx, cfg, GR_CKPT_ALL,
+                st.step = step;
+                st.best = best;
+                st.wall = now_s() - t0;
+                st.loss_sum = 0.0;
+                st.loss_n = 0;
+                rc = state_text(cfg, &st, stcfg, sizeof stcfg);
+            }
+            if (rc == 0) {
+                rc = train_save(&run, TRAIN_LAST, ctx, stcfg, GR_CKPT_ALL,
                                 step);
             }
+            completed = rc == 0 && step == tc->max_steps;
+        }
+    }
+    if (rc == 0 && st.step >= tc->max_steps) {
+        completed = 1; /* resumed a finished run: average again */
+    }
+    if (rc == 0 && completed && tc->average_last > 0) {
+        /* the last average_last validation steps, newest first */
+        int64_t steps[64];
+        int n = 0;
+        for (int64_t s2 = tc->max_steps; s2 > 0 && n < tc->average_last;) {
+            steps[n++] = s2;
+            s2 = s2 % tc->eval_every == 0 ? s2 - tc->eval_every
+                                          : s2 / tc->eval_every *
+                                                tc->eval_every;
+        }
+        rc = average_checkpoints(ctx, tc->out_dir, steps, n);
+        double bleu = 0.0, acc = 0.0;
+        if (rc == 0) {
+            rc = gr_path_join(path, sizeof path, tc->out_dir,
+                              "averaged.ckpt");
+        }
+        if (rc == 0) {
+            rc = gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1);
+        }
+        if (rc == 0) {
+            rc = evaluate_encoded(ctx, &model, &v, &eva, &va, tc->max_len,
+                                  1, 0.0f, &bleu, &acc);
+        }
+        if (rc == 0 && !tc->quiet) {
+            fprintf(stderr, "averaged the last %d checkpoints (steps %lld.."
+                    "%lld) -> %s: valid BLEU %.2f acc %.4f\n", n,
+                    (long long)steps[n - 1], (long long)steps[0], path, bleu,
+                    acc);
         }
     }
     if (rc == 0 && !tc->quiet) {
@@ -631,6 +1015,7 @@ int nlp_s2s_train(const struct nlp_s2s_train_config *tc,
     free(lines);
     pairs_free(&tr);
     pairs_free(&va);
+    nlp_mlu_free(&mlu);
     return rc;
 }
 
@@ -771,7 +1156,8 @@ int nlp_s2s_translate(struct nlp_s2s_runtime *rt, const char *const *src,
 
 int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
                      int32_t beam, float alpha, double *bleu,
-                     double *accuracy, int64_t *n_pairs)
+                     double *accuracy, int64_t *n_pairs,
+                     int64_t *truncated)
 {
     struct pairs p;
     int rc = read_tsv(tsv, &p);
@@ -784,6 +1170,7 @@ int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
         rc = evaluate_encoded(rt->ctx, &rt->model, &rt->vocab, &e, &p,
                               rt->max_len, beam, alpha, bleu, accuracy);
         *n_pairs = p.n;
+        *truncated = e.cut;
         encoded_free(&e);
     }
     pairs_free(&p);

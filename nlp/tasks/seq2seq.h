@@ -9,8 +9,29 @@
  * and bpe.codes and vocab.txt beside them). Translation and evaluation
  * reopen a checkpoint with its folder's codes and vocabulary.
  *
+ * The MLU task (task "mlu", nlp/data/mlu.h, docs/nlp/mlu.md): with no
+ * train/valid files the pairs are generated from the seed (mlu_train
+ * training, mlu_valid validation and mlu_valid test examples, distinct)
+ * and written to the run folder as mlu_train.tsv, mlu_valid.tsv and
+ * mlu_test.tsv; with files they are read as TSV like task "tsv".
+ * nlp_s2s_train_config_mlu gives Tensor2Tensor's transformer_tiny
+ * defaults as far as grove has them (docs/nlp/mlu.md lists them).
+ *
+ * --resume continues last.ckpt (tensors, optimizer state, and the step,
+ * best BLEU and loss sums in its config) with the options of the run
+ * (max_steps may grow; validation then also runs at the old last step
+ * unless it is a multiple of eval_every), bit-identical to a run that was not interrupted: the data order and
+ * the dropout masks are functions of the seed and the step. A stop by
+ * SIGINT/SIGTERM writes last.ckpt at that step first.
+ *
+ * average_last N keeps the parameters of the last N validation steps as
+ * avg-STEP.ckpt (older ones removed) and, when training ends, writes their
+ * mean to averaged.ckpt and prints its validation BLEU and accuracy (T2T's
+ * and fairseq's checkpoint averaging; FastTrees averages the last 8 on
+ * IWSLT).
+ *
  * A pair longer than max_len subwords on either side is truncated to it;
- * the count is reported. --resume and the MLU generator are not built.
+ * the count is reported.
  * Errors: 0 or a negative code with gr_last_error (naming file and line
  * for a bad TSV line). One thread.
  */
@@ -27,11 +48,16 @@
 struct nlp_s2s_train_config {
     struct nlp_s2s_config model; /* sizes; vocabularies filled in here */
     const char *model_name;      /* "transformer", "ftt", "ftt-conv" */
+    const char *task;            /* "tsv" (default) or "mlu" */
+    int64_t mlu_train, mlu_valid; /* generated MLU sizes (valid = test) */
+    float adam_beta2;
     int32_t bpe_merges, max_len, batch, max_steps, eval_every, warmup;
     float lr_factor, label_smoothing, clip;
     uint64_t seed;
     const char *train, *valid, *out_dir;
-    int force, quiet, argc;
+    int force, quiet, resume, argc;
+    int32_t average_last;        /* 0 or the validation checkpoints to
+                                  * average at the end (at most 64) */
     char **argv;
 };
 
@@ -39,6 +65,14 @@ struct nlp_s2s_train_config {
  * merges, max length 64, batch 32, 1,000 steps, validation every 200,
  * warm-up 400, factor 2, label smoothing 0.1, clip 1. */
 void nlp_s2s_train_config_default(struct nlp_s2s_train_config *c);
+
+/* The MLU task with T2T's transformer_tiny (D 128, 2 layers, 4 heads, ffn
+ * 512, dropout 0.1 everywhere grove has it, warm-up 8,000, factor 2,
+ * Adam beta2 0.997, label smoothing 0.1) and the paper's 100,000 steps;
+ * characters as tokens (0 merges), max length 32, batch 256 pairs
+ * (about T2T's 4,096 tokens), validation every 1,000 steps; 1,000,000
+ * generated training pairs and 10,000 each for validation and test. */
+void nlp_s2s_train_config_mlu(struct nlp_s2s_train_config *c);
 
 /* Sets model.ft_gate / ft_conv for "transformer", "ftt", "ftt-conv";
  * GR_EINVAL naming the known ones otherwise. */
@@ -67,9 +101,12 @@ int nlp_s2s_translate(struct nlp_s2s_runtime *rt, const char *const *src,
                       int64_t *truncated);
 
 /* BLEU and sequence accuracy (exact match after decoding the subwords) of
- * the model on a TSV file. */
+ * the model on a TSV file; *truncated counts the sides cut to max_len
+ * (the reference is then the cut one for accuracy; BLEU keeps the raw
+ * line). */
 int nlp_s2s_evaluate(struct nlp_s2s_runtime *rt, const char *tsv,
                      int32_t beam, float alpha, double *bleu,
-                     double *accuracy, int64_t *n_pairs);
+                     double *accuracy, int64_t *n_pairs,
+                     int64_t *truncated);
 
 #endif

@@ -39,5 +39,20 @@ rc=$?
 checks=$((checks + 1))
 [ "$rc" -eq 2 ] && grep -q -- "--rounds must be in" "$tmp/err" ||
     fail "--rounds 0: exit $rc, $(cat "$tmp/err")"
+# --model transformer: the encoder classifier against torch's layers
+"$grove" bench nlp --model transformer --quick --windows 1 --warmup 0 \
+    --rounds 1 --threads 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+checks=$((checks + 1))
+[ "$rc" -eq 0 ] || { fail "grove bench nlp --model transformer exited $rc"; cat "$tmp/err"; }
+has '^# Transformer encoder classifier'
+has '^\| classifier \(quick.* tok/s \|'
+has '^\| tiny \(quick.* tok/s \|'
+grep -q '^baseline:' "$tmp/out" || has '^\| tiny \(quick.* tok/s \| [0-9]+ tok/s \| [0-9.]+x'
+"$grove" bench nlp --model lstm >"$tmp/out" 2>"$tmp/err"
+rc=$?
+checks=$((checks + 1))
+[ "$rc" -eq 2 ] && grep -q -- "--model 'lstm': only transformer" "$tmp/err" ||
+    fail "--model lstm: exit $rc, $(cat "$tmp/err")"
 echo "nlp_bench: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

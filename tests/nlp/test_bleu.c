@@ -80,6 +80,14 @@ int main(void)
     tok("A &amp; B &lt;3", "A & B < 3");
     tok("  spaced   out\t", "spaced out");
     tok("x<skipped>y", "xy");
+    /* MLU text, and lines that rules 2 and 3 grow past three times their
+     * length (the buffer once held only 3x: ASan caught the overflow on
+     * an untrained model's output); expectations from sacreBLEU's four
+     * 13a regular expressions applied by hand */
+    tok("x=85,y=-523,x*y", "x = 85 , y = -523 , x * y");
+    tok("=.=.=.=.=.=.=.=.=.=.", "= . = . = . = . = . = . = . = . = . = .");
+    tok(",.,.,.,.,.,.,.,.", ", . , . , . , . , . , . , . , .");
+    tok("9-9-9-9-9-9-", "9 - 9 - 9 - 9 - 9 - 9 -");
     /* the tokenizer decides equality: "Hello , world ." matches the raw
      * "Hello, world." */
     CHECK(fabs(bleu1("Hello, world. Nice day!", "Hello , world . Nice day !",

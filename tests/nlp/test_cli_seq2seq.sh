@@ -6,9 +6,12 @@
 # and line, a short run (run folder, metrics, config, codes, vocabulary),
 # eval of best.ckpt reproducing the best validation BLEU, beam search,
 # translate with the truncation of a too-long source counted.
-#   test_cli_seq2seq.sh GROVE
+# --task mlu generated (determinism, targets by bash arithmetic); --resume
+# bit-identical to a straight run (ckpt_digest); --average-last.
+#   test_cli_seq2seq.sh GROVE CKPT_DIGEST
 set -u
 grove=$1
+digest=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -52,7 +55,9 @@ make_pairs 30 4 "$tmp/valid.tsv"
 
 st=(nlp seq2seq train)
 expect 2 "--task is required" "${st[@]}" --out "$tmp/x"
-expect 2 "--task mlu: the MLU generator is not built yet" "${st[@]}" --task mlu --out "$tmp/x"
+expect 2 "--task mlu takes both --train and --valid, or neither" "${st[@]}" --task mlu --train "$tmp/train.tsv" --out "$tmp/x"
+expect 2 "--mlu-train/--mlu-valid size the generated MLU data" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --mlu-train 10 --out "$tmp/x"
+expect 2 "--mlu-train and --mlu-valid >= 1" "${st[@]}" --task mlu --mlu-valid 0 --out "$tmp/x"
 expect 2 "--task tsv needs --train FILE and --valid FILE" "${st[@]}" --task tsv --train "$tmp/train.tsv" --out "$tmp/x"
 expect 2 "--valid .*nowhere.*: it does not exist" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/nowhere" --out "$tmp/x"
 expect 2 "a multiple of --heads" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --d 32 --heads 3 --out "$tmp/x"
@@ -88,6 +93,12 @@ echo "alpha bravo charlie delta echo foxtrot golf hotel alpha bravo charlie delt
 [ "$(wc -l <"$tmp/tr.out")" -eq 6 ] || fail "translate: $(wc -l <"$tmp/tr.out") lines for 6"
 grep -Eq "^grove nlp seq2seq translate: [1-6] of 6 sources truncated to 11 subwords$" "$tmp/tr.err" ||
     fail "translate: the truncation is not reported: $(cat "$tmp/tr.err")"
+# eval counts the sides cut to the model's maximum too
+{ head -3 "$tmp/valid.tsv"; printf '%s\t%s\n' "$(cat "$tmp/in.txt" | tail -1)" "ahpla ovarb"; } >"$tmp/long.tsv"
+"$grove" nlp seq2seq eval --checkpoint "$tmp/run/best.ckpt" --test "$tmp/long.tsv" >"$tmp/ev.out" 2>"$tmp/ev.err" ||
+    fail "eval of a long pair: $(cat "$tmp/ev.err")"
+grep -Eq "^grove nlp seq2seq eval: [1-9] sides of 4 pairs truncated to 11 subwords" "$tmp/ev.err" ||
+    fail "eval: the truncation is not reported: $(cat "$tmp/ev.err")"
 expect 1 "already exists" "${st[@]}" "${small[@]}" --max-steps 1 --quiet --out "$tmp/run"
 # a classifier checkpoint is not a seq2seq one
 "$grove" nlp classify train --task listops --model lstm --train "$tmp/lo.tsv" --epochs 0 --quiet \
@@ -95,6 +106,65 @@ expect 1 "already exists" "${st[@]}" "${small[@]}" --max-steps 1 --quiet --out "
 expect 1 "not a grove seq2seq checkpoint" nlp seq2seq eval --checkpoint "$tmp/cls/last.ckpt" --test "$tmp/valid.tsv"
 expect 1 "not a grove checkpoint" \
     nlp seq2seq eval --checkpoint "$tmp/run/bpe.codes" --test "$tmp/valid.tsv"
+
+# --task mlu without files: generated from the seed into the run folder,
+# the same files for the same seed, every target checked by bash's own
+# arithmetic ("x=85,y=-523,x*y" is a comma expression whose value is the
+# last), the tiny defaults in the config, eval on the generated test set
+mlu=(--task mlu --mlu-train 300 --mlu-valid 20 --d 16 --layers 1 --heads 2 --ffn 32
+     --max-steps 4 --eval-every 2 --batch 8 --seed 5 --threads 1 --device cpu --quiet)
+"$grove" "${st[@]}" "${mlu[@]}" --out "$tmp/mlu1" 2>"$tmp/mlu.err" || fail "mlu train: $(cat "$tmp/mlu.err")"
+"$grove" "${st[@]}" "${mlu[@]}" --out "$tmp/mlu2" 2>"$tmp/mlu.err" || fail "mlu train 2: $(cat "$tmp/mlu.err")"
+for f in mlu_train mlu_valid mlu_test; do
+    cmp -s "$tmp/mlu1/$f.tsv" "$tmp/mlu2/$f.tsv" || fail "$f.tsv differs between two runs of seed 5"
+done
+[ "$(wc -l <"$tmp/mlu1/mlu_train.tsv")" -eq 300 ] && [ "$(wc -l <"$tmp/mlu1/mlu_test.tsv")" -eq 20 ] ||
+    fail "mlu sizes: $(wc -l "$tmp/mlu1"/mlu_*.tsv)"
+wrong=0
+while IFS=$'\t' read -r src tgt; do
+    [[ $src =~ ^[xy]=-?[0-9]+,[xy]=-?[0-9]+,[xy][-+*][xy]$ ]] || { wrong=$((wrong + 1)); continue; }
+    [ "$(( src ))" = "$tgt" ] || wrong=$((wrong + 1))
+done < <(cat "$tmp/mlu1"/mlu_*.tsv)
+[ $wrong -eq 0 ] || fail "mlu: $wrong malformed or wrong targets"
+[ "$(sort -u "$tmp/mlu1"/mlu_*.tsv | wc -l)" -eq 340 ] || fail "mlu: repeated examples"
+grep -qx "task mlu" "$tmp/mlu1/config" && grep -qx "warmup 8000" "$tmp/mlu1/config" &&
+    awk '$1 == "adam-beta2" && ($2 - 0.997)^2 < 1e-12 { ok = 1 } END { exit !ok }' "$tmp/mlu1/config" && grep -qx "bpe-merges 0" "$tmp/mlu1/config" ||
+    fail "mlu config: $(cat "$tmp/mlu1/config")"
+expect 0 "^seq2seq test: BLEU [0-9.]+, sequence accuracy [0-9.]+ on 20 pairs" \
+    nlp seq2seq eval --checkpoint "$tmp/mlu1/best.ckpt" --test "$tmp/mlu1/mlu_test.tsv"
+
+# --resume: 20 steps, then on to 40, equals 40 straight (tensors, optimizer
+# state, metrics); --average-last 2 keeps avg-30/avg-40 and averages them
+rs=(--task mlu --mlu-train 300 --mlu-valid 20 --d 16 --layers 1 --heads 2 --ffn 32
+    --eval-every 10 --batch 8 --warmup 20 --threads 1 --device cpu)
+rs5=("${rs[@]}" --seed 5 --average-last 2)
+"$grove" "${st[@]}" "${rs5[@]}" --max-steps 40 --out "$tmp/ra" 2>"$tmp/ra.err" || fail "40 steps: $(cat "$tmp/ra.err")"
+"$grove" "${st[@]}" "${rs5[@]}" --max-steps 20 --quiet --out "$tmp/rb" || fail "20 steps"
+expect 2 "--resume: the options differ from the run's \(first difference: 'seed 5' in the run, 'seed 6' now\)" \
+    "${st[@]}" "${rs[@]}" --seed 6 --average-last 2 --max-steps 40 --quiet --out "$tmp/rb" --resume
+expect 2 "--resume and --force exclude each other" "${st[@]}" "${rs5[@]}" --max-steps 40 --out "$tmp/rb" --resume --force
+"$grove" "${st[@]}" "${rs5[@]}" --max-steps 40 --quiet --out "$tmp/rb" --resume || fail "--resume to 40 steps"
+for c in best last averaged avg-000000030 avg-000000040; do
+    diff <("$digest" "$tmp/ra/$c.ckpt" --ignore state-wall | grep -v '^config max-steps') \
+         <("$digest" "$tmp/rb/$c.ckpt" --ignore state-wall | grep -v '^config max-steps') >/dev/null ||
+        fail "resumed $c.ckpt differs from the straight run's"
+done
+diff <(cut -d, -f1-5 "$tmp/ra/metrics.csv") <(cut -d, -f1-5 "$tmp/rb/metrics.csv") >/dev/null ||
+    fail "resumed metrics.csv differs"
+[ "$(ls "$tmp/ra" | grep -c '^avg-')" -eq 2 ] || fail "--average-last 2 kept: $(ls "$tmp/ra" | grep '^avg-')"
+grep -q "averaged the last 2 checkpoints (steps 30..40) -> .*averaged.ckpt: valid BLEU" "$tmp/ra.err" ||
+    fail "no averaging line: $(tail -2 "$tmp/ra.err")"
+params() { "$digest" "$1" | grep '^tensor .* param '; }
+[ "$(params "$tmp/ra/averaged.ckpt")" != "$(params "$tmp/ra/last.ckpt")" ] ||
+    fail "the average of two checkpoints equals the last"
+[ "$(params "$tmp/ra/avg-000000040.ckpt")" = "$(params "$tmp/ra/last.ckpt")" ] ||
+    fail "avg-40 is not the step-40 model"
+expect 0 "^seq2seq test: BLEU" nlp seq2seq eval --checkpoint "$tmp/ra/averaged.ckpt" --test "$tmp/ra/mlu_test.tsv"
+# one checkpoint averaged is that checkpoint
+"$grove" "${st[@]}" "${rs[@]}" --seed 5 --average-last 1 --max-steps 20 --quiet --out "$tmp/r1" || fail "--average-last 1"
+[ "$(params "$tmp/r1/averaged.ckpt")" = "$(params "$tmp/r1/last.ckpt")" ] ||
+    fail "--average-last 1: averaged.ckpt is not the last model"
+expect 2 "--average-last N with 0 <= N <= 64" "${st[@]}" "${rs[@]}" --average-last 65 --out "$tmp/x"
 
 echo "seq2seq cli: $fails failed"
 [ $fails -eq 0 ]

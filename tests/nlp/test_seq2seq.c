@@ -2,7 +2,10 @@
  * reversal task it must learn (label-smoothed loss, Adam; sequence
  * accuracy of greedy decoding on fresh inputs >= 3/4, where chance is
  * ~0), beam search with beam 1 equal to greedy decoding token for token,
- * beam 4 (length penalty 0.6) at least as accurate a threshold,
+ * beam 4 (length penalty 0.6) at least as accurate a threshold, the
+ * key/value cache's decoding equal token for token to recomputing the
+ * prefix (greedy and beam, on the trained model and on untrained
+ * 2-layer pre-norm, post-norm, FastTrees and Conv. FastTrees decoders),
  * the source-length and bad-argument errors, and the noam schedule's hand
  * values. */
 #include <math.h>
@@ -24,6 +27,44 @@ static int32_t rnd(int32_t n)
 {
     lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
     return (int32_t)((lcg >> 33) % (uint64_t)n);
+}
+
+/* Cached and uncached decoding agree (greedy, and beam `beam`) on the
+ * first NS sources (kept few: beam search runs source by source). */
+static int cache_agrees(struct gr_ctx *ctx, struct nlp_s2s *m,
+                        const int32_t *src, const int32_t *len, int beam)
+{
+    enum { ML = 8, NS = 8 };
+    static int32_t a[NS * ML], al[NS], u[NS * ML], ul[NS], s8[TMAX * NS];
+    for (int t = 0; t < TMAX; t++) {
+        for (int b = 0; b < NS; b++) {
+            s8[t * NS + b] = src[t * B + b];
+        }
+    }
+    int same = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int nc = 0; nc < 2; nc++) {
+            m->no_cache = nc;
+            gr_step_reset(ctx);
+            int rc = pass == 0
+                         ? nlp_s2s_greedy(ctx, m, s8, len, TMAX, NS, ML,
+                                          nc ? u : a, nc ? ul : al)
+                         : nlp_s2s_beam(ctx, m, s8, len, TMAX, NS, beam,
+                                        0.6f, ML, nc ? u : a, nc ? ul : al);
+            if (rc < 0) {
+                fprintf(stderr, "decode: %s\n", gr_last_error());
+                same = 0;
+            }
+        }
+        for (int b = 0; b < NS; b++) {
+            same &= al[b] == ul[b];
+            for (int t = 0; same && t < al[b]; t++) {
+                same &= a[b * ML + t] == u[b * ML + t];
+            }
+        }
+    }
+    m->no_cache = 0;
+    return same;
 }
 
 /* src [TMAX, B] padded, len [B]; tgt_in/out [TMAX + 1, B]: reversed. */
@@ -126,6 +167,25 @@ int main(void)
     CHECK_MSG(right4 >= (3 * B) / 4, "beam 4 reversal accuracy %d/%d",
               right4, B);
     CHECK_MSG(same, "beam 1 differs from greedy decoding");
+    CHECK_MSG(cache_agrees(ctx, &m, src, len, 4),
+              "the key/value cache changes the trained model's decoding");
+    /* untrained decoders of every kind: random weights, long outputs */
+    for (int kind = 0; kind < 4; kind++) {
+        struct gr_ctx *c2;
+        CHECK(gr_ctx_new(&c2, &cfg) == 0);
+        struct nlp_s2s_config k2 = c;
+        k2.layers = 2;
+        k2.post_norm = kind == 1;
+        k2.ft_gate = kind >= 2;
+        k2.ft_conv = kind == 3;
+        struct nlp_s2s m2;
+        CHECK(nlp_s2s_init(&m2, c2, &k2, gr_rng_make(40 + kind, 0)) == 0);
+        CHECK_MSG(cache_agrees(c2, &m2, src, len, 3),
+                  "the key/value cache changes decoding (kind %d: pre, "
+                  "post, ftt, ftt-conv)", kind);
+        nlp_s2s_free(&m2);
+        gr_ctx_free(c2);
+    }
     /* errors */
     int32_t bad_len[B];
     memcpy(bad_len, len, sizeof bad_len);

@@ -492,6 +492,87 @@ static void check_hybrid(void)
     gr_ctx_free(ctx);
 }
 
+/* The encoder-order variant SAN -> ON-LSTM (row "hybrid-san",
+ * hybrid_assumptions 6): names, the ON-LSTM reading the SAN width,
+ * padding invariance, and the order: with the SAN's output projections
+ * zeroed the SAN is LN_final(E[ids] + P), so H - H_R must equal it (the
+ * SAN reads the embeddings, not the ON-LSTM output) and H_R must differ
+ * from the plain hybrid's; --emsize != --nhid refused. */
+static void check_hybrid_san(void)
+{
+    struct gr_ctx *ctx = cpu_ctx();
+    struct nlp_encoder_config c;
+    CHECK(nlp_encoder_config_default(&c, "hybrid-san", "logic") == 0);
+    c.vocab = 12;
+    c.pad_id = 0;
+    c.emsize = c.hidden = 16;
+    c.chunk = 4;
+    c.heads = 2;
+    c.ffn = 16;
+    c.layers = 2;
+    struct nlp_encoder e;
+    CHECK_MSG(nlp_encoder_init(&e, ctx, &c, gr_rng_make(6, 0)) == 0, "%s",
+              gr_last_error());
+    struct gr_tensor *w0 = gr_ctx_find(ctx, "enc.rnn.0.ih.0.weight");
+    CHECK(w0 != NULL && gr_ctx_find(ctx, "enc.san.norm.weight") != NULL);
+    enum { T = 5, B = 2, D = 16 };
+    const int32_t ids[T * B] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 2};
+    const int32_t lens[B] = {5, 3};
+    float all[B * 32], one[32];
+    CHECK(encode(ctx, &e, ids, lens, T, B, all) == 0);
+    const int32_t sid[3] = {4, 6, 8};
+    CHECK(encode(ctx, &e, sid, &lens[1], 3, 1, one) == 0);
+    double worst = 0.0;
+    for (int k = 0; k < 32; k++) {
+        worst = fmax(worst, fabs(one[k] - all[32 + k]));
+    }
+    CHECK_MSG(worst <= 2e-6, "hybrid-san: padded batch vs alone %.3g", worst);
+    const char *zero[] = {"self_attn.out_proj.weight", "self_attn.out_proj.bias",
+                          "linear2.weight", "linear2.bias"};
+    for (int l = 0; l < 2; l++) {
+        for (int k = 0; k < 4; k++) {
+            char nm[128];
+            snprintf(nm, sizeof nm, "enc.san.layers.%d.%s", l, zero[k]);
+            struct gr_tensor *p = gr_ctx_find(ctx, nm);
+            CHECK_MSG(p != NULL && gr_tensor_fill(p, 0.0f) == 0, "%s", nm);
+        }
+    }
+    gr_step_reset(ctx);
+    struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
+                                               ids);
+    struct nlp_encoder_batch bt = {it, lens, T, B};
+    struct gr_tensor *hr = NULL;
+    struct gr_tensor *h = nlp_hybrid_states(&e, &bt, 0, gr_rng_make(1, 1),
+                                            &hr);
+    CHECK(h != NULL && hr != NULL && h->shape[2] == D);
+    struct gr_tensor *hs = gr_layer_norm(
+        ctx,
+        gr_add(ctx, gr_embedding(ctx, gr_ctx_find(ctx, "enc.emb.weight"), it),
+               gr_positions_sinusoidal(ctx, T, D, 0)),
+        gr_ctx_find(ctx, "enc.san.norm.weight"),
+        gr_ctx_find(ctx, "enc.san.norm.bias"), 1e-5f);
+    float hv[T * B * D], sv[T * B * D], rv[T * B * D];
+    CHECK(hs != NULL && gr_tensor_to_host(h, hv) == 0 &&
+          gr_tensor_to_host(hs, sv) == 0 && gr_tensor_to_host(hr, rv) == 0);
+    worst = 0.0;
+    double mag = 0.0;
+    for (int i = 0; i < T * B * D; i++) {
+        worst = fmax(worst, fabs(hv[i] - rv[i] - sv[i]));
+        mag = fmax(mag, fabs(rv[i]));
+    }
+    CHECK_MSG(worst <= 1e-5 && mag > 1e-3, "hybrid-san: H - H_R differs "
+              "from LN(E[ids] + P) by %.3g (max |H_R| %.3g)", worst, mag);
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx);
+    /* the SAN reads the embeddings: widths must agree */
+    struct gr_ctx *ctx2 = cpu_ctx();
+    c.emsize = 8;
+    CHECK(nlp_encoder_init(&e, ctx2, &c, gr_rng_make(6, 0)) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "--emsize 8 must equal --nhid 16");
+    nlp_encoder_free(&e);
+    gr_ctx_free(ctx2);
+}
+
 /* ---- PyTorch fixture (tests/fixtures/nlp/make_transformer_fixture.py) ---- */
 
 #define FX_MAX 256
@@ -786,6 +867,7 @@ int main(int argc, char **argv)
     check_causal_stack();
     check_fasttrees_gate();
     check_hybrid();
+    check_hybrid_san();
     check_learns();
     return test_report("nlp_transformer");
 }
