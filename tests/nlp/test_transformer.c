@@ -540,7 +540,7 @@ static void check_hybrid_san(void)
     gr_step_reset(ctx);
     struct gr_tensor *it = gr_tensor_from_host(ctx, GR_I32, gr_shape2(T, B),
                                                ids);
-    struct nlp_encoder_batch bt = {it, lens, T, B};
+    struct nlp_encoder_batch bt = {it, lens, T, B, NULL};
     struct gr_tensor *hr = NULL;
     struct gr_tensor *h = nlp_hybrid_states(&e, &bt, 0, gr_rng_make(1, 1),
                                             &hr);
