@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/lines.h"
 #include "core/progress.h"
 #include "core/random.h"
 #include "kernels/checkpoint.h"
@@ -588,16 +589,17 @@ static size_t options_length(const char *text)
 
 static const char *value_of(const char *text, const char *key)
 {
-    size_t k = strlen(key);
-    for (const char *p = text; p != NULL && *p != '\0';) {
-        if (strncmp(p, key, k) == 0 && p[k] == ' ') {
-            return p + k + 1;
+    struct gr_lines it;
+    size_t len;
+    gr_lines_begin(&it, text);
+    while (gr_lines_next(&it)) {
+        const char *v = gr_lines_value(&it, key, &len);
+        if (v != NULL) {
+            return v;
         }
-        if (strncmp(p, "vocab\n", 6) == 0) {
+        if (strncmp(it.line, "vocab\n", 6) == 0) {
             return NULL; /* the words follow: no keys there */
         }
-        p = strchr(p, '\n');
-        p = p ? p + 1 : NULL;
     }
     return NULL;
 }
