@@ -48,6 +48,9 @@ expect 2 "--dropouti 1.5 must be in \[0, 1\)" "${ct[@]}" --task listops --dropou
 expect 2 "--data .*nowhere.* does not exist" "${ct[@]}" --task logic --data "$tmp/nowhere" --out "$tmp/x"
 expect 2 "--resume and --force exclude each other" "${ct[@]}" --task listops --resume --force --out "$tmp/x"
 expect 2 "--checkpoint FILE is required" nlp classify eval
+# a negative --epochs or --batch is refused, not taken for "not given"
+expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --epochs -1 --out "$tmp/x"
+expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --batch -1 --out "$tmp/x"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
 
 # a small ListOps task: generated train (1,000 of it held out for
@@ -96,6 +99,25 @@ expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.
 
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
+
+# logic eval from a test file alone (the vocabulary is fixed): the same
+# accuracy as with --train beside it; training still needs --train or --data
+"$grove" nlp logic generate --n 300 --ops 1-3 --seed 1 --out "$tmp/ltrain.tsv" --quiet >/dev/null ||
+    fail "logic generate"
+"$grove" nlp logic generate --n 60 --ops 1-3 --seed 2 --out "$tmp/ltest.tsv" --quiet >/dev/null ||
+    fail "logic generate (test)"
+"$grove" "${ct[@]}" --task logic --model lstm --train "$tmp/ltrain.tsv" --test "$tmp/ltest.tsv" \
+    --emsize 8 --nhid 8 --epochs 1 --threads 1 --device cpu --quiet --out "$tmp/lrun" >/dev/null 2>&1 ||
+    fail "logic run from files"
+lacc=$("$grove" nlp classify eval --checkpoint "$tmp/lrun/best.ckpt" --train "$tmp/ltrain.tsv" \
+    --test "$tmp/ltest.tsv" 2>/dev/null | sed -n 's/^logic test: accuracy \([0-9.]*\) on 60 examples.*/\1/p')
+[ -n "$lacc" ] || fail "logic eval with --train and --test: no accuracy line"
+expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
+    --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv"
+expect 2 "--task logic needs --data DIR .* or --test FILE" nlp classify eval \
+    --checkpoint "$tmp/lrun/best.ckpt"
+expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task logic \
+    --test "$tmp/ltest.tsv" --out "$tmp/x"
 
 # another kind of checkpoint: one line, exit 2
 "$grove" train bc --tasks AC --options 2 --demos-per-task 10 --updates 0 --hidden 8 --width 8 \
