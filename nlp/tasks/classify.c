@@ -513,6 +513,19 @@ static int64_t epoch_batches(const struct nlp_cls_data *d, int32_t B,
     return nb;
 }
 
+/* The batches an epoch of n training examples makes (as epoch_batches). */
+static int64_t batch_count(int bucket, int64_t n, int32_t B)
+{
+    if (!bucket) {
+        return (n + B - 1) / B;
+    }
+    int64_t chunk = (n + 9) / 10, nb = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+        nb += (n - c0 < chunk ? n - c0 : chunk) / B;
+    }
+    return nb;
+}
+
 /* ---- checkpoints ------------------------------------------------------------------ */
 
 struct cls_state {
@@ -927,6 +940,20 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         !(tc->lr > 0) || tc->test_every < 1) {
         return gr_error(GR_EINVAL, "epochs >= 0, batch >= 1, lr > 0, "
                                    "test-every >= 1");
+    }
+    int64_t n_train = d->split[NLP_CLS_TRAIN].n;
+    if (tc->epochs > 0 && batch_count(d->bucket, n_train, tc->batch) == 0) {
+        /* else every epoch trains nothing and reports a NaN loss */
+        if (!d->bucket || n_train == 0) {
+            return gr_error(GR_EINVAL, "%s: no training examples", d->task);
+        }
+        return gr_error(GR_EINVAL, "%s: %lld training examples in 10 length "
+                        "buckets of %lld make no full batch of %d (batches "
+                        "never mix buckets): --batch %lld or less, or more "
+                        "training data",
+                        d->task, (long long)n_train,
+                        (long long)((n_train + 9) / 10), (int)tc->batch,
+                        (long long)((n_train + 9) / 10));
     }
     struct trainer tr;
     memset(&tr, 0, sizeof tr);

@@ -119,6 +119,14 @@ expect 2 "--task logic needs --data DIR .* or --test FILE" nlp classify eval \
 expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task logic \
     --test "$tmp/ltest.tsv" --out "$tmp/x"
 
+# ListOps batches never mix length buckets: a batch larger than a bucket
+# is refused before the run folder exists (it used to train 0 batches with
+# a NaN loss)
+expect 1 "listops: 847 training examples in 10 length buckets of 85 make no full batch of 128" \
+    "${ct[@]}" --task listops --listops-n 2000 --batch 128 --model lstm --emsize 8 --nhid 8 \
+    --epochs 1 --threads 1 --quiet --out "$tmp/nobatch"
+[ -e "$tmp/nobatch" ] && fail "the refused ListOps run left its folder"
+
 # another kind of checkpoint: one line, exit 2
 "$grove" train bc --tasks AC --options 2 --demos-per-task 10 --updates 0 --hidden 8 --width 8 \
     --return-every 0 --quiet --out "$tmp/bc" >/dev/null 2>&1 || fail "train bc --updates 0"
