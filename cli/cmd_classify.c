@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "kernels/checkpoint.h"
+#include "kernels/tensor.h"
 #include "nlp/data/listops.h"
 #include "nlp/data/logic.h"
 #include "nlp/models/encoder.h"
@@ -383,7 +384,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         fprintf(stderr, "model: %s, emsize %d, D %d, on %s, %d epochs of "
                         "batch %d\n",
                 tc.enc.model, (int)tc.enc.emsize, (int)tc.enc.hidden,
-                common.device == CLI_DEVICE_CUDA ? "cuda" : "cpu",
+                gr_device_name(gr_device_resolve(cc.device)),
                 (int)tc.epochs, (int)tc.batch);
     }
     struct nlp_cls_train_result res;

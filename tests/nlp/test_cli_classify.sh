@@ -99,6 +99,14 @@ expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.
 
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
+# --device auto (the default) names the device it resolves to: cuda where
+# grove version counts a GPU, else cpu (it used to say cpu whatever ran)
+want_dev=cpu
+"$grove" version 2>/dev/null | grep -q "^gpus: *[1-9]" && want_dev=cuda
+"$grove" "${ct[@]}" "${small[@]/#cpu/auto}" --epochs 0 --out "$tmp/auto" >/dev/null 2>"$tmp/auto.err" ||
+    fail "--device auto --epochs 0"
+grep -q "^model: lstm, .*, on $want_dev, 0 epochs" "$tmp/auto.err" ||
+    fail "--device auto: the model line does not say $want_dev: $(cat "$tmp/auto.err")"
 
 # logic eval from a test file alone (the vocabulary is fixed): the same
 # accuracy as with --train beside it; training still needs --train or --data
