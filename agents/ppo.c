@@ -106,8 +106,9 @@ int ppo_config_validate(const struct ppo_config *c)
         return gr_error(GR_EINVAL, "update_epochs %d: expected >= 1",
                         c->update_epochs);
     }
-    if (c->total_timesteps < 1) {
-        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 1",
+    if (c->total_timesteps < 0) {
+        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 0 (0: "
+                                   "the initial model only)",
                         (long long)c->total_timesteps);
     }
     if (!finite_pos(c->learning_rate) || !finite_pos(c->adam_eps)) {
@@ -1320,7 +1321,7 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
     st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
     /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
     double frac = 1.0;
-    if (t->cfg.anneal_lr) {
+    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
         int64_t before = t->global_step - st->frames;
         frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
         frac = frac < 0.0 ? 0.0 : frac;

@@ -151,7 +151,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                    &policy),
         CLI_INT("total-timesteps", "N", "2000000",
                 "frames of the run (the learning rate decays to 0 over "
-                "them)",
+                "them; 0: write the initial model and stop)",
                 &total),
         CLI_INT("num-envs", "N", "16",
                 "parallel worlds, all processes together (under mpirun -np "
@@ -408,6 +408,34 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         if (rc == 0 && writer) {
             train_note_last_saved(&run, ppo_global_step(t));
         }
+    }
+    if (rc == 0 && total == 0 && !resume) {
+        /* --total-timesteps 0, as --updates 0 / --epochs 0 elsewhere: the
+         * initial model as best.ckpt and last.ckpt, no update, no
+         * evaluation (every process: ppo_save gathers the worlds) */
+        rc = gr_tensor_set_host(best_t, best);
+        if (rc == 0) {
+            rc = ppo_save(t, run.path_best, 1);
+        }
+        if (rc == 0) {
+            rc = ppo_save(t, run.path_last, 1);
+        }
+        if (rc == 0 && writer) {
+            train_note_last_saved(&run, 0);
+        }
+        free(text);
+        ppo_trainer_free(t);
+        gr_ctx_free(ctx);
+        train_run_close(&run);
+        if (rc < 0) {
+            return cli_fail(cmd);
+        }
+        if (writer) {
+            printf("run %s: 0 frames\nwrote the initial model to "
+                   "%s/best.ckpt and last.ckpt\n",
+                   common.out, common.out);
+        }
+        return CLI_EXIT_OK;
     }
     char metrics[GR_PATH_MAX], png[GR_PATH_MAX], replay[GR_PATH_MAX];
     gr_path_join(metrics, sizeof metrics, common.out, "metrics.csv");
