@@ -18,6 +18,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/models/heads.h"
 #include "nlp/models/om.h"
 #include "train/train.h"
 
@@ -287,11 +288,12 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
     }
     struct gr_tensor *f = h;
     if (m->pair) {
+        /* the same features as nlp/models/heads.h's pair head (its
+         * parameter names, initial draws and dropout streams differ, so
+         * the layers stay here: checkpoints keep head.fc1 / head.out) */
         struct gr_tensor *u = gr_slice(ctx, h, 0, 0, n);
         struct gr_tensor *v = gr_slice(ctx, h, 0, n, n);
-        struct gr_tensor *parts[4] = {u, v, gr_mul(ctx, u, v),
-                                      gr_abs(ctx, gr_sub(ctx, u, v))};
-        f = gr_concat(ctx, 4, parts, 1);
+        f = nlp_head_pair_features(ctx, u, v);
     }
     struct gr_rng r1 = gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 21, 0,
                                                             0));
