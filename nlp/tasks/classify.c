@@ -458,7 +458,9 @@ static int by_length(const void *a, const void *b)
  * order[start[k] .. start[k] + size[k]). Plain: a shuffle cut into batches
  * (the last one short). Bucketed (ListOps, §9): shuffle, 10 chunks, each
  * sorted by length and cut into full batches (remainders dropped), the
- * batch order shuffled. Returns the batch count. */
+ * batch order shuffled; a batch larger than a chunk is cut to the chunk
+ * (else no batch would be full and the epoch would train nothing).
+ * Returns the batch count. */
 static int64_t epoch_batches(const struct nlp_cls_data *d, int32_t B,
                              uint64_t seed, int32_t epoch, int64_t *order,
                              int64_t *start, int32_t *size)
@@ -479,6 +481,9 @@ static int64_t epoch_batches(const struct nlp_cls_data *d, int32_t B,
         return nb;
     }
     int64_t chunk = (n + 9) / 10;
+    if (B > chunk && chunk > 0) {
+        B = (int32_t)chunk;
+    }
     sort_ex = sp->ex;
     int64_t *tmp = start; /* reuse: the starts are rebuilt below */
     int64_t kept = 0;
@@ -512,19 +517,6 @@ static int64_t epoch_batches(const struct nlp_cls_data *d, int32_t B,
     }
     free(perm);
     free(starts);
-    return nb;
-}
-
-/* The batches an epoch of n training examples makes (as epoch_batches). */
-static int64_t batch_count(int bucket, int64_t n, int32_t B)
-{
-    if (!bucket) {
-        return (n + B - 1) / B;
-    }
-    int64_t chunk = (n + 9) / 10, nb = 0;
-    for (int64_t c0 = 0; c0 < n; c0 += chunk) {
-        nb += (n - c0 < chunk ? n - c0 : chunk) / B;
-    }
     return nb;
 }
 
@@ -826,7 +818,9 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
     const struct nlp_cls_split *sp = &tr->d->split[NLP_CLS_TRAIN];
     int32_t B = tc->batch;
     int64_t n = sp->n;
-    int64_t max_b = (n + B - 1) / B + 1;
+    /* bucketed epochs may cut batches to a chunk of n/10 (epoch_batches) */
+    int64_t Bmin = tr->d->bucket && (n + 9) / 10 < B ? (n + 9) / 10 : B;
+    int64_t max_b = Bmin > 0 ? (n + Bmin - 1) / Bmin + 1 : 1;
     int64_t *order = malloc((size_t)n * sizeof *order);
     int64_t *start = malloc((size_t)max_b * sizeof *start);
     int32_t *size = malloc((size_t)max_b * sizeof *size);
@@ -942,20 +936,6 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         !(tc->lr > 0) || tc->test_every < 1) {
         return gr_error(GR_EINVAL, "epochs >= 0, batch >= 1, lr > 0, "
                                    "test-every >= 1");
-    }
-    int64_t n_train = d->split[NLP_CLS_TRAIN].n;
-    if (tc->epochs > 0 && batch_count(d->bucket, n_train, tc->batch) == 0) {
-        /* else every epoch trains nothing and reports a NaN loss */
-        if (!d->bucket || n_train == 0) {
-            return gr_error(GR_EINVAL, "%s: no training examples", d->task);
-        }
-        return gr_error(GR_EINVAL, "%s: %lld training examples in 10 length "
-                        "buckets of %lld make no full batch of %d (batches "
-                        "never mix buckets): --batch %lld or less, or more "
-                        "training data",
-                        d->task, (long long)n_train,
-                        (long long)((n_train + 9) / 10), (int)tc->batch,
-                        (long long)((n_train + 9) / 10));
     }
     struct trainer tr;
     memset(&tr, 0, sizeof tr);
