@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/lines.h"
 #include "core/random.h"
 #include "kernels/layers.h"
 #include "kernels/ops.h"
@@ -96,25 +97,13 @@ int compile_config_parse(const char *text, struct compile_config *c)
                                        "beta_z", "prior_rate", "temp_b",
                                        "tasks"};
     unsigned have = 0;
-    int line_no = 0;
-    for (const char *p = text; *p != '\0';) {
-        const char *eol = strchr(p, '\n');
-        size_t n = eol != NULL ? (size_t)(eol - p) : strlen(p);
-        line_no++;
-        char line[1024];
-        if (n >= sizeof line) {
-            return gr_error(GR_EFORMAT, "config line %d is too long",
-                            line_no);
-        }
-        memcpy(line, p, n);
-        line[n] = '\0';
-        p += n + (eol != NULL);
-        char *sp = strchr(line, ' ');
-        if (sp == NULL) {
-            continue;
-        }
-        *sp = '\0';
-        const char *key = line, *v = sp + 1;
+    struct gr_lines it;
+    char line[1024];
+    const char *key, *v;
+    int more;
+    gr_lines_begin(&it, text);
+    while ((more = gr_lines_next_kv(&it, line, sizeof line, &key, &v)) > 0) {
+        const int line_no = it.no;
         int k = -1;
         for (int i = 0; i < 10; i++) {
             if (strcmp(key, keys[i]) == 0) {
@@ -171,6 +160,9 @@ int compile_config_parse(const char *text, struct compile_config *c)
             }
         }
         }
+    }
+    if (more < 0) {
+        return more;
     }
     for (int i = 0; i < 10; i++) {
         if (!(have & (1u << i))) {

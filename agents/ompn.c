@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/lines.h"
 #include "kernels/layers.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
@@ -91,27 +92,13 @@ int ompn_config_parse(const char *text, struct ompn_config *c)
     enum { HAVE_KIND = 1, HAVE_SLOTS = 2, HAVE_HID = 4, HAVE_OBS = 8,
            HAVE_ACT = 16, HAVE_TASKS = 32 };
     unsigned have = 0;
-    int line_no = 0;
-    const char *p = text;
-    while (*p != '\0') {
-        const char *eol = strchr(p, '\n');
-        size_t n = eol != NULL ? (size_t)(eol - p) : strlen(p);
-        line_no++;
-        char line[1024];
-        if (n >= sizeof line) {
-            return gr_error(GR_EFORMAT, "config line %d is longer than %zu "
-                                        "bytes",
-                            line_no, sizeof line - 1);
-        }
-        memcpy(line, p, n);
-        line[n] = '\0';
-        p += n + (eol != NULL);
-        char *sp = strchr(line, ' ');
-        if (sp == NULL) {
-            continue;
-        }
-        *sp = '\0';
-        const char *key = line, *v = sp + 1;
+    struct gr_lines it;
+    char line[1024];
+    const char *key, *v;
+    int more;
+    gr_lines_begin(&it, text);
+    while ((more = gr_lines_next_kv(&it, line, sizeof line, &key, &v)) > 0) {
+        const int line_no = it.no;
         int rc = 0;
         if (strcmp(key, "kind") == 0) {
             if (strcmp(v, "ompn") != 0) {
@@ -155,6 +142,9 @@ int ompn_config_parse(const char *text, struct ompn_config *c)
         if (rc < 0) {
             return rc;
         }
+    }
+    if (more < 0) {
+        return more;
     }
     static const char *const names[] = {"kind", "slots", "hidden",
                                         "obs",  "actions", "tasks"};

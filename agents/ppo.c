@@ -110,7 +110,8 @@ int ppo_config_validate(const struct ppo_config *c)
     }
     if (c->total_timesteps < 0) {
         /* 0: train ppo writes the initial model and stops (issue 21) */
-        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 0",
+        return gr_error(GR_EINVAL, "total_timesteps %lld: expected >= 0 (0: "
+                                   "the initial model only)",
                         (long long)c->total_timesteps);
     }
     if (!finite_pos(c->learning_rate) || !finite_pos(c->adam_eps)) {

@@ -116,7 +116,8 @@ struct ppo_config {
     /* cleanrl ppo.py */
     float learning_rate;        /* 3e-4 */
     int anneal_lr;              /* 1: linear decay to 0 over the frames */
-    int64_t total_timesteps;    /* frames of the run (2,000,000) */
+    int64_t total_timesteps;    /* frames of the run (2,000,000; 0: none,
+                                   the initial model only) */
     int num_envs;               /* parallel worlds (16) */
     int num_steps;              /* decisions per world per rollout (64) */
     float gamma, gae_lambda;    /* 0.99, 0.95 */

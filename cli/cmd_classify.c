@@ -3,6 +3,7 @@
  * nlp/models/encoder.h, on the harness of nlp/tasks/classify.h and the
  * loaders of nlp/tasks/classify_tasks.h. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "kernels/checkpoint.h"
+#include "kernels/tensor.h"
 #include "nlp/data/listops.h"
 #include "nlp/data/logic.h"
 #include "nlp/models/encoder.h"
@@ -50,12 +52,14 @@ static void draw_curves(const char *dir)
     render_csv_free(&csv);
 }
 
-/* The loader options from the data flags; the split word for the config. */
+/* The loader options from the data flags; the split word for the config.
+ * `eval`: for classify eval, where a test (or validation) file alone is
+ * enough. */
 static int task_options(const struct cli_command *cmd, const char *task,
                         const char *split, const char *data,
                         const char *train, const char *valid,
                         const char *test, uint64_t seed, int listops_n,
-                        struct nlp_cls_task_options *o)
+                        int eval, struct nlp_cls_task_options *o)
 {
     const char *paths[4] = {data, train, valid, test};
     const char *flags[4] = {"--data", "--train", "--valid", "--test"};
@@ -79,10 +83,15 @@ static int task_options(const struct cli_command *cmd, const char *task,
             return cli_usage_error(cmd, "--split '%s' is not full, A, B or C",
                                    split);
         }
-        if (data == NULL && train == NULL) {
+        if (data == NULL && train == NULL && !eval) {
             return cli_usage_error(cmd, "--task logic needs --data DIR (the "
                                         "released train0..12/test0..12) or "
                                         "--train FILE");
+        }
+        if (data == NULL && train == NULL && valid == NULL && test == NULL) {
+            return cli_usage_error(cmd, "--task logic needs --data DIR (the "
+                                        "released train0..12/test0..12) or "
+                                        "--test FILE");
         }
     } else if (strcmp(split, "full") != 0) {
         return cli_usage_error(cmd, "--split is for --task logic only");
@@ -106,7 +115,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
     const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
-    int epochs = -1, batch = -1, emsize = -1, nhid = -1, chunk = -1;
+    /* INT_MIN: not given (so that a negative --epochs or --batch is
+     * refused, not taken for "unset") */
+    int epochs = INT_MIN, batch = INT_MIN;
+    int emsize = -1, nhid = -1, chunk = -1;
     int slots = -1, slots_eval = -1, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
     int head_hidden = -2, layers = -1, heads = -1, ffn = -1, post_norm = 0;
@@ -258,7 +270,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (nlp_encoder_config_default(&tc.enc, model, task) < 0) {
         return cli_usage_error(cmd, "--model: %s", gr_last_error());
     }
-    if ((epochs != -1 && epochs < 0) || (batch != -1 && batch < 1) ||
+    if ((epochs != INT_MIN && epochs < 0) || (batch != INT_MIN && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||
         (!isnan(lr) && !(lr > 0)) || !(clip >= 0) || !(wdecay >= 0)) {
         return cli_usage_error(cmd, "--epochs >= 0, --batch >= 1, "
@@ -275,10 +287,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                    *drops[i]);
         }
     }
-    if (epochs != -1) {
+    if (epochs != INT_MIN) {
         tc.epochs = epochs;
     }
-    if (batch != -1) {
+    if (batch != INT_MIN) {
         tc.batch = batch;
     }
     if (emsize != -1) {
@@ -351,7 +363,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split, data, train, valid, test, common.seed,
-                      listops_n, &o);
+                      listops_n, 0, &o);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
@@ -378,7 +390,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         fprintf(stderr, "model: %s, emsize %d, D %d, on %s, %d epochs of "
                         "batch %d\n",
                 tc.enc.model, (int)tc.enc.emsize, (int)tc.enc.hidden,
-                common.device == CLI_DEVICE_CUDA ? "cuda" : "cpu",
+                gr_device_name(gr_device_resolve(cc.device)),
                 (int)tc.epochs, (int)tc.batch);
     }
     struct nlp_cls_train_result res;
@@ -513,7 +525,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split ? split : run_split, data, train, valid,
-                      test, 1111, 0, &o);
+                      test, 1111, 0, 1, &o);
     if (rc != CLI_CONTINUE) {
         nlp_cls_model_free(m);
         return rc;

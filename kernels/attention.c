@@ -316,10 +316,7 @@ struct gr_tensor *gr_attention(struct gr_ctx *ctx, struct gr_tensor *q,
         }
     }
     const struct gr_attn_backend *ab = attn_be(ctx);
-    if (!ab) {
-        return gr_fail(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                       "device %s", op, ctx->be->name);
-    }
+    GR_NEED_DEVICE(ab != NULL, gr_fail);
     tmp.i[0] = causal ? 1 : 0;
     tmp.f[0] = dropout;
     tmp.key = dropout > 0 ? gr_rng_key(rng) : 0;
@@ -430,10 +427,7 @@ struct gr_tensor *gr_cross_entropy_smoothed(struct gr_ctx *ctx,
         }
     }
     const struct gr_attn_backend *ab = attn_be(ctx);
-    if (!ab) {
-        return gr_fail(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                       "device %s", op, ctx->be->name);
-    }
+    GR_NEED_DEVICE(ab != NULL, gr_fail);
     struct gr_tensor *y = gr_new_step(ctx, GR_F32, gr_shape0(), 0);
     float *aux = y ? gr_step_floats(ctx, 1 + 2 * n) : NULL;
     if (!aux) {

@@ -65,10 +65,7 @@ struct gr_tensor *gr_linear_scan(struct gr_ctx *ctx, struct gr_tensor *a,
                            "its first dimension", op, s2, s1);
         }
     }
-    if (!ctx->be->scan_fwd || !ctx->be->scan_bwd) {
-        return gr_fail(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                       "device %s", op, ctx->be->name);
-    }
+    GR_NEED_DEVICE(ctx->be->scan_fwd && ctx->be->scan_bwd, gr_fail);
     struct gr_tensor *c = gr_new_step(ctx, GR_F32, gr_tensor_shape(a), 0);
     if (!c) {
         return NULL;

@@ -87,6 +87,19 @@ void *gr_fail(struct gr_ctx *ctx, int code, const char *fmt, ...)
 /* Same, returning the code. */
 int gr_fail_code(struct gr_ctx *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* In an op with `ctx` and `op` (its name) in scope: unless `have` (the
+ * backend entries the op needs are there), fail with GR_EUNSUPPORTED and
+ * "OP is not implemented on device NAME" through `fail`: gr_fail in ops
+ * that return a tensor, gr_fail_code in those that return a code. An op a
+ * device lacks is this error, never a silent fallback. */
+#define GR_NEED_DEVICE(have, fail)                                           \
+    do {                                                                     \
+        if (!(have)) {                                                       \
+            return fail(ctx, GR_EUNSUPPORTED,                                \
+                        "%s is not implemented on device %s", op,            \
+                        ctx->be->name);                                      \
+        }                                                                    \
+    } while (0)
 /* Keeps a backend failure (message already set) as the step's error. */
 int gr_keep_error(struct gr_ctx *ctx, int code);
 

@@ -38,14 +38,8 @@ static int arg_ok(struct gr_ctx *ctx, const char *op, const struct gr_tensor *t,
 
 #define SHAPE_STR(t, buf) (gr_tensor_shape_str((t), (buf), sizeof(buf)), (buf))
 
-#define NEED(fn)                                                             \
-    do {                                                                     \
-        if (!ctx->be->fn) {                                                  \
-            return gr_fail(ctx, GR_EUNSUPPORTED,                             \
-                           "%s is not implemented on device %s", op,         \
-                           ctx->be->name);                                   \
-        }                                                                    \
-    } while (0)
+/* The backend entry `fn` this tensor-returning op needs. */
+#define NEED(fn) GR_NEED_DEVICE(ctx->be->fn, gr_fail)
 
 #define CALL(expr)                                                           \
     do {                                                                     \
@@ -1738,10 +1732,7 @@ struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
                        "and h %s [R, D]", op, SHAPE_STR(z, s1),
                        SHAPE_STR(v, s2), SHAPE_STR(h, s3));
     }
-    if (!ctx->be->om_gate_fwd) {
-        return gr_fail(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                       "device %s", op, ctx->be->name);
-    }
+    NEED(om_gate_fwd);
     int64_t r = v->shape[0], d = v->shape[1];
     struct gr_tensor *y = gr_new_step(ctx, GR_F32, gr_shape2(r, d), 0);
     if (!y) {
@@ -1802,10 +1793,7 @@ int gr_lstm_cell(struct gr_ctx *ctx, struct gr_tensor *gates,
                             "for c_prev %s [B, H]", op, SHAPE_STR(gates, s1),
                             SHAPE_STR(c_prev, s2));
     }
-    if (!ctx->be->lstm_fwd) {
-        return gr_fail_code(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                            "device %s", op, ctx->be->name);
-    }
+    GR_NEED_DEVICE(ctx->be->lstm_fwd, gr_fail_code);
     int64_t b = c_prev->shape[0], hd = c_prev->shape[1];
     struct gr_tensor *h = gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0);
     struct gr_tensor *c = h ? gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0)
@@ -1891,10 +1879,7 @@ int gr_onlstm_cell(struct gr_ctx *ctx, struct gr_tensor *z,
                             (long long)(2 * nc + 4 * hd),
                             SHAPE_STR(c_prev, s2), chunk);
     }
-    if (!ctx->be->onlstm_fwd) {
-        return gr_fail_code(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                            "device %s", op, ctx->be->name);
-    }
+    GR_NEED_DEVICE(ctx->be->onlstm_fwd, gr_fail_code);
     struct gr_tensor *h = gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0);
     struct gr_tensor *c = h ? gr_new_step(ctx, GR_F32, gr_shape2(b, hd), 0)
                             : NULL;

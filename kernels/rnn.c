@@ -184,11 +184,9 @@ int gr_rnn_seq(struct gr_ctx *ctx, int cell, int chunk, struct gr_tensor *x,
     }
     int have_cell = cell != GR_RNN_LSTM ? be->onlstm_fwd && be->onlstm_bwd
                                           : be->lstm_fwd && be->lstm_bwd;
-    if (!have_cell || !be->gemm || !be->rows_set || !be->copy2d ||
-        !be->reduce) {
-        return gr_fail_code(ctx, GR_EUNSUPPORTED, "%s is not implemented on "
-                            "device %s", op, be->name);
-    }
+    GR_NEED_DEVICE(have_cell && be->gemm && be->rows_set && be->copy2d &&
+                       be->reduce,
+                   gr_fail_code);
     if (!c0) {
         c0 = gr_zeros(ctx, gr_shape2(b, hd));
         if (!c0) {

@@ -220,6 +220,14 @@ int gr_device_parse(const char *text, enum gr_device *out)
 
 void gr_cpu_set_threads(int n); /* backend_cpu.c */
 
+enum gr_device gr_device_resolve(enum gr_device d)
+{
+    if (d == GR_DEVICE_AUTO) {
+        return gr_cuda_device_count() > 0 ? GR_DEVICE_CUDA : GR_DEVICE_CPU;
+    }
+    return d;
+}
+
 int gr_ctx_new(struct gr_ctx **out, const struct gr_ctx_config *cfg_in)
 {
     *out = NULL;
@@ -228,10 +236,7 @@ int gr_ctx_new(struct gr_ctx **out, const struct gr_ctx_config *cfg_in)
     if (cfg.step_chunk_bytes == 0) {
         cfg.step_chunk_bytes = (size_t)64 << 20;
     }
-    enum gr_device dev = cfg.device;
-    if (dev == GR_DEVICE_AUTO) {
-        dev = gr_cuda_device_count() > 0 ? GR_DEVICE_CUDA : GR_DEVICE_CPU;
-    }
+    enum gr_device dev = gr_device_resolve(cfg.device);
     struct gr_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
         return gr_error(GR_ENOMEM, "out of memory creating a context");

@@ -160,6 +160,10 @@ enum gr_device gr_ctx_device(const struct gr_ctx *ctx);
 /* "cpu" or "cuda". */
 const char *gr_device_name(enum gr_device d);
 
+/* The device a context made with `d` computes on: AUTO is CUDA when this
+ * build has it and a GPU is visible, else CPU; CPU and CUDA are kept. */
+enum gr_device gr_device_resolve(enum gr_device d);
+
 /* Parses "cpu", "cuda" or "auto"; GR_EINVAL naming the text otherwise. */
 int gr_device_parse(const char *text, enum gr_device *out);
 

@@ -16,6 +16,12 @@ static int mpi_on; /* MPI_Init ran (only under a launcher) */
 static int mpi_rank_;
 static int mpi_size_ = 1;
 
+/* train_allreduce_grads' staging buffer: grown to the largest gradient
+ * set seen and kept, so an update allocates nothing (one trainer per
+ * process: train/train.h). Freed by train_mpi_finalize. */
+static float *grads_buf;
+static size_t grads_cap;
+
 int train_mpi_built(void)
 {
 #ifdef GROVE_HAVE_MPI
@@ -48,6 +54,9 @@ int train_mpi_init(int *argc, char ***argv)
 
 void train_mpi_finalize(void)
 {
+    free(grads_buf);
+    grads_buf = NULL;
+    grads_cap = 0;
 #ifdef GROVE_HAVE_MPI
     if (mpi_on) {
         MPI_Finalize();
@@ -144,10 +153,16 @@ int train_allreduce_grads(struct gr_ctx *ctx, double scale)
             total += t->numel;
         }
     }
-    float *buf = malloc((size_t)(total > 0 ? total : 1) * sizeof *buf);
-    if (buf == NULL) {
-        return gr_error(GR_ENOMEM, "all-reduce: out of memory");
+    size_t need = (size_t)(total > 0 ? total : 1);
+    if (need > grads_cap) {
+        float *grown = realloc(grads_buf, need * sizeof *grown);
+        if (grown == NULL) {
+            return gr_error(GR_ENOMEM, "all-reduce: out of memory");
+        }
+        grads_buf = grown;
+        grads_cap = need;
     }
+    float *buf = grads_buf;
     int rc = 0;
     int64_t off = 0;
     for (int i = 0; rc == 0 && i < n_named; i++) {
@@ -176,6 +191,5 @@ int train_allreduce_grads(struct gr_ctx *ctx, double scale)
             off += t->numel;
         }
     }
-    free(buf);
     return rc;
 }

@@ -4,6 +4,7 @@
  * second SIGINT falls through to the default action (the user insists). */
 #define _POSIX_C_SOURCE 200809L
 #include "train/train.h"
+#include "train/mpi.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -78,10 +79,15 @@ void train_print_stopped(const struct train_run *run, int64_t step)
     int sig = train_stop_requested();
     const struct train_run_spec *s = &run->spec;
     fprintf(stderr, "grove %s: %s: stopped at %s %lld, %s written; continue "
-                    "with:\n  grove %s",
+                    "with:\n  ",
             s->what, sig == SIGTERM ? "SIGTERM" : "SIGINT",
             s->step_unit ? s->step_unit : "update", (long long)step,
-            run->path_last, s->what);
+            run->path_last);
+    if (train_mpi_size() > 1) {
+        /* the run's processes share the work: resume with as many */
+        fprintf(stderr, "mpirun -np %d ", train_mpi_size());
+    }
+    fprintf(stderr, "grove %s", s->what);
     int has_resume = 0;
     for (int i = 1; i < s->argc; i++) {
         if (strcmp(s->argv[i], "--force") == 0) {

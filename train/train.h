@@ -160,7 +160,8 @@ int train_stop_requested(void);
 void train_request_stop(int sig);
 
 /* Prints to stderr "grove train bc: SIGINT: stopped at update N, last.ckpt
- * written; continue with: <the command with --resume>". */
+ * written; continue with: <the command with --resume>", the command
+ * prefixed with "mpirun -np P" when P > 1 MPI processes run it. */
 void train_print_stopped(const struct train_run *run, int64_t step);
 
 #endif

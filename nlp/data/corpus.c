@@ -136,6 +136,11 @@ int nlp_corpus_load(struct nlp_corpus *c, const char *dir)
         if (rc == 0) {
             rc = read_split(c, s, c->paths[s]);
         }
+        if (rc == 0 && c->n_tokens[s] == 0) {
+            /* else the first complaint is a vocabulary of 0 words */
+            rc = gr_error(GR_EFORMAT, "%s: the file is empty (a PTB split "
+                          "has one sentence a line)", c->paths[s]);
+        }
         if (rc < 0) {
             nlp_corpus_free(c);
             return rc;

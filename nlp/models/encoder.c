@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/lines.h"
 
 const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_lstm,
@@ -198,18 +199,12 @@ int nlp_encoder_config_format(const struct nlp_encoder_config *c, char *out,
     return 0;
 }
 
-/* The value after "KEY " on a line of text, or NULL. */
+/* The value after "KEY " on a line of text (read on to its '\n'), or
+ * NULL. */
 static const char *find_value(const char *text, const char *key)
 {
-    size_t k = strlen(key);
-    for (const char *p = text; p != NULL && *p != '\0';) {
-        if (strncmp(p, key, k) == 0 && p[k] == ' ') {
-            return p + k + 1;
-        }
-        p = strchr(p, '\n');
-        p = p ? p + 1 : NULL;
-    }
-    return NULL;
+    size_t len;
+    return gr_lines_find(text, key, &len);
 }
 
 int nlp_encoder_config_parse(const char *text, const char *what,

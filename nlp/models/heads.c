@@ -165,6 +165,15 @@ int nlp_head_init(struct nlp_head *h, struct gr_ctx *ctx, const char *prefix,
     return rc;
 }
 
+struct gr_tensor *nlp_head_pair_features(struct gr_ctx *ctx,
+                                         struct gr_tensor *u,
+                                         struct gr_tensor *v)
+{
+    struct gr_tensor *parts[4] = {u, v, gr_mul(ctx, u, v),
+                                  gr_abs(ctx, gr_sub(ctx, u, v))};
+    return gr_concat(ctx, 4, parts, 1);
+}
+
 static struct gr_tensor *hdrop(struct gr_ctx *ctx, struct gr_tensor *x,
                                float p, int training, struct gr_rng rng,
                                uint64_t which)
@@ -200,9 +209,7 @@ struct gr_tensor *nlp_head_forward(struct gr_ctx *ctx,
         int64_t B = enc->shape[0] / 2;
         struct gr_tensor *u = gr_slice(ctx, enc, 0, 0, B);
         struct gr_tensor *v = gr_slice(ctx, enc, 0, B, B);
-        struct gr_tensor *parts[4] = {u, v, gr_mul(ctx, u, v),
-                                      gr_abs(ctx, gr_sub(ctx, u, v))};
-        f = gr_concat(ctx, 4, parts, 1);
+        f = nlp_head_pair_features(ctx, u, v);
     }
     f = hdrop(ctx, f, cfg->dropout, training, rng, 1);
     if (cfg->kind == NLP_HEAD_LINEAR) {

@@ -83,4 +83,11 @@ struct gr_tensor *nlp_head_forward(struct gr_ctx *ctx,
                                    struct gr_tensor *enc, int training,
                                    struct gr_rng rng);
 
+/* The pair head's features [u; v; u⊙v; |u−v|] along dim 1: u, v [B, IN]
+ * -> [B, 4·IN] in the step arena (NULL, with the context's error, when an
+ * op fails). nlp/tasks/classify.c's head builds its pair input with it. */
+struct gr_tensor *nlp_head_pair_features(struct gr_ctx *ctx,
+                                         struct gr_tensor *u,
+                                         struct gr_tensor *v);
+
 #endif

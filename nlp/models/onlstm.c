@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/lines.h"
 #include "core/progress.h"
 #include "kernels/ops.h"
 #include "kernels/tape.h"
@@ -895,18 +896,7 @@ int nlp_lm_config_write(const struct nlp_lm_config *cfg, struct nlp_text *t)
 
 const char *nlp_config_value(const char *text, const char *key, size_t *len)
 {
-    size_t klen = strlen(key);
-    const char *p = text;
-    while (p != NULL && *p) {
-        const char *eol = strchr(p, '\n');
-        size_t line = eol ? (size_t)(eol - p) : strlen(p);
-        if (line > klen && strncmp(p, key, klen) == 0 && p[klen] == ' ') {
-            *len = line - klen - 1;
-            return p + klen + 1;
-        }
-        p = eol ? eol + 1 : NULL;
-    }
-    return NULL;
+    return gr_lines_find(text, key, len);
 }
 
 static int read_int(const char *text, const char *what, const char *key,

@@ -28,6 +28,9 @@ struct rnn_encoder {
     /* ON-LSTM forget distances of the last encode, [T, B] (host copy) */
     float *dist;
     int64_t dist_cap, dist_n;
+    /* the rows of the last real tokens, [B] (kept: no malloc per encode) */
+    int32_t *rows;
+    int32_t rows_cap;
 };
 
 static void lstm_defaults(struct nlp_encoder_config *c, const char *task)
@@ -224,15 +227,19 @@ static struct gr_tensor *rnn_encode(struct nlp_encoder *e,
         return gr_select(ctx, o.y, b->T - 1);
     }
     /* the output at the last real token: row (len - 1) * B + b of y */
-    int32_t *rows = malloc((size_t)b->B * sizeof *rows);
-    if (rows == NULL) {
-        gr_error(GR_ENOMEM, "encoder: out of memory");
-        return NULL;
+    if (b->B > r->rows_cap) {
+        int32_t *grown = realloc(r->rows, (size_t)b->B * sizeof *grown);
+        if (grown == NULL) {
+            gr_error(GR_ENOMEM, "encoder: out of memory");
+            return NULL;
+        }
+        r->rows = grown;
+        r->rows_cap = b->B;
     }
+    int32_t *rows = r->rows;
     for (int32_t j = 0; j < b->B; j++) {
         int32_t len = b->lengths[j];
         if (len < 1 || len > b->T) {
-            free(rows);
             gr_error(GR_EINVAL, "encoder: sequence %d has length %d of %d",
                      (int)j, (int)len, (int)b->T);
             return NULL;
@@ -241,7 +248,6 @@ static struct gr_tensor *rnn_encode(struct nlp_encoder *e,
     }
     struct gr_tensor *idx =
         gr_tensor_from_host(ctx, GR_I32, gr_shape1(b->B), rows);
-    free(rows);
     int32_t H = e->cfg.hidden;
     struct gr_tensor *flat =
         gr_reshape(ctx, o.y, gr_shape2((int64_t)b->T * b->B, H));
@@ -261,6 +267,7 @@ static void rnn_free(struct nlp_encoder *e)
     struct rnn_encoder *r = e->impl;
     if (r != NULL) {
         free(r->dist);
+        free(r->rows);
         free(r);
     }
 }

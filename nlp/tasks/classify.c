@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/lines.h"
 #include "core/progress.h"
 #include "core/random.h"
 #include "kernels/checkpoint.h"
@@ -17,6 +18,7 @@
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "nlp/models/heads.h"
 #include "nlp/data/vectors.h"
 #include "nlp/models/om.h"
 #include "nlp/models/treenets.h"
@@ -490,11 +492,12 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
     }
     struct gr_tensor *f = h;
     if (m->pair) {
+        /* the same features as nlp/models/heads.h's pair head (its
+         * parameter names, initial draws and dropout streams differ, so
+         * the layers stay here: checkpoints keep head.fc1 / head.out) */
         struct gr_tensor *u = gr_slice(ctx, h, 0, 0, n);
         struct gr_tensor *v = gr_slice(ctx, h, 0, n, n);
-        struct gr_tensor *parts[4] = {u, v, gr_mul(ctx, u, v),
-                                      gr_abs(ctx, gr_sub(ctx, u, v))};
-        f = gr_concat(ctx, 4, parts, 1);
+        f = nlp_head_pair_features(ctx, u, v);
     }
     struct gr_rng r1 = gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 21, 0,
                                                             0));
@@ -817,7 +820,9 @@ static int by_length(const void *a, const void *b)
  * order[start[k] .. start[k] + size[k]). Plain: a shuffle cut into batches
  * (the last one short). Bucketed (ListOps, §9): shuffle, 10 chunks, each
  * sorted by length and cut into full batches (remainders dropped), the
- * batch order shuffled. Returns the batch count. */
+ * batch order shuffled; a batch larger than a chunk is cut to the chunk
+ * (else no batch would be full and the epoch would train nothing).
+ * Returns the batch count. */
 static int64_t epoch_batches(const struct nlp_cls_data *d, int32_t B,
                              uint64_t seed, int32_t epoch, int64_t *order,
                              int64_t *start, int32_t *size)
@@ -838,6 +843,9 @@ static int64_t epoch_batches(const struct nlp_cls_data *d, int32_t B,
         return nb;
     }
     int64_t chunk = (n + 9) / 10;
+    if (B > chunk && chunk > 0) {
+        B = (int32_t)chunk;
+    }
     sort_ex = sp->ex;
     int64_t *tmp = start; /* reuse: the starts are rebuilt below */
     int64_t kept = 0;
@@ -950,16 +958,17 @@ static size_t options_length(const char *text)
 
 static const char *value_of(const char *text, const char *key)
 {
-    size_t k = strlen(key);
-    for (const char *p = text; p != NULL && *p != '\0';) {
-        if (strncmp(p, key, k) == 0 && p[k] == ' ') {
-            return p + k + 1;
+    struct gr_lines it;
+    size_t len;
+    gr_lines_begin(&it, text);
+    while (gr_lines_next(&it)) {
+        const char *v = gr_lines_value(&it, key, &len);
+        if (v != NULL) {
+            return v;
         }
-        if (strncmp(p, "vocab\n", 6) == 0) {
+        if (strncmp(it.line, "vocab\n", 6) == 0) {
             return NULL; /* the words follow: no keys there */
         }
-        p = strchr(p, '\n');
-        p = p ? p + 1 : NULL;
     }
     return NULL;
 }
@@ -1171,7 +1180,9 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
     const struct nlp_cls_split *sp = &tr->d->split[NLP_CLS_TRAIN];
     int32_t B = tc->batch;
     int64_t n = sp->n;
-    int64_t max_b = (n + B - 1) / B + 1;
+    /* bucketed epochs may cut batches to a chunk of n/10 (epoch_batches) */
+    int64_t Bmin = tr->d->bucket && (n + 9) / 10 < B ? (n + 9) / 10 : B;
+    int64_t max_b = Bmin > 0 ? (n + Bmin - 1) / Bmin + 1 : 1;
     int64_t *order = malloc((size_t)n * sizeof *order);
     int64_t *start = malloc((size_t)max_b * sizeof *start);
     int32_t *size = malloc((size_t)max_b * sizeof *size);

@@ -136,7 +136,8 @@ static void logic_header(struct nlp_cls_data *d)
 
 /* Explicit files: the pool is --train minus the split's pairs, validation
  * --valid or every 10th kept pair, test --test (all its pairs for full;
- * those with the pattern for A/B/C). */
+ * those with the pattern for A/B/C). Any of them may be missing (an
+ * evaluation needs only --test). */
 static int logic_files(struct nlp_cls_data *d,
                        const struct nlp_cls_task_options *o)
 {
@@ -144,7 +145,10 @@ static int logic_files(struct nlp_cls_data *d,
     nlp_logic_set_init(&tr);
     nlp_logic_set_init(&va);
     nlp_logic_set_init(&te);
-    int rc = nlp_logic_read_file(&tr, o->train);
+    int rc = 0;
+    if (o->train != NULL) {
+        rc = nlp_logic_read_file(&tr, o->train);
+    }
     if (rc == 0 && o->valid != NULL) {
         rc = nlp_logic_read_file(&va, o->valid);
     }
@@ -179,7 +183,8 @@ static int logic_files(struct nlp_cls_data *d,
                  "logic: %s: %s pairs, split %s keeps %s; train %s / "
                  "validation %s (%s); test %s pairs%s; labels that differ "
                  "from the truth-table labeller: %d",
-                 o->train, thousands(tr.n, a, sizeof a),
+                 o->train != NULL ? o->train : "no --train",
+                 thousands(tr.n, a, sizeof a),
                  nlp_logic_split_name(o->logic_split),
                  thousands(pool, b, sizeof b),
                  thousands(d->split[NLP_CLS_TRAIN].n, c, sizeof c),
@@ -200,12 +205,13 @@ static int load_logic(struct nlp_cls_data *d,
                       const struct nlp_cls_task_options *o)
 {
     logic_header(d);
-    if (o->train != NULL) {
+    if (o->train != NULL || (o->data == NULL &&
+                              (o->valid != NULL || o->test != NULL))) {
         return logic_files(d, o);
     }
     if (o->data == NULL) {
         return gr_error(GR_EINVAL, "logic: give the folder of train0-12 / "
-                        "test0-12 (--data DIR) or --train FILE");
+                        "test0-12 (--data DIR), --train FILE or --test FILE");
     }
     struct nlp_logic_data ld;
     int rc = nlp_logic_load(&ld, o->data, o->logic_split, o->max_train_ops);

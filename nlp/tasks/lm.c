@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/lines.h"
 #include "core/progress.h"
 #include "kernels/checkpoint.h"
 #include "train/mpi.h"
@@ -121,10 +122,11 @@ int nlp_lm_vocab_read(const char *config, const char *what,
     if (errno != 0 || end == p || *end != '\n' || n < 1 || n > INT32_MAX) {
         return gr_error(GR_EFORMAT, "%s: config 'words': bad count", what);
     }
-    p = end + 1;
+    struct gr_lines it;
+    gr_lines_begin(&it, end + 1);
     for (long i = 0; i < n; i++) {
-        const char *eol = strchr(p, '\n');
-        if (eol == NULL || eol == p) {
+        /* each word on a line of its own, ended by its '\n' */
+        if (!gr_lines_next(&it) || it.len == 0 || it.line[it.len] != '\n') {
             nlp_vocab_free(v);
             return gr_error(GR_EFORMAT,
                             "%s: config 'words': word %ld of %ld missing or "
@@ -132,7 +134,7 @@ int nlp_lm_vocab_read(const char *config, const char *what,
                             what, i + 1, n);
         }
         int32_t id = -1;
-        int rc = nlp_vocab_add(v, p, (size_t)(eol - p), &id);
+        int rc = nlp_vocab_add(v, it.line, it.len, &id);
         if (rc < 0) {
             nlp_vocab_free(v);
             return rc;
@@ -141,9 +143,8 @@ int nlp_lm_vocab_read(const char *config, const char *what,
             nlp_vocab_free(v);
             return gr_error(GR_EFORMAT,
                             "%s: config 'words': word %ld ('%.*s') repeats",
-                            what, i + 1, (int)(eol - p), p);
+                            what, i + 1, (int)it.len, it.line);
         }
-        p = eol + 1;
     }
     return 0;
 }

@@ -18,6 +18,7 @@
 #include "kernels/tape.h"
 #include "tests/agents/ocn_testutil.h"
 #include "tests/test.h"
+#include "tests/agents/cuda_util.h"
 
 struct result {
     float loss;
@@ -61,15 +62,6 @@ static int run(struct gr_ctx *ctx, const struct compile_config *cfg,
     return rc;
 }
 
-static double max_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0;
-    for (int64_t i = 0; i < n; i++) {
-        d = fmax(d, fabs(a[i] - b[i]));
-    }
-    return d;
-}
-
 static void compare(const char *what, const struct compile_config *cfg,
                     const struct demo_batch *b)
 {
@@ -97,10 +89,10 @@ static void compare(const char *what, const struct compile_config *cfg,
     if (ok) {
         int A = cfg->n_actions;
         double dl = fabs(rc.loss - rg.loss) / fabs(rc.loss);
-        double ds = max_diff(rc.seg, rg.seg, b->rows * S);
-        double dp = max_diff(rc.pi, rg.pi, b->rows * A);
-        double de = max_diff(rc.end, rg.end, b->rows);
-        double dh = max_diff(rc.seg_eval, rg.seg_eval, b->rows * S);
+        double ds = cu_max_diff(rc.seg, rg.seg, b->rows * S);
+        double dp = cu_max_diff(rc.pi, rg.pi, b->rows * A);
+        double de = cu_max_diff(rc.end, rg.end, b->rows);
+        double dh = cu_max_diff(rc.seg_eval, rg.seg_eval, b->rows * S);
         printf("%s: loss cpu %.7g cuda %.7g; max diff shares %.2e, eval pi "
                "%.2e, score %.2e, hard shares %.2e\n",
                what, (double)rc.loss, (double)rg.loss, ds, dp, de, dh);
@@ -114,7 +106,7 @@ static void compare(const char *what, const struct compile_config *cfg,
             for (int64_t k = 0; k < cnt; k++) {
                 scale = fmax(scale, fabs(rc.grad[i][k]));
             }
-            double diff = max_diff(rc.grad[i], rg.grad[i], cnt);
+            double diff = cu_max_diff(rc.grad[i], rg.grad[i], cnt);
             /* cmp.b2.bias's gradient is 0 in exact arithmetic */
             CHECK_MSG(diff < 1e-4 * scale || diff < 1e-6,
                       "%s: gradient of %s differs by %.2e (scale %.2e)",
@@ -142,15 +134,9 @@ static void compare(const char *what, const struct compile_config *cfg,
 
 int main(void)
 {
-    if (!gr_cuda_compiled()) {
-        return test_skip("agents_compile_cuda", NULL,
-                         "CUDA is not compiled into this build");
-    }
-    if (gr_cuda_device_count() == 0) {
-        char why[256];
-        gr_cuda_status(why, sizeof why);
-        return test_skip("agents_compile_cuda", TEST_NEED_GPU,
-                         "no GPU visible (%s)", why);
+    int skip = cu_need_gpu("agents_compile_cuda");
+    if (skip >= 0) {
+        return skip;
     }
     struct compile_config cfg;
     compile_config_default(&cfg);
@@ -160,26 +146,15 @@ int main(void)
     strcpy(cfg.task_names[0], "AC");
     strcpy(cfg.task_names[1], "CD");
     struct demo_set ds;
-    const int len[3] = {5, 3, 4}, task[3] = {0, 1, 0};
-    tu_make_demos(&ds, 3, len, task, 2, 7, 5, 3, NULL);
     struct demo_batch b;
     memset(&b, 0, sizeof b);
-    const int64_t ids3[3] = {0, 1, 2};
-    CHECK(demo_batch_build(&b, &ds, ids3, 3) == 0);
+    cu_tiny_batch(&ds, &b);
     compare("tiny, S = 4", &cfg, &b);
     demo_set_free(&ds);
 
     struct craft_config cc;
-    craft_config_default(&cc);
     struct craft_task tasks[2];
-    craft_task_parse("AC", &tasks[0]);
-    craft_task_parse("CD", &tasks[1]);
-    CHECK(demo_set_generate(&ds, &cc, tasks, 2, 32, 5, NULL, NULL) == 0);
-    int64_t ids[64];
-    for (int i = 0; i < 64; i++) {
-        ids[i] = i;
-    }
-    CHECK(demo_batch_build(&b, &ds, ids, 64) == 0);
+    cu_craft_batch(&ds, &b, &cc, tasks);
     compile_config_default(&cfg);
     cfg.hidden = 32;
     cfg.n_tasks = 2;

@@ -17,6 +17,7 @@
 #include "kernels/tape.h"
 #include "tests/agents/ocn_testutil.h"
 #include "tests/test.h"
+#include "tests/agents/cuda_util.h"
 
 struct result {
     float loss;
@@ -54,15 +55,6 @@ static int run(struct gr_ctx *ctx, const struct ocn_config *cfg,
     return 0;
 }
 
-static double max_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0;
-    for (int64_t i = 0; i < n; i++) {
-        d = fmax(d, fabs(a[i] - b[i]));
-    }
-    return d;
-}
-
 static void compare(const char *what, const struct ocn_config *cfg,
                     const struct demo_batch *b)
 {
@@ -80,9 +72,9 @@ static void compare(const char *what, const struct ocn_config *cfg,
     CHECK(run(gpu, cfg, b, &rg) == 0);
     int K = cfg->n_options, A = cfg->n_actions;
     double dl = fabs(rc.loss - rg.loss) / fabs(rc.loss);
-    double dp = max_diff(rc.pi, rg.pi, b->rows * A);
-    double de = max_diff(rc.end, rg.end, b->rows);
-    double dc = max_diff(rc.pic, rg.pic, b->rows * K);
+    double dp = cu_max_diff(rc.pi, rg.pi, b->rows * A);
+    double de = cu_max_diff(rc.end, rg.end, b->rows);
+    double dc = cu_max_diff(rc.pic, rg.pic, b->rows * K);
     printf("%s: loss cpu %.7g cuda %.7g; max diff pi %.2e e %.2e Pi^C %.2e\n",
            what, (double)rc.loss, (double)rg.loss, dp, de, dc);
     CHECK(dl < 1e-5 && dp < 1e-5 && de < 1e-5 && dc < 1e-5);
@@ -95,7 +87,7 @@ static void compare(const char *what, const struct ocn_config *cfg,
         for (int64_t k = 0; k < n; k++) {
             scale = fmax(scale, fabs(rc.grad[i][k]));
         }
-        double rel = max_diff(rc.grad[i], rg.grad[i], n) / (scale + 1e-30);
+        double rel = cu_max_diff(rc.grad[i], rg.grad[i], n) / (scale + 1e-30);
         CHECK_MSG(rel < 1e-4, "%s: gradient of %s differs by %.2e relative",
                   what, tu_param_names[i], rel);
         free(rc.grad[i]);
@@ -114,26 +106,17 @@ static void compare(const char *what, const struct ocn_config *cfg,
 
 int main(void)
 {
-    if (!gr_cuda_compiled()) {
-        return test_skip("agents_ocn_cuda", NULL,
-                         "CUDA is not compiled into this build");
-    }
-    if (gr_cuda_device_count() == 0) {
-        char why[256];
-        gr_cuda_status(why, sizeof why);
-        return test_skip("agents_ocn_cuda", TEST_NEED_GPU,
-                         "no GPU visible (%s)", why);
+    int skip = cu_need_gpu("agents_ocn_cuda");
+    if (skip >= 0) {
+        return skip;
     }
     /* §11's tiny configuration */
     struct ocn_config cfg;
     tu_tiny_config(&cfg, 2, 10.0f, OCN_KIND_OCN);
     struct demo_set ds;
-    const int len[3] = {5, 3, 4}, task[3] = {0, 1, 0};
-    tu_make_demos(&ds, 3, len, task, 2, 7, 5, 3, NULL);
     struct demo_batch b;
     memset(&b, 0, sizeof b);
-    const int64_t ids3[3] = {0, 1, 2};
-    CHECK(demo_batch_build(&b, &ds, ids3, 3) == 0);
+    cu_tiny_batch(&ds, &b);
     compare("tiny ocn", &cfg, &b);
     cfg.kind = OCN_KIND_MOE;
     compare("tiny moe", &cfg, &b);
@@ -141,16 +124,8 @@ int main(void)
 
     /* real Craft demonstrations, K = 3, d = w = 32, 64 of them */
     struct craft_config cc;
-    craft_config_default(&cc);
     struct craft_task tasks[2];
-    craft_task_parse("AC", &tasks[0]);
-    craft_task_parse("CD", &tasks[1]);
-    CHECK(demo_set_generate(&ds, &cc, tasks, 2, 32, 5, NULL, NULL) == 0);
-    int64_t ids[64];
-    for (int i = 0; i < 64; i++) {
-        ids[i] = i;
-    }
-    CHECK(demo_batch_build(&b, &ds, ids, 64) == 0);
+    cu_craft_batch(&ds, &b, &cc, tasks);
     ocn_config_default(&cfg);
     cfg.hidden = 32;
     cfg.width = 32;
@@ -188,7 +163,7 @@ int main(void)
         float pc[8 * 5], pg[8 * 5];
         CHECK(ocn_act(&mc, &sc, obs, ac, pc, NULL, NULL) == 0);
         CHECK(ocn_act(&mg, &sg, obs, ag, pg, NULL, NULL) == 0);
-        worst = fmax(worst, max_diff(pc, pg, 40));
+        worst = fmax(worst, cu_max_diff(pc, pg, 40));
         for (int j = 0; j < 8; j++) {
             same &= ac[j] == ag[j];
             if (!craft_world_done(&w[j])) {

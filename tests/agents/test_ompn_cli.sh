@@ -8,32 +8,8 @@
 #   test_ompn_cli.sh PATH/TO/grove
 set -u
 grove=$1
-fails=0
-checks=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-ok() {
-    checks=$((checks + 1))
-    if ! "$grove" "$@" >"$tmp/out" 2>"$tmp/err"; then
-        fail "grove $*: exit $?"
-        cat "$tmp/err"
-    fi
-}
-
-# expect EXIT PATTERN ARGS...: exit EXIT, one stderr line matching PATTERN
-expect() {
-    local want=$1 pat=$2
-    shift 2
-    checks=$((checks + 1))
-    "$grove" "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    [ "$rc" -eq "$want" ] || fail "grove $*: exit $rc, want $want"
-    [ "$(wc -l <"$tmp/err")" -eq 1 ] || { fail "grove $*: not one stderr line"; cat "$tmp/err"; }
-    grep -q -- "$pat" "$tmp/err" || fail "grove $*: stderr lacks '$pat': $(cat "$tmp/err")"
-}
+# $tmp, $checks, $fails; fail, ok, expect
+. "$(dirname "$0")/cli_lib.sh"
 
 small="--model ompn --hidden 16 --demos-per-task 40 --batch 16 --eval-every 10 --return-every 20 --return-episodes 2 --device cpu --threads 1 --quiet"
 

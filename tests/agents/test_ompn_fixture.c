@@ -17,99 +17,18 @@
 #include "kernels/tape.h"
 #include "tests/agents/ocn_testutil.h"
 #include "tests/test.h"
-
-#define MAX_KEYS 128
-
-struct entry {
-    char key[64];
-    int n;
-    double *v;
-};
-
-static struct entry entries[MAX_KEYS];
-static int n_entries;
-
-static int load(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "cannot open %s\n", path);
-        return -1;
-    }
-    char word[64];
-    while (fscanf(f, "%63s", word) == 1) {
-        if (word[0] == '#') {
-            int c;
-            while ((c = fgetc(f)) != EOF && c != '\n') {
-            }
-            continue;
-        }
-        struct entry *e = &entries[n_entries];
-        if (strcmp(word, "param") == 0 || strcmp(word, "grad") == 0) {
-            char name[40];
-            if (fscanf(f, "%39s", name) != 1) {
-                break;
-            }
-            snprintf(e->key, sizeof e->key, "%.8s %.40s", word, name);
-        } else {
-            snprintf(e->key, sizeof e->key, "%s", word);
-        }
-        if (fscanf(f, "%d", &e->n) != 1 || e->n < 0 || e->n > 1 << 20) {
-            fprintf(stderr, "%s: bad count after '%s'\n", path, e->key);
-            fclose(f);
-            return -1;
-        }
-        e->v = malloc((size_t)(e->n > 0 ? e->n : 1) * sizeof *e->v);
-        for (int i = 0; i < e->n; i++) {
-            if (fscanf(f, "%lf", &e->v[i]) != 1) {
-                fprintf(stderr, "%s: '%s' ends early\n", path, e->key);
-                fclose(f);
-                return -1;
-            }
-        }
-        /* observations repeat: keep them in order under distinct keys */
-        if (strcmp(word, "obs") == 0) {
-            snprintf(e->key, sizeof e->key, "obs %d", n_entries);
-        }
-        if (++n_entries == MAX_KEYS) {
-            break;
-        }
-    }
-    fclose(f);
-    return 0;
-}
-
-static const struct entry *find(const char *key)
-{
-    for (int i = 0; i < n_entries; i++) {
-        if (strcmp(entries[i].key, key) == 0) {
-            return &entries[i];
-        }
-    }
-    fprintf(stderr, "fixture lacks '%s'\n", key);
-    return NULL;
-}
-
-static double rel_diff(const float *g, const double *ref, int n, double scale)
-{
-    double diff = 0, mx = 0;
-    for (int k = 0; k < n; k++) {
-        diff = fmax(diff, fabs(g[k] * scale - ref[k]));
-        mx = fmax(mx, fabs(ref[k]));
-    }
-    return mx > 0 ? diff / mx : diff;
-}
+#include "tests/agents/fixture_util.h"
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || load(argv[1]) < 0) {
+    if (argc < 2 || fx_load(argv[1]) < 0) {
         fprintf(stderr, "usage: test_agents_ompn_fixture FIXTURE\n");
         return 1;
     }
-    const struct entry *cf = find("config"), *lens = find("lens"),
-                       *tk = find("tasks"), *act = find("actions"),
-                       *pi_ref = find("pi"), *end_ref = find("end"),
-                       *p_ref = find("p"), *loss_ref = find("loss");
+    const struct entry *cf = fx_find("config"), *lens = fx_find("lens"),
+                       *tk = fx_find("tasks"), *act = fx_find("actions"),
+                       *pi_ref = fx_find("pi"), *end_ref = fx_find("end"),
+                       *p_ref = fx_find("p"), *loss_ref = fx_find("loss");
     if (!cf || !lens || !tk || !act || !pi_ref || !end_ref || !p_ref ||
         !loss_ref) {
         return 1;
@@ -131,7 +50,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < OMPN_N_PARAMS; i++) {
         char key[64];
         snprintf(key, sizeof key, "param %s", ompn_param_name(i));
-        const struct entry *e = find(key);
+        const struct entry *e = fx_find(key);
         struct gr_tensor *p = ompn_param(&m, i);
         CHECK(e != NULL && e->n == p->numel);
         if (e == NULL || e->n != p->numel) {
@@ -153,28 +72,7 @@ int main(int argc, char **argv)
     }
     struct demo_set ds;
     tu_make_demos(&ds, n, len, task, cfg.n_tasks, O, A, 1, NULL);
-    int s = 0, nzo = 0;
-    ds.nz_first[0] = 0;
-    ds.max_nz = 0;
-    for (int i = 0; i < n_entries; i++) {
-        if (strncmp(entries[i].key, "obs ", 4) != 0) {
-            continue;
-        }
-        CHECK(entries[i].n == O);
-        int c = 0;
-        for (int o = 0; o < O; o++) {
-            if (entries[i].v[o] != 0.0) {
-                ds.nz_idx[nzo] = (uint16_t)o;
-                ds.nz_val[nzo] = (float)entries[i].v[o];
-                nzo++;
-                c++;
-            }
-        }
-        ds.max_nz = c > ds.max_nz ? c : ds.max_nz;
-        ds.nz_first[s + 1] = nzo;
-        ds.action[s] = (uint8_t)act->v[s];
-        s++;
-    }
+    int s = fx_demo_obs(&ds, O, act);
     CHECK(s == steps && act->n == steps);
     struct demo_batch b;
     memset(&b, 0, sizeof b);
@@ -223,7 +121,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < OMPN_N_PARAMS; i++) {
         char key[64];
         snprintf(key, sizeof key, "grad %s", ompn_param_name(i));
-        const struct entry *e = find(key);
+        const struct entry *e = fx_find(key);
         struct gr_tensor *p = ompn_param(&m, i);
         if (e == NULL || e->n != p->numel) {
             CHECK(0);
@@ -231,8 +129,8 @@ int main(int argc, char **argv)
         }
         float *g = malloc((size_t)e->n * sizeof *g);
         gr_tensor_to_host(p->grad, g);
-        double rel = rel_diff(g, e->v, e->n, 1.0);
-        double scaled = rel_diff(g, e->v, e->n, 1.001);
+        double rel = fx_rel_diff(g, e->v, e->n, 1.0);
+        double scaled = fx_rel_diff(g, e->v, e->n, 1.001);
         printf("grad %-20s relative difference %.2e (scaled by 1.001: "
                "%.2e)\n",
                ompn_param_name(i), rel, scaled);
@@ -247,8 +145,6 @@ int main(int argc, char **argv)
     demo_batch_free(&b);
     demo_set_free(&ds);
     gr_ctx_free(ctx);
-    for (int i = 0; i < n_entries; i++) {
-        free(entries[i].v);
-    }
+    fx_free();
     return test_report("agents_ompn_fixture");
 }

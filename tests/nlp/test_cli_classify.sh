@@ -48,6 +48,9 @@ expect 2 "--dropouti 1.5 must be in \[0, 1\)" "${ct[@]}" --task listops --dropou
 expect 2 "--data .*nowhere.* does not exist" "${ct[@]}" --task logic --data "$tmp/nowhere" --out "$tmp/x"
 expect 2 "--resume and --force exclude each other" "${ct[@]}" --task listops --resume --force --out "$tmp/x"
 expect 2 "--checkpoint FILE is required" nlp classify eval
+# a negative --epochs or --batch is refused, not taken for "not given"
+expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --epochs -1 --out "$tmp/x"
+expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --batch -1 --out "$tmp/x"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
 
 # a small ListOps task: generated train (1,000 of it held out for
@@ -96,6 +99,43 @@ expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.
 
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
+# --device auto (the default) names the device it resolves to: cuda where
+# grove version counts a GPU, else cpu (it used to say cpu whatever ran)
+want_dev=cpu
+"$grove" version 2>/dev/null | grep -q "^gpus: *[1-9]" && want_dev=cuda
+"$grove" "${ct[@]}" "${small[@]/#cpu/auto}" --epochs 0 --out "$tmp/auto" >/dev/null 2>"$tmp/auto.err" ||
+    fail "--device auto --epochs 0"
+grep -q "^model: lstm, .*, on $want_dev, 0 epochs" "$tmp/auto.err" ||
+    fail "--device auto: the model line does not say $want_dev: $(cat "$tmp/auto.err")"
+
+# logic eval from a test file alone (the vocabulary is fixed): the same
+# accuracy as with --train beside it; training still needs --train or --data
+"$grove" nlp logic generate --n 300 --ops 1-3 --seed 1 --out "$tmp/ltrain.tsv" --quiet >/dev/null ||
+    fail "logic generate"
+"$grove" nlp logic generate --n 60 --ops 1-3 --seed 2 --out "$tmp/ltest.tsv" --quiet >/dev/null ||
+    fail "logic generate (test)"
+"$grove" "${ct[@]}" --task logic --model lstm --train "$tmp/ltrain.tsv" --test "$tmp/ltest.tsv" \
+    --emsize 8 --nhid 8 --epochs 1 --threads 1 --device cpu --quiet --out "$tmp/lrun" >/dev/null 2>&1 ||
+    fail "logic run from files"
+lacc=$("$grove" nlp classify eval --checkpoint "$tmp/lrun/best.ckpt" --train "$tmp/ltrain.tsv" \
+    --test "$tmp/ltest.tsv" 2>/dev/null | sed -n 's/^logic test: accuracy \([0-9.]*\) on 60 examples.*/\1/p')
+[ -n "$lacc" ] || fail "logic eval with --train and --test: no accuracy line"
+expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
+    --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv"
+expect 2 "--task logic needs --data DIR .* or --test FILE" nlp classify eval \
+    --checkpoint "$tmp/lrun/best.ckpt"
+expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task logic \
+    --test "$tmp/ltest.tsv" --out "$tmp/x"
+
+# ListOps batches never mix length buckets: a batch larger than a bucket
+# (847 kept trees: chunks of 85) is cut to the bucket, so the epoch trains
+# (it used to train 0 batches with a NaN loss)
+"$grove" "${ct[@]}" --task listops --listops-n 2000 --batch 128 --model lstm --emsize 8 --nhid 8 \
+    --epochs 1 --threads 1 --quiet --out "$tmp/bigbatch" >/dev/null 2>"$tmp/bigbatch.err" ||
+    fail "listops --batch 128 over 847 trees: $(cat "$tmp/bigbatch.err")"
+checks=$((checks + 1))
+awk -F, 'NR == 2 && $2 > 0 && $3 != "" && $3 !~ /nan/ { ok = 1 } END { exit !ok }' "$tmp/bigbatch/metrics.csv" ||
+    fail "listops --batch 128: no step or no loss: $(cat "$tmp/bigbatch/metrics.csv")"
 
 # another kind of checkpoint: one line, exit 2
 "$grove" train bc --tasks AC --options 2 --demos-per-task 10 --updates 0 --hidden 8 --width 8 \

@@ -73,6 +73,11 @@ static void test_small_corpus(void)
     unlink(path);
     CHECK(nlp_corpus_load(&c, dir) == GR_EIO);
     CHECK_STR_CONTAINS(gr_last_error(), "no ptb.test.txt or test.txt");
+    /* An empty split is named (not "a vocabulary of 0 words" later). */
+    write_text(dir, "test.txt", "");
+    CHECK(nlp_corpus_load(&c, dir) == GR_EFORMAT);
+    CHECK_STR_CONTAINS(gr_last_error(), "/test.txt: the file is empty");
+    unlink(path);
     snprintf(path, sizeof path, "%s/train.txt", dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/valid.txt", dir);

@@ -20,6 +20,7 @@
 #include "core/random.h"
 #include "nlp/data/logic.h"
 #include "tests/test.h"
+#include "tests/nlp/mutations.h"
 
 /* Tokens of a space-separated expression (test helper, no checks). */
 static int32_t toks(const char *text, uint8_t *out)
@@ -573,60 +574,31 @@ static void test_loader_errors(void)
     rmdir(dir);
 }
 
-/* Mutated copies of a valid text (bytes replaced, deleted, inserted from
- * the format's alphabet, Philox-seeded): each is read or refused with a
- * message naming the file and a line, never a crash (the ASan build runs
- * this too). */
+static int read_mutated(const char *text, size_t n, const char *name,
+                        int *bad)
+{
+    struct nlp_logic_set s;
+    nlp_logic_set_init(&s);
+    int rc = nlp_logic_read_text(&s, text, n, name);
+    if (rc == 0) {
+        for (int32_t i = 0; i < s.n; i++) {
+            *bad += s.pairs[i].k < 0 || s.pairs[i].k > 12 ||
+                    s.pairs[i].computed < -1 || s.pairs[i].computed > 6;
+        }
+    }
+    nlp_logic_set_free(&s);
+    return rc;
+}
+
+/* Mutated copies of a valid text, read or refused with the file and the
+ * line named (tests/nlp/mutations.h). */
 static void test_mutations(void)
 {
     static const char base[] = "#\te\t( ( f ( or d ) ) ( and d ) )\n"
         "^\t( e ( or ( not a ) ) )\t( ( not e ) ( and a ) )\n"
         "<\t( a ( and b ) )\ta\n";
     static const char alphabet[] = "( )\t\nabfnotrd<>=^|#v ";
-    struct gr_philox_stream r = gr_philox_stream_init(77, 0);
-    char buf[sizeof base + 8];
-    int bad_message = 0, bad_rc = 0, accepted = 0;
-    for (int trial = 0; trial < 3000; trial++) {
-        size_t n = sizeof base - 1;
-        memcpy(buf, base, n);
-        int edits = 1 + (int)(gr_philox_next_u32(&r) % 3);
-        for (int e = 0; e < edits; e++) {
-            size_t at = gr_philox_next_u32(&r) % n;
-            char c = alphabet[gr_philox_next_u32(&r) % (sizeof alphabet - 1)];
-            switch (gr_philox_next_u32(&r) % 3) {
-            case 0:
-                buf[at] = c;
-                break;
-            case 1:
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-                break;
-            default:
-                memmove(buf + at + 1, buf + at, n - at);
-                buf[at] = c;
-                n++;
-                break;
-            }
-        }
-        struct nlp_logic_set s;
-        nlp_logic_set_init(&s);
-        int rc = nlp_logic_read_text(&s, buf, n, "m.tsv");
-        if (rc == 0) {
-            accepted++;
-            for (int32_t i = 0; i < s.n; i++) {
-                bad_rc += s.pairs[i].k < 0 || s.pairs[i].k > 12 ||
-                          s.pairs[i].computed < -1 || s.pairs[i].computed > 6;
-            }
-        } else if (rc != GR_EFORMAT) {
-            bad_rc++;
-        } else if (strncmp(gr_last_error(), "m.tsv:", 6) != 0) {
-            bad_message++;
-        }
-        nlp_logic_set_free(&s);
-    }
-    CHECK_MSG(bad_rc == 0 && bad_message == 0, "%d wrong codes, %d messages "
-              "without file and line", bad_rc, bad_message);
-    CHECK(accepted > 0 && accepted < 3000);
+    mut_check(base, alphabet, "m.tsv", read_mutated);
 }
 
 int main(int argc, char **argv)

@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "nlp/data/sst.h"
 #include "tests/test.h"
+#include "tests/nlp/mutations.h"
 
 static const char *word(const struct nlp_sst *s, const struct nlp_sst_tree *t,
                         int32_t i)
@@ -198,60 +199,31 @@ static void test_released(const char *dir)
     CHECK_STR_CONTAINS(gr_last_error(), "/nonexistent/sst/train.txt");
 }
 
-/* Mutated copies of a valid text (bytes replaced, deleted, inserted from
- * the format's alphabet, Philox-seeded): each is read or refused with a
- * message naming the file and a line, never a crash (the ASan build runs
- * this too). */
+static int read_mutated(const char *text, size_t n, const char *name,
+                        int *bad)
+{
+    struct nlp_sst s;
+    nlp_sst_init(&s);
+    int rc = nlp_sst_read_text(&s, NLP_TRAIN, text, n, name);
+    if (rc == 0) {
+        for (int32_t i = 0; i < s.n_trees[NLP_TRAIN]; i++) {
+            const struct nlp_sst_tree *t = &s.trees[NLP_TRAIN][i];
+            *bad += t->n_nodes != 2 * t->n_words - 1 ||
+                    t->nodes[0].end != t->n_words;
+        }
+    }
+    nlp_sst_free(&s);
+    return rc;
+}
+
+/* Mutated copies of a valid text, read or refused with the file and the
+ * line named (tests/nlp/mutations.h). */
 static void test_mutations(void)
 {
     static const char base[] = "(3 (2 (2 The) (2 Rock)) (4 (3 is) (4 great)))\n"
         "(1 (2 The) (0 bad))\n";
     static const char alphabet[] = "( )\n01234ab ";
-    struct gr_philox_stream r = gr_philox_stream_init(77, 0);
-    char buf[sizeof base + 8];
-    int bad_message = 0, bad_rc = 0, accepted = 0;
-    for (int trial = 0; trial < 3000; trial++) {
-        size_t n = sizeof base - 1;
-        memcpy(buf, base, n);
-        int edits = 1 + (int)(gr_philox_next_u32(&r) % 3);
-        for (int e = 0; e < edits; e++) {
-            size_t at = gr_philox_next_u32(&r) % n;
-            char c = alphabet[gr_philox_next_u32(&r) % (sizeof alphabet - 1)];
-            switch (gr_philox_next_u32(&r) % 3) {
-            case 0:
-                buf[at] = c;
-                break;
-            case 1:
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-                break;
-            default:
-                memmove(buf + at + 1, buf + at, n - at);
-                buf[at] = c;
-                n++;
-                break;
-            }
-        }
-        struct nlp_sst s;
-        nlp_sst_init(&s);
-        int rc = nlp_sst_read_text(&s, NLP_TRAIN, buf, n, "m.txt");
-        if (rc == 0) {
-            accepted++;
-            for (int32_t i = 0; i < s.n_trees[NLP_TRAIN]; i++) {
-                const struct nlp_sst_tree *t = &s.trees[NLP_TRAIN][i];
-                bad_rc += t->n_nodes != 2 * t->n_words - 1 ||
-                          t->nodes[0].end != t->n_words;
-            }
-        } else if (rc != GR_EFORMAT) {
-            bad_rc++;
-        } else if (strncmp(gr_last_error(), "m.txt:", 6) != 0) {
-            bad_message++;
-        }
-        nlp_sst_free(&s);
-    }
-    CHECK_MSG(bad_rc == 0 && bad_message == 0, "%d wrong codes, %d messages "
-              "without file and line", bad_rc, bad_message);
-    CHECK(accepted > 0 && accepted < 3000);
+    mut_check(base, alphabet, "m.txt", read_mutated);
 }
 
 int main(int argc, char **argv)

@@ -48,6 +48,27 @@ bc)
     "${mpi[@]}" "$grove" "${args[@]}" --balance-options 0.1 --out "$tmp/bal" >"$tmp/bal.out" 2>&1 &&
         fail "--balance-options ran across 2 processes"
     grep -q "not split across 2 MPI processes" "$tmp/bal.out" || fail "no message for --balance-options: $(cat "$tmp/bal.out")"
+    # SIGINT to the processes (as Ctrl-C reaches them): they stop at one
+    # update and the line to resume names mpirun with the same count
+    long=("${args[@]/#20/100000}")
+    "${mpi[@]}" "$grove" "${long[@]}" --out "$tmp/int" >"$tmp/int.out" 2>&1 &
+    mpid=$!
+    for _ in $(seq 1200); do
+        [ -f "$tmp/int/metrics.csv" ] && [ "$(wc -l <"$tmp/int/metrics.csv")" -ge 2 ] && break
+        kill -0 "$mpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    for p in $(pgrep -P "$mpid"); do
+        kill -INT "$p" 2>/dev/null
+    done
+    for _ in $(seq 600); do
+        kill -0 "$mpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill "$mpid" 2>/dev/null
+    wait "$mpid"
+    grep -A1 "SIGINT: stopped at update" "$tmp/int.out" | grep -q "^  mpirun -np 2 grove train bc .*--resume$" ||
+        fail "the resume line under mpirun lacks 'mpirun -np 2': $(cat "$tmp/int.out")"
     ;;
 lm)
     # dropout off: with it each process draws its own masks (train/mpi.h);

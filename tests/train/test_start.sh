@@ -139,7 +139,7 @@ zero() {
 zero bc "${bc[@]}" --updates 0
 zero lm "${lm[@]}" --epochs 0
 zero classify "${cls[@]}" --epochs 0
-zero ppo "${ppo[@]/256/0}"
+zero ppo "${ppo[@]/#256/0}"
 
 # BC: resuming the exported initial model equals the fresh run
 "$grove" "${bc[@]}" --updates 6 --resume --out "$tmp/zero-bc" >/dev/null 2>"$tmp/e" ||
