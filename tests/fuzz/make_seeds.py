@@ -73,7 +73,9 @@ def main():
     write(co, "three_splits",
           b" the cat sat on the mat \n the dog <unk> N\r\na b\n\0"
           b" the cat N \n\0 a mat\r the dog")
-    write(co, "train_only", b"one two three\none\n")
+    # one line per split: an empty split is refused since the loader names
+    # it (nlp_corpus), so every seed has all three
+    write(co, "one_line_splits", b"one two three\none\n\0two\n\0three one\n")
 
     oc = os.path.join(root, "ocn_config")
     write(oc, "ocn", b"kind ocn\noptions 3\nhidden 128\nwidth 64\nobs 1076\n"
