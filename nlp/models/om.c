@@ -378,6 +378,12 @@ struct gr_tensor *nlp_om_input(struct nlp_om *m, int dir, struct gr_tensor *x)
                          d->ln_x_g, d->ln_x_b, OM_LN_EPS);
 }
 
+int nlp_om_unfused(void)
+{
+    const char *e = getenv("GROVE_OM_UNFUSED");
+    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+}
+
 static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
                               struct gr_tensor *h,
                               const struct nlp_om_run *run, int64_t t,
@@ -386,6 +392,17 @@ static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
     struct gr_ctx *ctx = m->ctx;
     const struct nlp_om_dir *d = &m->dir[dir];
     float r = m->cfg.dropout;
+    if (!nlp_om_unfused()) {
+        /* one op, the same numbers and dropout masks (kernels/ops.h) */
+        float p = run->training ? r : 0.0f;
+        return gr_om_cell(
+            ctx, v, h, d->c1.weight, d->c1.bias, d->c2.weight, d->c2.bias,
+            d->ln_x_g, d->ln_x_b, OM_LN_EPS, p,
+            nlp_om_rng(run->seed, run->batch, t, slot, NLP_OM_RNG_CELL_IN,
+                       dir),
+            nlp_om_rng(run->seed, run->batch, t, slot, NLP_OM_RNG_CELL_HID,
+                       dir));
+    }
     struct gr_tensor *vh[2] = {v, h};
     struct gr_tensor *in = gr_concat(ctx, 2, vh, 1); /* [R, 2D] */
     in = drop(ctx, in, r, run, t, slot, NLP_OM_RNG_CELL_IN, dir);
@@ -438,6 +455,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     }
     const struct nlp_om_dir *d = &m->dir[dir];
     const float rm = m->cfg.dropoutm;
+    const int fused = !nlp_om_unfused();
 
     size_t nb = (size_t)B * N;
     size_t bytes = (4 * nb + (size_t)B) * sizeof(float) +
@@ -600,11 +618,15 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                 ctx, gr_transpose(ctx, cp, 0, 1), gr_shape3(N, B, 1));
             struct gr_tensor *rcpT = gr_reshape(
                 ctx, gr_transpose(ctx, rcp, 0, 1), gr_shape3(N, B, 1));
-            struct gr_tensor *omcT = gr_affine(ctx, cpT, -1.0f, 1.0f);
+            struct gr_tensor *omcT =
+                fused ? cpT : gr_affine(ctx, cpT, -1.0f, 1.0f);
             /* memory update (eq. 3.5.5) */
-            struct gr_tensor *Mt = gr_add(
-                ctx, gr_mul(ctx, M, gr_affine(ctx, rcpT, -1.0f, 1.0f)),
-                gr_mul(ctx, Mh, rcpT));
+            struct gr_tensor *Mt =
+                fused ? gr_lerp(ctx, M, Mh, rcpT)
+                      : gr_add(ctx,
+                               gr_mul(ctx, M,
+                                      gr_affine(ctx, rcpT, -1.0f, 1.0f)),
+                               gr_mul(ctx, Mh, rcpT));
             if (cp == NULL || Mt == NULL || omcT == NULL ||
                 gr_tensor_to_host(cp, s.cp) < 0) {
                 rc = -1;
@@ -632,8 +654,13 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                 struct gr_tensor *ci = gr_select(ctx, cpT, i);   /* [B, 1] */
                 if (A == B) {
                     struct gr_tensor *o = cell(m, dir, h, Mi, run, t, i);
-                    struct gr_tensor *omci = gr_select(ctx, omcT, i);
-                    h = gr_add(ctx, gr_mul(ctx, xt, omci), gr_mul(ctx, o, ci));
+                    if (fused) {
+                        h = gr_lerp(ctx, xt, o, ci);
+                    } else {
+                        struct gr_tensor *omci = gr_select(ctx, omcT, i);
+                        h = gr_add(ctx, gr_mul(ctx, xt, omci),
+                                   gr_mul(ctx, o, ci));
+                    }
                 } else {
                     /* The A active rows go through the cell; every other
                      * row of the slot is xt (cp = 0; padded rows are
@@ -645,9 +672,13 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     struct gr_tensor *oa = cell(
                         m, dir, gr_embedding(ctx, h, idx),
                         gr_embedding(ctx, Mi, idx), run, t, i);
-                    struct gr_tensor *ha = gr_add(
-                        ctx, gr_mul(ctx, xa, gr_affine(ctx, ca, -1.0f, 1.0f)),
-                        gr_mul(ctx, oa, ca));
+                    struct gr_tensor *ha =
+                        fused ? gr_lerp(ctx, xa, oa, ca)
+                              : gr_add(ctx,
+                                       gr_mul(ctx, xa,
+                                              gr_affine(ctx, ca, -1.0f,
+                                                        1.0f)),
+                                       gr_mul(ctx, oa, ca));
                     for (int64_t b = 0; b < B; b++) {
                         if (s.pos[b] < 0) {
                             s.pos[b] = A + (int32_t)b; /* xt's row b */

@@ -216,6 +216,12 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
 /* xt = LN_x(W_in x + b_in): x [..., D_in] -> [..., D] (eq. 3.5.1). */
 struct gr_tensor *nlp_om_input(struct nlp_om *m, int dir, struct gr_tensor *x);
 
+/* Whether the plain composition of ops is used instead of the fused cell
+ * (gr_om_cell, kernels/ops.h): the environment variable GROVE_OM_UNFUSED
+ * set to anything but "" or "0". Same numbers either way; kept for
+ * comparison and so that the fixture tests check both. */
+int nlp_om_unfused(void);
+
 /* The gated recursive cell (eqs 3.5.12-3.5.13) without dropout:
  * v, h [R, D] -> [R, D]. */
 struct gr_tensor *nlp_om_cell(struct nlp_om *m, int dir, struct gr_tensor *v,
