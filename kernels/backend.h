@@ -186,12 +186,13 @@ struct gr_backend {
     int (*om_cell_mask)(void *st, const float *a, float *g, int64_t n,
                         float scale);
     /* gr_lerp over rows × d: y = (1 - w[r])·a + w[r]·b; the backward
-     * accumulates into ga, gb [rows, d] and gw [rows] (each may be NULL). */
+     * accumulates into gw [rows] and into ga, gb [rows, d] when bit 0 / 1
+     * of acc is set, else writes them (each may be NULL). */
     int (*lerp_fwd)(void *st, const float *a, const float *b, const float *w,
                     float *y, int64_t rows, int64_t d);
     int (*lerp_bwd)(void *st, const float *a, const float *b, const float *w,
                     const float *gy, float *ga, float *gb, float *gw,
-                    int64_t rows, int64_t d);
+                    int64_t rows, int64_t d, unsigned acc);
 
     /* act [b, 5H] receives (σ(i), σ(f), tanh(g), σ(o), tanh(c)) so that
      * the backward needs no transcendental function. */

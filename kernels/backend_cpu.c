@@ -1115,22 +1115,23 @@ static int cpu_lerp_fwd(void *st, const float *a, const float *b,
 
 static int cpu_lerp_bwd(void *st, const float *a, const float *b,
                         const float *w, const float *gy, float *ga, float *gb,
-                        float *gw, int64_t rows, int64_t d)
+                        float *gw, int64_t rows, int64_t d, unsigned acc)
 {
     (void)st;
+    const int acc_a = (acc & 1u) != 0, acc_b = (acc & 2u) != 0;
     for (int64_t r = 0; r < rows; r++) {
         const float wr = w[r], om = 1.0f - wr;
         const float *g = gy + r * d;
         if (ga) {
             float *o = ga + r * d;
             for (int64_t c = 0; c < d; c++) {
-                o[c] += g[c] * om;
+                o[c] = (acc_a ? o[c] : 0.0f) + g[c] * om;
             }
         }
         if (gb) {
             float *o = gb + r * d;
             for (int64_t c = 0; c < d; c++) {
-                o[c] += g[c] * wr;
+                o[c] = (acc_b ? o[c] : 0.0f) + g[c] * wr;
             }
         }
         if (gw) {

@@ -1562,7 +1562,7 @@ int cu_lerp_fwd(void *st, const float *a, const float *b, const float *w,
 /* one thread per row: the weight's gradient is a sum over the row */
 __global__ void k_lerp_bwd(const float *a, const float *b, const float *w,
                            const float *gy, float *ga, float *gb, float *gw,
-                           int64_t rows, int64_t d)
+                           int64_t rows, int64_t d, unsigned acc)
 {
     GRID_STRIDE(r, rows)
     {
@@ -1572,10 +1572,10 @@ __global__ void k_lerp_bwd(const float *a, const float *b, const float *w,
             int64_t k = r * d + c;
             float g = gy[k];
             if (ga != NULL) {
-                ga[k] += g * om;
+                ga[k] = ((acc & 1u) ? ga[k] : 0.0f) + g * om;
             }
             if (gb != NULL) {
-                gb[k] += g * wr;
+                gb[k] = ((acc & 2u) ? gb[k] : 0.0f) + g * wr;
             }
             s += (double)g * ((double)b[k] - (double)a[k]);
         }
@@ -1587,10 +1587,10 @@ __global__ void k_lerp_bwd(const float *a, const float *b, const float *w,
 
 int cu_lerp_bwd(void *st, const float *a, const float *b, const float *w,
                 const float *gy, float *ga, float *gb, float *gw,
-                int64_t rows, int64_t d)
+                int64_t rows, int64_t d, unsigned acc)
 {
     (void)st;
-    LAUNCH(k_lerp_bwd, rows, a, b, w, gy, ga, gb, gw, rows, d);
+    LAUNCH(k_lerp_bwd, rows, a, b, w, gy, ga, gb, gw, rows, d, acc);
 }
 
 int cu_lstm_fwd(void *st, const float *gates, const float *c_prev, float *h,

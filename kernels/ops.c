@@ -1112,10 +1112,11 @@ static int stack_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     float *gy = F(nd->out[0]->grad);
     int64_t each = nd->i[0];
     for (int j = 0; j < nd->n_in; j++) {
-        float *gx = gr_grad_buf(ctx, nd->in[j]);
+        int acc;
+        float *gx = gr_grad_buf_acc(ctx, nd->in[j], &acc);
         if (gx) {
             CALLB(ctx->be->copy2d(ctx->st, gx, each, gy + (int64_t)j * each,
-                                  each, 1, each, 1));
+                                  each, 1, each, acc));
         }
     }
     return ctx->status;
@@ -1791,8 +1792,12 @@ static int om_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     float *in = nd->aux[0];
     float *a = in + r * 2 * d, *z = a + r * 4 * d, *s = z + r * 4 * d;
     float *mean = s + r * d, *rstd = mean + r;
-    float *gv = gr_grad_buf(ctx, v);
-    float *gh = gr_grad_buf(ctx, h);
+    int acc_v, acc_h;
+    float *gv = gr_grad_buf_acc(ctx, v, &acc_v);
+    float *gh = gr_grad_buf_acc(ctx, h, &acc_h);
+    if (gh != NULL && gh == gv) {
+        acc_h = 1; /* h is v: the second contribution adds */
+    }
     float *gw1 = gr_grad_buf(ctx, w1), *gb1 = gr_grad_buf(ctx, b1);
     float *gw2 = gr_grad_buf(ctx, w2), *gb2 = gr_grad_buf(ctx, b2);
     float *ggam = gr_grad_buf(ctx, gam), *gbet = gr_grad_buf(ctx, bet);
@@ -1807,7 +1812,8 @@ static int om_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     CALLB(be->zero(ctx->st, gs, (size_t)(r * 5 * d) * sizeof(float)));
     CALLB(be->layernorm_bwd(ctx->st, s, F(gam), mean, rstd,
                             F(nd->out[0]->grad), gs, ggam, gbet, r, d));
-    CALLB(be->om_gate_bwd(ctx->st, z, F(v), F(h), gs, gz, gv, gh, r, d));
+    CALLB(be->om_gate_bwd(ctx->st, z, F(v), F(h), gs, gz, NULL, NULL, r,
+                          d));
     if (gw2) {
         CALLB(be->gemm(ctx->st, 1, 0, 4 * D, 4 * D, R, 1.0f, gz, 4 * D, 0,
                        a, 4 * D, 0, 1.0f, gw2, 4 * D, 0, 1));
@@ -1835,12 +1841,15 @@ static int om_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
             om_cell_bcast(&bc, r, 2 * d);
             CALLB(be->dropout(ctx->st, gin, gin, &bc, key_in, p, scale, 0));
         }
+        /* written by the first contribution, then the gated sum's */
         if (gv) {
-            CALLB(be->copy2d(ctx->st, gv, d, gin, 2 * d, r, d, 1));
+            CALLB(be->copy2d(ctx->st, gv, d, gin, 2 * d, r, d, acc_v));
         }
         if (gh) {
-            CALLB(be->copy2d(ctx->st, gh, d, gin + d, 2 * d, r, d, 1));
+            CALLB(be->copy2d(ctx->st, gh, d, gin + d, 2 * d, r, d, acc_h));
         }
+        CALLB(be->om_gate_bwd(ctx->st, z, F(v), F(h), gs, NULL, gv, gh, r,
+                              d));
     }
     return 0;
 }
@@ -1945,14 +1954,19 @@ struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
 static int lerp_bwd(struct gr_ctx *ctx, struct gr_node *nd)
 {
     struct gr_tensor *a = nd->in[0], *b = nd->in[1], *w = nd->in[2];
-    float *ga = gr_grad_buf(ctx, a);
-    float *gb = gr_grad_buf(ctx, b);
+    int acc_a, acc_b;
+    float *ga = gr_grad_buf_acc(ctx, a, &acc_a);
+    float *gb = gr_grad_buf_acc(ctx, b, &acc_b);
     float *gw = gr_grad_buf(ctx, w);
     if (ctx->status < 0) {
         return ctx->status;
     }
+    if (ga != NULL && ga == gb) {
+        acc_b = 1; /* a is b: the second contribution adds */
+    }
     CALLB(ctx->be->lerp_bwd(ctx->st, F(a), F(b), F(w), F(nd->out[0]->grad),
-                            ga, gb, gw, nd->i[0], nd->i[1]));
+                            ga, gb, gw, nd->i[0], nd->i[1],
+                            (acc_a ? 1 : 0) | (acc_b ? 2 : 0)));
     return 0;
 }
 
