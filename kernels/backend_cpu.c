@@ -1098,15 +1098,22 @@ static int cpu_om_cell_mask(void *st, const float *a, float *g, int64_t n,
 }
 
 static int cpu_lerp_fwd(void *st, const float *a, const float *b,
-                        const float *w, float *y, int64_t rows, int64_t d)
+                        const float *w, const int32_t *idx, float *y,
+                        int64_t rows, int64_t d)
 {
     (void)st;
     for (int64_t r = 0; r < rows; r++) {
-        const float wr = w[r], om = 1.0f - wr;
-        const float *ar = a + r * d, *br = b + r * d;
+        const float *ar = a + r * d;
         float *yr = y + r * d;
+        int64_t br = idx ? idx[r] : r;
+        if (br < 0) {
+            memcpy(yr, ar, (size_t)d * sizeof *yr);
+            continue;
+        }
+        const float wr = w[r], om = 1.0f - wr;
+        const float *bp = b + br * d;
         for (int64_t c = 0; c < d; c++) {
-            float u = ar[c] * om, v = br[c] * wr;
+            float u = ar[c] * om, v = bp[c] * wr;
             yr[c] = u + v;
         }
     }
@@ -1114,13 +1121,15 @@ static int cpu_lerp_fwd(void *st, const float *a, const float *b,
 }
 
 static int cpu_lerp_bwd(void *st, const float *a, const float *b,
-                        const float *w, const float *gy, float *ga, float *gb,
-                        float *gw, int64_t rows, int64_t d, unsigned acc)
+                        const float *w, const int32_t *idx, const float *gy,
+                        float *ga, float *gb, float *gw, int64_t rows,
+                        int64_t d, unsigned acc)
 {
     (void)st;
     const int acc_a = (acc & 1u) != 0, acc_b = (acc & 2u) != 0;
     for (int64_t r = 0; r < rows; r++) {
-        const float wr = w[r], om = 1.0f - wr;
+        int64_t br = idx ? idx[r] : r;
+        const float wr = br < 0 ? 0.0f : w[r], om = 1.0f - wr;
         const float *g = gy + r * d;
         if (ga) {
             float *o = ga + r * d;
@@ -1128,19 +1137,22 @@ static int cpu_lerp_bwd(void *st, const float *a, const float *b,
                 o[c] = (acc_a ? o[c] : 0.0f) + g[c] * om;
             }
         }
+        if (br < 0) {
+            continue;
+        }
         if (gb) {
-            float *o = gb + r * d;
+            float *o = gb + br * d;
             for (int64_t c = 0; c < d; c++) {
                 o[c] = (acc_b ? o[c] : 0.0f) + g[c] * wr;
             }
         }
         if (gw) {
-            const float *ar = a + r * d, *br = b + r * d;
-            double s = 0.0;
+            const float *ar = a + r * d, *bp = b + br * d;
+            double sum = 0.0;
             for (int64_t c = 0; c < d; c++) {
-                s += (double)g[c] * ((double)br[c] - (double)ar[c]);
+                sum += (double)g[c] * ((double)bp[c] - (double)ar[c]);
             }
-            gw[r] += (float)s;
+            gw[r] += (float)sum;
         }
     }
     return 0;

@@ -1542,31 +1542,40 @@ int cu_om_cell_mask(void *st, const float *a, float *g, int64_t n,
 }
 
 __global__ void k_lerp_fwd(const float *a, const float *b, const float *w,
-                           float *y, int64_t rows, int64_t d)
+                           const int32_t *idx, float *y, int64_t rows,
+                           int64_t d)
 {
     GRID_STRIDE(k, rows * d)
     {
-        float wr = w[k / d];
-        float u = a[k] * (1.0f - wr), v = b[k] * wr;
-        y[k] = u + v;
+        int64_t r = k / d, c = k % d;
+        int64_t br = idx != NULL ? (int64_t)idx[r] : r;
+        if (br < 0) {
+            y[k] = a[k];
+        } else {
+            float wr = w[r];
+            float u = a[k] * (1.0f - wr), v = b[br * d + c] * wr;
+            y[k] = u + v;
+        }
     }
 }
 
 int cu_lerp_fwd(void *st, const float *a, const float *b, const float *w,
-                float *y, int64_t rows, int64_t d)
+                const int32_t *idx, float *y, int64_t rows, int64_t d)
 {
     (void)st;
-    LAUNCH(k_lerp_fwd, rows * d, a, b, w, y, rows, d);
+    LAUNCH(k_lerp_fwd, rows * d, a, b, w, idx, y, rows, d);
 }
 
 /* one thread per row: the weight's gradient is a sum over the row */
 __global__ void k_lerp_bwd(const float *a, const float *b, const float *w,
-                           const float *gy, float *ga, float *gb, float *gw,
-                           int64_t rows, int64_t d, unsigned acc)
+                           const int32_t *idx, const float *gy, float *ga,
+                           float *gb, float *gw, int64_t rows, int64_t d,
+                           unsigned acc)
 {
     GRID_STRIDE(r, rows)
     {
-        float wr = w[r], om = 1.0f - wr;
+        int64_t br = idx != NULL ? (int64_t)idx[r] : r;
+        float wr = br < 0 ? 0.0f : w[r], om = 1.0f - wr;
         double s = 0.0;
         for (int64_t c = 0; c < d; c++) {
             int64_t k = r * d + c;
@@ -1574,23 +1583,26 @@ __global__ void k_lerp_bwd(const float *a, const float *b, const float *w,
             if (ga != NULL) {
                 ga[k] = ((acc & 1u) ? ga[k] : 0.0f) + g * om;
             }
-            if (gb != NULL) {
-                gb[k] = ((acc & 2u) ? gb[k] : 0.0f) + g * wr;
+            if (br >= 0) {
+                int64_t kb = br * d + c;
+                if (gb != NULL) {
+                    gb[kb] = ((acc & 2u) ? gb[kb] : 0.0f) + g * wr;
+                }
+                s += (double)g * ((double)b[kb] - (double)a[k]);
             }
-            s += (double)g * ((double)b[k] - (double)a[k]);
         }
-        if (gw != NULL) {
+        if (gw != NULL && br >= 0) {
             gw[r] += (float)s;
         }
     }
 }
 
 int cu_lerp_bwd(void *st, const float *a, const float *b, const float *w,
-                const float *gy, float *ga, float *gb, float *gw,
-                int64_t rows, int64_t d, unsigned acc)
+                const int32_t *idx, const float *gy, float *ga, float *gb,
+                float *gw, int64_t rows, int64_t d, unsigned acc)
 {
     (void)st;
-    LAUNCH(k_lerp_bwd, rows, a, b, w, gy, ga, gb, gw, rows, d, acc);
+    LAUNCH(k_lerp_bwd, rows, a, b, w, idx, gy, ga, gb, gw, rows, d, acc);
 }
 
 int cu_lstm_fwd(void *st, const float *gates, const float *c_prev, float *h,

@@ -1954,6 +1954,7 @@ struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
 static int lerp_bwd(struct gr_ctx *ctx, struct gr_node *nd)
 {
     struct gr_tensor *a = nd->in[0], *b = nd->in[1], *w = nd->in[2];
+    struct gr_tensor *idx = nd->n_in > 3 ? nd->in[3] : NULL;
     int acc_a, acc_b;
     float *ga = gr_grad_buf_acc(ctx, a, &acc_a);
     float *gb = gr_grad_buf_acc(ctx, b, &acc_b);
@@ -1964,47 +1965,87 @@ static int lerp_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     if (ga != NULL && ga == gb) {
         acc_b = 1; /* a is b: the second contribution adds */
     }
-    CALLB(ctx->be->lerp_bwd(ctx->st, F(a), F(b), F(w), F(nd->out[0]->grad),
-                            ga, gb, gw, nd->i[0], nd->i[1],
-                            (acc_a ? 1 : 0) | (acc_b ? 2 : 0)));
+    CALLB(ctx->be->lerp_bwd(ctx->st, F(a), F(b), F(w), idx ? I(idx) : NULL,
+                            F(nd->out[0]->grad), ga, gb, gw, nd->i[0],
+                            nd->i[1], (acc_a ? 1 : 0) | (acc_b ? 2 : 0)));
     return 0;
 }
 
-struct gr_tensor *gr_lerp(struct gr_ctx *ctx, struct gr_tensor *a,
-                          struct gr_tensor *b, struct gr_tensor *w)
+static struct gr_tensor *lerp_op(struct gr_ctx *ctx, const char *op,
+                                 struct gr_tensor *a, struct gr_tensor *b,
+                                 struct gr_tensor *w, struct gr_tensor *idx)
 {
-    const char *op = "gr_lerp";
     if (!arg_ok(ctx, op, a, "a", GR_F32) || !arg_ok(ctx, op, b, "b", GR_F32) ||
-        !arg_ok(ctx, op, w, "w", GR_F32)) {
+        !arg_ok(ctx, op, w, "w", GR_F32) ||
+        (idx && !arg_ok(ctx, op, idx, "idx", GR_I32))) {
         return NULL;
     }
     char s1[96], s2[96], s3[96];
-    int same = a->ndim == b->ndim && a->ndim >= 1;
-    for (int i = 0; same && i < a->ndim; i++) {
-        same = a->shape[i] == b->shape[i];
-    }
     int64_t d = a->ndim >= 1 ? a->shape[a->ndim - 1] : 0;
-    int wok = same && w->ndim == a->ndim && w->shape[w->ndim - 1] == 1;
-    for (int i = 0; wok && i < a->ndim - 1; i++) {
-        wok = w->shape[i] == a->shape[i];
+    int ok = a->ndim >= 1 && w->ndim == a->ndim && w->shape[w->ndim - 1] == 1;
+    for (int i = 0; ok && i < a->ndim - 1; i++) {
+        ok = w->shape[i] == a->shape[i];
     }
-    if (!wok) {
-        return gr_fail(ctx, GR_EINVAL, "%s: a %s and b %s must have one shape "
-                       "[..., D] and w %s that shape with D replaced by 1",
-                       op, SHAPE_STR(a, s1), SHAPE_STR(b, s2),
-                       SHAPE_STR(w, s3));
+    int64_t rows = w->numel;
+    if (idx == NULL) {
+        ok = ok && a->ndim == b->ndim;
+        for (int i = 0; ok && i < a->ndim; i++) {
+            ok = a->shape[i] == b->shape[i];
+        }
+    } else {
+        ok = ok && b->ndim == 2 && b->shape[1] == d && idx->ndim == 1 &&
+             idx->numel == rows;
+    }
+    if (!ok) {
+        return gr_fail(ctx, GR_EINVAL, "%s: a %s, b %s and w %s: want a "
+                       "[..., D], w that shape with D replaced by 1, and b "
+                       "%s", op, SHAPE_STR(a, s1), SHAPE_STR(b, s2),
+                       SHAPE_STR(w, s3),
+                       idx ? "[A, D] with idx [rows of a]" : "the shape of a");
+    }
+    if (idx) {
+        /* idx: -1 (keep a) or a row of b, each row of b exactly once (the
+         * backward writes b's gradient by its first contribution) */
+        if (!index_in_range(ctx, op, idx, "idx", -1,
+                            (int32_t)(b->shape[0] - 1))) {
+            return NULL;
+        }
+        if (ctx->device == GR_DEVICE_CPU) {
+            int64_t hit = 0;
+            uint8_t *seen = gr_host_scratch(ctx, (size_t)b->shape[0] + 1);
+            if (!seen) {
+                return NULL;
+            }
+            memset(seen, 0, (size_t)b->shape[0]);
+            for (int64_t r = 0; r < rows; r++) {
+                int32_t j = I(idx)[r];
+                if (j >= 0) {
+                    hit += seen[j] == 0;
+                    seen[j] = 1;
+                }
+            }
+            int64_t used = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                used += I(idx)[r] >= 0;
+            }
+            if (hit != b->shape[0] || used != hit) {
+                return gr_fail(ctx, GR_EINVAL, "%s: idx must name every row "
+                               "of b (%lld) exactly once", op,
+                               (long long)b->shape[0]);
+            }
+        }
     }
     NEED(lerp_fwd);
     NEED(lerp_bwd);
-    int64_t rows = w->numel;
     struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(a), 0);
     if (!y) {
         return NULL;
     }
-    CALL(ctx->be->lerp_fwd(ctx->st, F(a), F(b), F(w), F(y), rows, d));
-    struct gr_tensor *in[3] = {a, b, w};
+    CALL(ctx->be->lerp_fwd(ctx->st, F(a), F(b), F(w), idx ? I(idx) : NULL,
+                           F(y), rows, d));
+    struct gr_tensor *in[4] = {a, b, w, idx};
     if (wants_grad(ctx, 3, in)) {
-        struct gr_node *nd = record(ctx, op, lerp_bwd, 3, in, y);
+        struct gr_node *nd = record(ctx, op, lerp_bwd, idx ? 4 : 3, in, y);
         if (!nd) {
             return NULL;
         }
@@ -2012,6 +2053,19 @@ struct gr_tensor *gr_lerp(struct gr_ctx *ctx, struct gr_tensor *a,
         nd->i[1] = d;
     }
     return y;
+}
+
+struct gr_tensor *gr_lerp(struct gr_ctx *ctx, struct gr_tensor *a,
+                          struct gr_tensor *b, struct gr_tensor *w)
+{
+    return lerp_op(ctx, "gr_lerp", a, b, w, NULL);
+}
+
+struct gr_tensor *gr_lerp_rows(struct gr_ctx *ctx, struct gr_tensor *a,
+                               struct gr_tensor *b, struct gr_tensor *w,
+                               struct gr_tensor *idx)
+{
+    return lerp_op(ctx, "gr_lerp_rows", a, b, w, idx);
 }
 
 static int lstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)

@@ -266,6 +266,15 @@ struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
 struct gr_tensor *gr_lerp(struct gr_ctx *ctx, struct gr_tensor *a,
                           struct gr_tensor *b, struct gr_tensor *w);
 
+/* The same with b's rows picked: a [R, D], b [A, D], w [R, 1], idx [R] i32
+ * with -1 (y[r] = a[r]) or a row of b, every row of b named exactly once:
+ * y[r] = (1 - w[r])·a[r] + w[r]·b[idx[r]]. OM's candidate update when only
+ * A of the R rows went through the cell (checked on CPU; on CUDA only the
+ * range is checked). */
+struct gr_tensor *gr_lerp_rows(struct gr_ctx *ctx, struct gr_tensor *a,
+                               struct gr_tensor *b, struct gr_tensor *w,
+                               struct gr_tensor *idx);
+
 /* Ordered Memory's whole gated recursive cell (ordered_memory.md eqs
  * 3.5.12-3.5.13) as one op: v, h [R, D] ->
  *   LN( σ(g_v)⊙v + σ(g_h)⊙h + σ(g_c)⊙u ; gamma, beta, eps ),

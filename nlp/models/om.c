@@ -667,18 +667,23 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                      * zeroed after the step). */
                     struct gr_tensor *idx = gr_tensor_from_host(
                         ctx, GR_I32, gr_shape1(A), s.act);
-                    struct gr_tensor *xa = gr_embedding(ctx, xt, idx);
-                    struct gr_tensor *ca = gr_embedding(ctx, ci, idx);
                     struct gr_tensor *oa = cell(
                         m, dir, gr_embedding(ctx, h, idx),
                         gr_embedding(ctx, Mi, idx), run, t, i);
-                    struct gr_tensor *ha =
-                        fused ? gr_lerp(ctx, xa, oa, ca)
-                              : gr_add(ctx,
-                                       gr_mul(ctx, xa,
-                                              gr_affine(ctx, ca, -1.0f,
-                                                        1.0f)),
-                                       gr_mul(ctx, oa, ca));
+                    if (fused) {
+                        /* row b: lerp(xt, oa[pos[b]], c) or xt (pos -1) */
+                        h = gr_lerp_rows(ctx, xt, oa, ci,
+                                         gr_tensor_from_host(
+                                             ctx, GR_I32, gr_shape1(B),
+                                             s.pos));
+                        slots[i] = h;
+                        continue;
+                    }
+                    struct gr_tensor *xa = gr_embedding(ctx, xt, idx);
+                    struct gr_tensor *ca = gr_embedding(ctx, ci, idx);
+                    struct gr_tensor *ha = gr_add(
+                        ctx, gr_mul(ctx, xa, gr_affine(ctx, ca, -1.0f, 1.0f)),
+                        gr_mul(ctx, oa, ca));
                     for (int64_t b = 0; b < B; b++) {
                         if (s.pos[b] < 0) {
                             s.pos[b] = A + (int32_t)b; /* xt's row b */

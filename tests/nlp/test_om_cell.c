@@ -7,7 +7,7 @@
  *     keys, so the loss is a smooth function away from ReLU kinks);
  *   - v and h the same tensor (gradients add), shape errors;
  *   - gr_lerp (the memory and candidate updates) against affine, mul and
- *     add, values and gradients;
+ *     add, values and gradients; gr_lerp_rows against loops written here;
  *   - with --cuda: the op on CUDA against CPU (exit 77 without a GPU).
  *
  *   test_nlp_om_cell [--cuda]
@@ -351,6 +351,78 @@ static void test_lerp(void)
     gr_ctx_free(ctx);
 }
 
+/* gr_lerp_rows on a [4, 5], b [2, 5], idx (1, -1, 0, -1): values and
+ * gradients of Σ g⊙y against the formula evaluated here. */
+static void lerp_rows_run(enum gr_device dev, const int32_t *idx, float *out)
+{
+    struct gr_ctx *ctx = new_ctx(dev);
+    if (ctx == NULL) {
+        return;
+    }
+    float a[20], b[10], w[4], g[20];
+    struct gr_philox_stream ps = gr_philox_stream_init(23, 0);
+    fill(&ps, a, 20, 1.0f);
+    fill(&ps, b, 10, 1.0f);
+    fill(&ps, w, 4, 1.0f);
+    fill(&ps, g, 20, 1.0f);
+    gr_step_reset(ctx);
+    struct gr_tensor *ta = leaf(ctx, a, gr_shape2(4, 5));
+    struct gr_tensor *tb = leaf(ctx, b, gr_shape2(2, 5));
+    struct gr_tensor *tw = leaf(ctx, w, gr_shape2(4, 1));
+    struct gr_tensor *y = gr_lerp_rows(
+        ctx, ta, tb, tw, gr_tensor_from_host(ctx, GR_I32, gr_shape1(4), idx));
+    struct gr_tensor *loss = gr_sum(
+        ctx,
+        gr_mul(ctx, y, gr_tensor_from_host(ctx, GR_F32, gr_shape2(4, 5), g)));
+    CHECK_MSG(loss != NULL, "%s", gr_ctx_error(ctx));
+    if (loss != NULL) {
+        CHECK(gr_backward(ctx, loss) == 0);
+        CHECK(gr_tensor_to_host(y, out) == 0);
+        grad(ta, out + 20);
+        grad(tb, out + 40);
+        grad(tw, out + 50);
+    }
+    /* the expected numbers after them */
+    float *e = out + 54;
+    memset(e, 0, 54 * sizeof *e);
+    for (int r = 0; r < 4; r++) {
+        for (int c = 0; c < 5; c++) {
+            int k = r * 5 + c;
+            if (idx[r] < 0) {
+                e[k] = a[k];
+                e[20 + k] = g[k];
+                continue;
+            }
+            const float bv = b[idx[r] * 5 + c];
+            e[k] = (1.0f - w[r]) * a[k] + w[r] * bv;
+            e[20 + k] = g[k] * (1.0f - w[r]);
+            e[40 + idx[r] * 5 + c] = g[k] * w[r];
+            e[50 + r] += g[k] * (bv - a[k]);
+        }
+    }
+    gr_ctx_free(ctx);
+}
+
+static void test_lerp_rows(void)
+{
+    const int32_t idx[4] = {1, -1, 0, -1};
+    float o[108];
+    lerp_rows_run(GR_DEVICE_CPU, idx, o);
+    CHECK_MSG(rel(o, o + 54, 54) < 1e-6, "gr_lerp_rows vs the formula: %g",
+              rel(o, o + 54, 54));
+    const int32_t dup[4] = {1, -1, 1, -1};
+    struct gr_ctx *ctx = new_ctx(GR_DEVICE_CPU);
+    gr_step_reset(ctx);
+    struct gr_tensor *a = gr_zeros(ctx, gr_shape2(4, 5));
+    struct gr_tensor *b = gr_zeros(ctx, gr_shape2(2, 5));
+    struct gr_tensor *w = gr_zeros(ctx, gr_shape2(4, 1));
+    CHECK(gr_lerp_rows(ctx, a, b, w,
+                       gr_tensor_from_host(ctx, GR_I32, gr_shape1(4), dup)) ==
+          NULL);
+    CHECK_STR_CONTAINS(gr_ctx_error(ctx), "exactly once");
+    gr_ctx_free(ctx);
+}
+
 static int cuda_parity(void)
 {
     if (!gr_cuda_compiled()) {
@@ -381,6 +453,12 @@ static int cuda_parity(void)
     lerp_run(GR_DEVICE_CUDA, 1, lg);
     CHECK_MSG(rel(lg, lc, 192) < 1e-5, "gr_lerp CUDA vs CPU: %g",
               rel(lg, lc, 192));
+    const int32_t idx[4] = {1, -1, 0, -1};
+    float rc[108], rg[108];
+    lerp_rows_run(GR_DEVICE_CPU, idx, rc);
+    lerp_rows_run(GR_DEVICE_CUDA, idx, rg);
+    CHECK_MSG(rel(rg, rc, 54) < 1e-5, "gr_lerp_rows CUDA vs CPU: %g",
+              rel(rg, rc, 54));
     return test_report("nlp_om_cell_cuda");
 }
 
@@ -393,5 +471,6 @@ int main(int argc, char **argv)
     test_finite_differences();
     test_errors();
     test_lerp();
+    test_lerp_rows();
     return test_report("nlp_om_cell");
 }
