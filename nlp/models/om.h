@@ -29,6 +29,11 @@
  * are active the step reads cp_t to the host (free on CPU, one small copy
  * per step on CUDA).
  *
+ * By default the cell is one op (gr_om_cell) and the memory and candidate
+ * updates are gr_lerp / gr_lerp_rows (kernels/ops.h), the same numbers
+ * with less step memory; GROVE_OM_UNFUSED=1 (nlp_om_unfused) selects the
+ * composition of primitive ops.
+ *
  * The one difference from the reference's arithmetic: the masked softmax
  * is computed as softmax(β) ⊙ m / max(Σ softmax(β) ⊙ m, 1e-12), i.e. the
  * 1e-12 floor applies to the sum divided by Z = Σ exp(β - max β) ∈ [1, N];
