@@ -434,6 +434,7 @@ struct fwd_scratch {
     int32_t *qidx; /* [B·N] allowed pairs: their batch row */
     int32_t *bpos; /* [B·N] where each score is (or K: zero) */
     float *smask;  /* [B, N] 0 allowed, -inf masked */
+    float *vmn;    /* [N, B] validity of step t per (slot, row) */
 };
 
 int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
@@ -458,7 +459,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     const int fused = !nlp_om_unfused();
 
     size_t nb = (size_t)B * N;
-    size_t bytes = (4 * nb + (size_t)B) * sizeof(float) +
+    size_t bytes = (5 * nb + (size_t)B) * sizeof(float) +
                    (4 * nb + 2 * (size_t)B) * sizeof(int32_t) + 64;
     char *buf = scratch(m, bytes);
     if (buf == NULL) {
@@ -476,6 +477,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     s.qidx = s.kidx + nb;
     s.bpos = s.qidx + nb;
     s.smask = (float *)(s.bpos + nb);
+    s.vmn = s.smask + nb;
     for (int64_t b = 0; b < B; b++) {
         for (int i = 0; i < N; i++) {
             s.rev[b * N + i] = N - 1 - i;
@@ -514,6 +516,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     }
 
     struct gr_tensor *M = NULL, *Mh = NULL, *p = NULL; /* [N,B,D], [B,N] */
+    struct gr_tensor *zeros_nbd = NULL; /* [N, B, D] zeros (padding rule) */
     int rc = 0;
     for (int64_t t = 0; t < T && rc == 0; t++) {
         struct gr_tensor *xt = gr_select(ctx, xt_all, t); /* [B, D] */
@@ -708,8 +711,24 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             struct gr_tensor *vm3 = gr_reshape(ctx, vm, gr_shape3(1, B, 1));
             y = gr_mul(ctx, y, vm);
             p = gr_mul(ctx, p, vm);
-            M = gr_mul(ctx, M, vm3);
-            Mh = gr_mul(ctx, Mh, vm3);
+            if (fused) {
+                /* lerp(0, x, valid): the same zeros, one pass, and a
+                 * gradient written rather than zeroed and accumulated */
+                if (zeros_nbd == NULL) {
+                    zeros_nbd = gr_zeros(ctx, gr_shape3(N, B, D));
+                }
+                for (int i = 0; i < N; i++) {
+                    memcpy(s.vmn + (size_t)i * B, s.vm,
+                           (size_t)B * sizeof *s.vm);
+                }
+                struct gr_tensor *vmn = gr_tensor_from_host(
+                    ctx, GR_F32, gr_shape3(N, B, 1), s.vmn);
+                M = gr_lerp(ctx, zeros_nbd, M, vmn);
+                Mh = gr_lerp(ctx, zeros_nbd, Mh, vmn);
+            } else {
+                M = gr_mul(ctx, M, vm3);
+                Mh = gr_mul(ctx, Mh, vm3);
+            }
         }
         ys[t] = y;
         ps[t] = p;
