@@ -180,6 +180,22 @@ struct gr_backend {
     int (*om_gate_bwd)(void *st, const float *z, const float *v,
                        const float *h, const float *gy, float *gz, float *gv,
                        float *gh, int64_t r, int64_t d);
+    /* gr_om_cell's backward through ReLU and dropout: g[i] = a[i] > 0 ?
+     * g[i]·scale : 0, where a is the kept activation (ReLU output after
+     * dropout, so a > 0 exactly where both let the gradient through). */
+    int (*om_cell_mask)(void *st, const float *a, float *g, int64_t n,
+                        float scale);
+    /* gr_lerp / gr_lerp_rows over rows × d: y[r] = (1 - w[r])·a[r] +
+     * w[r]·b[j] with j = idx[r] (idx NULL: j = r; idx[r] < 0: y[r] = a[r]).
+     * The backward accumulates into gw [rows] and into ga [rows, d] and gb
+     * when bit 0 / 1 of acc is set, else writes them (then every row of gb
+     * must be some idx[r]); each may be NULL. */
+    int (*lerp_fwd)(void *st, const float *a, const float *b, const float *w,
+                    const int32_t *idx, float *y, int64_t rows, int64_t d);
+    int (*lerp_bwd)(void *st, const float *a, const float *b, const float *w,
+                    const int32_t *idx, const float *gy, float *ga,
+                    float *gb, float *gw, int64_t rows, int64_t d,
+                    unsigned acc);
 
     /* act [b, 5H] receives (σ(i), σ(f), tanh(g), σ(o), tanh(c)) so that
      * the backward needs no transcendental function. */

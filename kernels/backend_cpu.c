@@ -1087,6 +1087,77 @@ static int cpu_om_gate_bwd(void *st, const float *z, const float *v,
     return 0;
 }
 
+static int cpu_om_cell_mask(void *st, const float *a, float *g, int64_t n,
+                            float scale)
+{
+    (void)st;
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = a[i] > 0.0f ? g[i] * scale : 0.0f;
+    }
+    return 0;
+}
+
+static int cpu_lerp_fwd(void *st, const float *a, const float *b,
+                        const float *w, const int32_t *idx, float *y,
+                        int64_t rows, int64_t d)
+{
+    (void)st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *ar = a + r * d;
+        float *yr = y + r * d;
+        int64_t br = idx ? idx[r] : r;
+        if (br < 0) {
+            memcpy(yr, ar, (size_t)d * sizeof *yr);
+            continue;
+        }
+        const float wr = w[r], om = 1.0f - wr;
+        const float *bp = b + br * d;
+        for (int64_t c = 0; c < d; c++) {
+            float u = ar[c] * om, v = bp[c] * wr;
+            yr[c] = u + v;
+        }
+    }
+    return 0;
+}
+
+static int cpu_lerp_bwd(void *st, const float *a, const float *b,
+                        const float *w, const int32_t *idx, const float *gy,
+                        float *ga, float *gb, float *gw, int64_t rows,
+                        int64_t d, unsigned acc)
+{
+    (void)st;
+    const int acc_a = (acc & 1u) != 0, acc_b = (acc & 2u) != 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t br = idx ? idx[r] : r;
+        const float wr = br < 0 ? 0.0f : w[r], om = 1.0f - wr;
+        const float *g = gy + r * d;
+        if (ga) {
+            float *o = ga + r * d;
+            for (int64_t c = 0; c < d; c++) {
+                o[c] = (acc_a ? o[c] : 0.0f) + g[c] * om;
+            }
+        }
+        if (br < 0) {
+            continue;
+        }
+        if (gb) {
+            float *o = gb + br * d;
+            for (int64_t c = 0; c < d; c++) {
+                o[c] = (acc_b ? o[c] : 0.0f) + g[c] * wr;
+            }
+        }
+        if (gw) {
+            const float *ar = a + r * d, *bp = b + br * d;
+            double sum = 0.0;
+            for (int64_t c = 0; c < d; c++) {
+                sum += (double)g[c] * ((double)bp[c] - (double)ar[c]);
+            }
+            gw[r] += (float)sum;
+        }
+    }
+    return 0;
+}
+
 static int cpu_lstm_bwd(void *st, const float *act, const float *c_prev,
                         const float *gh, const float *gh_rec, const float *gc,
                         float *ggates, const float *gc_prev_in, float *gc_prev,
@@ -1424,6 +1495,9 @@ static const struct gr_backend cpu_backend = {
     .xent_bwd = cpu_xent_bwd,
     .om_gate_fwd = cpu_om_gate_fwd,
     .om_gate_bwd = cpu_om_gate_bwd,
+    .om_cell_mask = cpu_om_cell_mask,
+    .lerp_fwd = cpu_lerp_fwd,
+    .lerp_bwd = cpu_lerp_bwd,
     .lstm_fwd = cpu_lstm_fwd,
     .lstm_bwd = cpu_lstm_bwd,
     .onlstm_fwd = cpu_onlstm_fwd,

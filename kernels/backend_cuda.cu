@@ -1525,6 +1525,86 @@ int cu_om_gate_bwd(void *st, const float *z, const float *v, const float *h,
     LAUNCH(k_om_gate_bwd, r * d, z, v, h, gy, gz, gv, gh, r, d);
 }
 
+__global__ void k_om_cell_mask(const float *a, float *g, int64_t n,
+                               float scale)
+{
+    GRID_STRIDE(k, n)
+    {
+        g[k] = a[k] > 0.0f ? g[k] * scale : 0.0f;
+    }
+}
+
+int cu_om_cell_mask(void *st, const float *a, float *g, int64_t n,
+                    float scale)
+{
+    (void)st;
+    LAUNCH(k_om_cell_mask, n, a, g, n, scale);
+}
+
+__global__ void k_lerp_fwd(const float *a, const float *b, const float *w,
+                           const int32_t *idx, float *y, int64_t rows,
+                           int64_t d)
+{
+    GRID_STRIDE(k, rows * d)
+    {
+        int64_t r = k / d, c = k % d;
+        int64_t br = idx != NULL ? (int64_t)idx[r] : r;
+        if (br < 0) {
+            y[k] = a[k];
+        } else {
+            float wr = w[r];
+            float u = a[k] * (1.0f - wr), v = b[br * d + c] * wr;
+            y[k] = u + v;
+        }
+    }
+}
+
+int cu_lerp_fwd(void *st, const float *a, const float *b, const float *w,
+                const int32_t *idx, float *y, int64_t rows, int64_t d)
+{
+    (void)st;
+    LAUNCH(k_lerp_fwd, rows * d, a, b, w, idx, y, rows, d);
+}
+
+/* one thread per row: the weight's gradient is a sum over the row */
+__global__ void k_lerp_bwd(const float *a, const float *b, const float *w,
+                           const int32_t *idx, const float *gy, float *ga,
+                           float *gb, float *gw, int64_t rows, int64_t d,
+                           unsigned acc)
+{
+    GRID_STRIDE(r, rows)
+    {
+        int64_t br = idx != NULL ? (int64_t)idx[r] : r;
+        float wr = br < 0 ? 0.0f : w[r], om = 1.0f - wr;
+        double s = 0.0;
+        for (int64_t c = 0; c < d; c++) {
+            int64_t k = r * d + c;
+            float g = gy[k];
+            if (ga != NULL) {
+                ga[k] = ((acc & 1u) ? ga[k] : 0.0f) + g * om;
+            }
+            if (br >= 0) {
+                int64_t kb = br * d + c;
+                if (gb != NULL) {
+                    gb[kb] = ((acc & 2u) ? gb[kb] : 0.0f) + g * wr;
+                }
+                s += (double)g * ((double)b[kb] - (double)a[k]);
+            }
+        }
+        if (gw != NULL && br >= 0) {
+            gw[r] += (float)s;
+        }
+    }
+}
+
+int cu_lerp_bwd(void *st, const float *a, const float *b, const float *w,
+                const int32_t *idx, const float *gy, float *ga, float *gb,
+                float *gw, int64_t rows, int64_t d, unsigned acc)
+{
+    (void)st;
+    LAUNCH(k_lerp_bwd, rows, a, b, w, idx, gy, ga, gb, gw, rows, d, acc);
+}
+
 int cu_lstm_fwd(void *st, const float *gates, const float *c_prev, float *h,
                 float *c, float *act, int64_t b, int64_t hd)
 {
@@ -1885,6 +1965,9 @@ gr_backend make_table()
     t.xent_bwd = cu_xent_bwd;
     t.om_gate_fwd = cu_om_gate_fwd;
     t.om_gate_bwd = cu_om_gate_bwd;
+    t.om_cell_mask = cu_om_cell_mask;
+    t.lerp_fwd = cu_lerp_fwd;
+    t.lerp_bwd = cu_lerp_bwd;
     t.lstm_fwd = cu_lstm_fwd;
     t.lstm_bwd = cu_lstm_bwd;
     t.onlstm_fwd = cu_onlstm_fwd;

@@ -126,6 +126,13 @@ float *gr_step_floats(struct gr_ctx *ctx, int64_t n);
  * ctx status is set). */
 float *gr_grad_buf(struct gr_ctx *ctx, struct gr_tensor *t);
 
+/* The same for a backward that writes every element of t's gradient: when
+ * this is the first contribution (*acc = 0) the buffer is not zeroed and
+ * must be written, not accumulated into; otherwise (*acc = 1: the buffer
+ * exists, or t is a view of another tensor's) accumulate. Saves zeroing
+ * what the first contribution overwrites anyway. */
+float *gr_grad_buf_acc(struct gr_ctx *ctx, struct gr_tensor *t, int *acc);
+
 /* Appends a node; returns it (host arena) or NULL. */
 struct gr_node *gr_tape_push(struct gr_ctx *ctx, const char *op,
                              gr_backward_fn fn, int n_in,

@@ -1106,10 +1106,11 @@ static int stack_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     float *gy = F(nd->out[0]->grad);
     int64_t each = nd->i[0];
     for (int j = 0; j < nd->n_in; j++) {
-        float *gx = gr_grad_buf(ctx, nd->in[j]);
+        int acc;
+        float *gx = gr_grad_buf_acc(ctx, nd->in[j], &acc);
         if (gx) {
             CALLB(ctx->be->copy2d(ctx->st, gx, each, gy + (int64_t)j * each,
-                                  each, 1, each, 1));
+                                  each, 1, each, acc));
         }
     }
     return ctx->status;
@@ -1752,6 +1753,310 @@ struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
         nd->i[1] = d;
     }
     return y;
+}
+
+/* gr_om_cell: the whole gated recursive cell as one tape node. Saved (one
+ * step buffer, aux[0]): in = drop([v; h]) [R, 2D], a = drop(ReLU(W1 in +
+ * b1)) [R, 4D], z [R, 4D], s = the gated sum [R, D], then mean and rstd
+ * [R] of the LayerNorm. */
+static void om_cell_bcast(struct gr_bcast *bc, int64_t rows, int64_t cols)
+{
+    memset(bc, 0, sizeof *bc);
+    bc->shape[0] = bc->shape[1] = bc->bshape[0] = bc->bshape[1] = 1;
+    bc->shape[2] = bc->bshape[2] = rows;
+    bc->shape[3] = bc->bshape[3] = cols;
+    bc->bstride[3] = cols == 1 ? 0 : 1;
+    bc->bstride[2] = rows == 1 ? 0 : cols;
+    bc->n = bc->bn = rows * cols;
+    bc->same = 1;
+}
+
+static int om_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *v = nd->in[0], *h = nd->in[1], *w1 = nd->in[2];
+    struct gr_tensor *b1 = nd->in[3], *w2 = nd->in[4], *b2 = nd->in[5];
+    struct gr_tensor *gam = nd->in[6], *bet = nd->in[7];
+    const struct gr_backend *be = ctx->be;
+    const int64_t r = nd->i[0], d = nd->i[1];
+    const uint64_t key_in = (uint64_t)nd->i[2];
+    const float p = nd->f[0], scale = nd->f[1];
+    float *in = nd->aux[0];
+    float *a = in + r * 2 * d, *z = a + r * 4 * d, *s = z + r * 4 * d;
+    float *mean = s + r * d, *rstd = mean + r;
+    int acc_v, acc_h;
+    float *gv = gr_grad_buf_acc(ctx, v, &acc_v);
+    float *gh = gr_grad_buf_acc(ctx, h, &acc_h);
+    if (gh != NULL && gh == gv) {
+        acc_h = 1; /* h is v: the second contribution adds */
+    }
+    float *gw1 = gr_grad_buf(ctx, w1), *gb1 = gr_grad_buf(ctx, b1);
+    float *gw2 = gr_grad_buf(ctx, w2), *gb2 = gr_grad_buf(ctx, b2);
+    float *ggam = gr_grad_buf(ctx, gam), *gbet = gr_grad_buf(ctx, bet);
+    /* scratch: gs [R, D] and gz [R, 4D] (accumulated into: zeroed), ga
+     * [R, 4D] and gin [R, 2D] (written by their product) */
+    float *gs = gr_step_floats(ctx, r * (d + 4 * d + 4 * d + 2 * d));
+    if (ctx->status < 0 || gs == NULL) {
+        return ctx->status < 0 ? ctx->status : GR_ENOMEM;
+    }
+    float *gz = gs + r * d, *ga = gz + r * 4 * d, *gin = ga + r * 4 * d;
+    const int R = (int)r, D = (int)d;
+    CALLB(be->zero(ctx->st, gs, (size_t)(r * 5 * d) * sizeof(float)));
+    CALLB(be->layernorm_bwd(ctx->st, s, F(gam), mean, rstd,
+                            F(nd->out[0]->grad), gs, ggam, gbet, r, d));
+    CALLB(be->om_gate_bwd(ctx->st, z, F(v), F(h), gs, gz, NULL, NULL, r,
+                          d));
+    if (gw2) {
+        CALLB(be->gemm(ctx->st, 1, 0, 4 * D, 4 * D, R, 1.0f, gz, 4 * D, 0,
+                       a, 4 * D, 0, 1.0f, gw2, 4 * D, 0, 1));
+    }
+    if (gb2) {
+        CALLB(be->reduce(ctx->st, gz, gb2, 1, r, 4 * d, 1.0f, 1));
+    }
+    /* through the hidden dropout and the ReLU: a > 0 exactly where the
+     * pre-activation was positive and the unit kept */
+    CALLB(be->gemm(ctx->st, 0, 0, R, 4 * D, 4 * D, 1.0f, gz, 4 * D, 0,
+                   F(w2), 4 * D, 0, 0.0f, ga, 4 * D, 0, 1));
+    CALLB(be->om_cell_mask(ctx->st, a, ga, r * 4 * d, scale));
+    if (gw1) {
+        CALLB(be->gemm(ctx->st, 1, 0, 4 * D, 2 * D, R, 1.0f, ga, 4 * D, 0,
+                       in, 2 * D, 0, 1.0f, gw1, 2 * D, 0, 1));
+    }
+    if (gb1) {
+        CALLB(be->reduce(ctx->st, ga, gb1, 1, r, 4 * d, 1.0f, 1));
+    }
+    if (gv || gh) {
+        CALLB(be->gemm(ctx->st, 0, 0, R, 2 * D, 4 * D, 1.0f, ga, 4 * D, 0,
+                       F(w1), 2 * D, 0, 0.0f, gin, 2 * D, 0, 1));
+        if (p > 0.0f) {
+            struct gr_bcast bc;
+            om_cell_bcast(&bc, r, 2 * d);
+            CALLB(be->dropout(ctx->st, gin, gin, &bc, key_in, p, scale, 0));
+        }
+        /* written by the first contribution, then the gated sum's */
+        if (gv) {
+            CALLB(be->copy2d(ctx->st, gv, d, gin, 2 * d, r, d, acc_v));
+        }
+        if (gh) {
+            CALLB(be->copy2d(ctx->st, gh, d, gin + d, 2 * d, r, d, acc_h));
+        }
+        CALLB(be->om_gate_bwd(ctx->st, z, F(v), F(h), gs, NULL, gv, gh, r,
+                              d));
+    }
+    return 0;
+}
+
+struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
+                             struct gr_tensor *h, struct gr_tensor *w1,
+                             struct gr_tensor *b1, struct gr_tensor *w2,
+                             struct gr_tensor *b2, struct gr_tensor *gamma,
+                             struct gr_tensor *beta, float eps, float p,
+                             struct gr_rng rng_in, struct gr_rng rng_hid)
+{
+    const char *op = "gr_om_cell";
+    if (!arg_ok(ctx, op, v, "v", GR_F32) || !arg_ok(ctx, op, h, "h", GR_F32) ||
+        !arg_ok(ctx, op, w1, "w1", GR_F32) ||
+        !arg_ok(ctx, op, b1, "b1", GR_F32) ||
+        !arg_ok(ctx, op, w2, "w2", GR_F32) ||
+        !arg_ok(ctx, op, b2, "b2", GR_F32) ||
+        !arg_ok(ctx, op, gamma, "gamma", GR_F32) ||
+        !arg_ok(ctx, op, beta, "beta", GR_F32)) {
+        return NULL;
+    }
+    char s1[96], s2[96];
+    if (v->ndim != 2 || h->ndim != 2 || v->shape[0] != h->shape[0] ||
+        v->shape[1] != h->shape[1]) {
+        return gr_fail(ctx, GR_EINVAL, "%s: v %s and h %s must both be "
+                       "[R, D]", op, SHAPE_STR(v, s1), SHAPE_STR(h, s2));
+    }
+    const int64_t r = v->shape[0], d = v->shape[1];
+    if (w1->ndim != 2 || w1->shape[0] != 4 * d || w1->shape[1] != 2 * d ||
+        w2->ndim != 2 || w2->shape[0] != 4 * d || w2->shape[1] != 4 * d ||
+        b1->numel != 4 * d || b2->numel != 4 * d || gamma->numel != d ||
+        beta->numel != d) {
+        return gr_fail(ctx, GR_EINVAL, "%s: for D = %lld want w1 [4D, 2D], "
+                       "b1 [4D], w2 [4D, 4D], b2 [4D], gamma and beta [D] "
+                       "(got w1 %s, w2 %s)", op, (long long)d,
+                       SHAPE_STR(w1, s1), SHAPE_STR(w2, s2));
+    }
+    if (!(p >= 0.0f && p < 1.0f) || !(eps >= 0.0f)) {
+        return gr_fail(ctx, GR_EINVAL, "%s: p = %g outside [0, 1) or eps = "
+                       "%g < 0", op, (double)p, (double)eps);
+    }
+    if (4 * d * r > INT32_MAX || 16 * d * d > INT32_MAX) {
+        return gr_fail(ctx, GR_EINVAL, "%s: dimensions too large", op);
+    }
+    NEED(gemm);
+    NEED(rows_set);
+    NEED(copy2d);
+    NEED(unary_fwd);
+    NEED(dropout);
+    NEED(om_gate_fwd);
+    NEED(om_gate_bwd);
+    NEED(om_cell_mask);
+    NEED(layernorm_fwd);
+    const struct gr_backend *be = ctx->be;
+    const float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    const uint64_t key_in = gr_rng_key(rng_in), key_hid = gr_rng_key(rng_hid);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, gr_shape2(r, d), 0);
+    float *in = y ? gr_step_floats(ctx, r * (11 * d + 2)) : NULL;
+    if (!in) {
+        return NULL;
+    }
+    float *a = in + r * 2 * d, *z = a + r * 4 * d, *s = z + r * 4 * d;
+    float *mean = s + r * d, *rstd = mean + r;
+    const int R = (int)r, D = (int)d;
+    CALL(be->copy2d(ctx->st, in, 2 * d, F(v), d, r, d, 0));
+    CALL(be->copy2d(ctx->st, in + d, 2 * d, F(h), d, r, d, 0));
+    struct gr_bcast bc;
+    if (p > 0.0f) {
+        om_cell_bcast(&bc, r, 2 * d);
+        CALL(be->dropout(ctx->st, in, in, &bc, key_in, p, scale, 0));
+    }
+    CALL(be->rows_set(ctx->st, a, F(b1), r, 4 * d));
+    CALL(be->gemm(ctx->st, 0, 1, R, 4 * D, 2 * D, 1.0f, in, 2 * D, 0, F(w1),
+                  2 * D, 0, 1.0f, a, 4 * D, 0, 1));
+    CALL(be->unary_fwd(ctx->st, GR_U_RELU, a, a, r * 4 * d, 0.0f, 0.0f));
+    if (p > 0.0f) {
+        om_cell_bcast(&bc, r, 4 * d);
+        CALL(be->dropout(ctx->st, a, a, &bc, key_hid, p, scale, 0));
+    }
+    CALL(be->rows_set(ctx->st, z, F(b2), r, 4 * d));
+    CALL(be->gemm(ctx->st, 0, 1, R, 4 * D, 4 * D, 1.0f, a, 4 * D, 0, F(w2),
+                  4 * D, 0, 1.0f, z, 4 * D, 0, 1));
+    CALL(be->om_gate_fwd(ctx->st, z, F(v), F(h), s, r, d));
+    CALL(be->layernorm_fwd(ctx->st, s, F(gamma), F(beta), F(y), mean, rstd,
+                           r, d, eps));
+    struct gr_tensor *ins[8] = {v, h, w1, b1, w2, b2, gamma, beta};
+    if (wants_grad(ctx, 8, ins)) {
+        struct gr_node *nd = record(ctx, op, om_cell_bwd, 8, ins, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->aux[0] = in;
+        nd->i[0] = r;
+        nd->i[1] = d;
+        nd->i[2] = (int64_t)key_in;
+        nd->f[0] = p;
+        nd->f[1] = scale;
+    }
+    return y;
+}
+
+static int lerp_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *a = nd->in[0], *b = nd->in[1], *w = nd->in[2];
+    struct gr_tensor *idx = nd->n_in > 3 ? nd->in[3] : NULL;
+    int acc_a, acc_b;
+    float *ga = gr_grad_buf_acc(ctx, a, &acc_a);
+    float *gb = gr_grad_buf_acc(ctx, b, &acc_b);
+    float *gw = gr_grad_buf(ctx, w);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    if (ga != NULL && ga == gb) {
+        acc_b = 1; /* a is b: the second contribution adds */
+    }
+    CALLB(ctx->be->lerp_bwd(ctx->st, F(a), F(b), F(w), idx ? I(idx) : NULL,
+                            F(nd->out[0]->grad), ga, gb, gw, nd->i[0],
+                            nd->i[1], (acc_a ? 1 : 0) | (acc_b ? 2 : 0)));
+    return 0;
+}
+
+static struct gr_tensor *lerp_op(struct gr_ctx *ctx, const char *op,
+                                 struct gr_tensor *a, struct gr_tensor *b,
+                                 struct gr_tensor *w, struct gr_tensor *idx)
+{
+    if (!arg_ok(ctx, op, a, "a", GR_F32) || !arg_ok(ctx, op, b, "b", GR_F32) ||
+        !arg_ok(ctx, op, w, "w", GR_F32) ||
+        (idx && !arg_ok(ctx, op, idx, "idx", GR_I32))) {
+        return NULL;
+    }
+    char s1[96], s2[96], s3[96];
+    int64_t d = a->ndim >= 1 ? a->shape[a->ndim - 1] : 0;
+    int ok = a->ndim >= 1 && w->ndim == a->ndim && w->shape[w->ndim - 1] == 1;
+    for (int i = 0; ok && i < a->ndim - 1; i++) {
+        ok = w->shape[i] == a->shape[i];
+    }
+    int64_t rows = w->numel;
+    if (idx == NULL) {
+        ok = ok && a->ndim == b->ndim;
+        for (int i = 0; ok && i < a->ndim; i++) {
+            ok = a->shape[i] == b->shape[i];
+        }
+    } else {
+        ok = ok && b->ndim == 2 && b->shape[1] == d && idx->ndim == 1 &&
+             idx->numel == rows;
+    }
+    if (!ok) {
+        return gr_fail(ctx, GR_EINVAL, "%s: a %s, b %s and w %s: want a "
+                       "[..., D], w that shape with D replaced by 1, and b "
+                       "%s", op, SHAPE_STR(a, s1), SHAPE_STR(b, s2),
+                       SHAPE_STR(w, s3),
+                       idx ? "[A, D] with idx [rows of a]" : "the shape of a");
+    }
+    if (idx) {
+        /* idx: -1 (keep a) or a row of b, each row of b exactly once (the
+         * backward writes b's gradient by its first contribution) */
+        if (!index_in_range(ctx, op, idx, "idx", -1,
+                            (int32_t)(b->shape[0] - 1))) {
+            return NULL;
+        }
+        if (ctx->device == GR_DEVICE_CPU) {
+            int64_t hit = 0;
+            uint8_t *seen = gr_host_scratch(ctx, (size_t)b->shape[0] + 1);
+            if (!seen) {
+                return NULL;
+            }
+            memset(seen, 0, (size_t)b->shape[0]);
+            for (int64_t r = 0; r < rows; r++) {
+                int32_t j = I(idx)[r];
+                if (j >= 0) {
+                    hit += seen[j] == 0;
+                    seen[j] = 1;
+                }
+            }
+            int64_t used = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                used += I(idx)[r] >= 0;
+            }
+            if (hit != b->shape[0] || used != hit) {
+                return gr_fail(ctx, GR_EINVAL, "%s: idx must name every row "
+                               "of b (%lld) exactly once", op,
+                               (long long)b->shape[0]);
+            }
+        }
+    }
+    NEED(lerp_fwd);
+    NEED(lerp_bwd);
+    struct gr_tensor *y = gr_new_step(ctx, GR_F32, shape_of(a), 0);
+    if (!y) {
+        return NULL;
+    }
+    CALL(ctx->be->lerp_fwd(ctx->st, F(a), F(b), F(w), idx ? I(idx) : NULL,
+                           F(y), rows, d));
+    struct gr_tensor *in[4] = {a, b, w, idx};
+    if (wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = record(ctx, op, lerp_bwd, idx ? 4 : 3, in, y);
+        if (!nd) {
+            return NULL;
+        }
+        nd->i[0] = rows;
+        nd->i[1] = d;
+    }
+    return y;
+}
+
+struct gr_tensor *gr_lerp(struct gr_ctx *ctx, struct gr_tensor *a,
+                          struct gr_tensor *b, struct gr_tensor *w)
+{
+    return lerp_op(ctx, "gr_lerp", a, b, w, NULL);
+}
+
+struct gr_tensor *gr_lerp_rows(struct gr_ctx *ctx, struct gr_tensor *a,
+                               struct gr_tensor *b, struct gr_tensor *w,
+                               struct gr_tensor *idx)
+{
+    return lerp_op(ctx, "gr_lerp_rows", a, b, w, idx);
 }
 
 static int lstm_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)

@@ -258,6 +258,41 @@ struct gr_tensor *gr_conv1d_causal(struct gr_ctx *ctx, struct gr_tensor *x,
 struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
                              struct gr_tensor *v, struct gr_tensor *h);
 
+/* y = (1 - w)·a + w·b row-wise: a, b [..., D], w the same shape with D
+ * replaced by 1 (one weight per row), as one op with one output (the
+ * composition affine, mul, mul, add keeps four tensors and four gradients).
+ * Ordered Memory's memory update (eq. 3.5.5, w = rcp) and candidate
+ * update (eq. 3.5.7, w = cp). Differentiated in a, b and w. */
+struct gr_tensor *gr_lerp(struct gr_ctx *ctx, struct gr_tensor *a,
+                          struct gr_tensor *b, struct gr_tensor *w);
+
+/* The same with b's rows picked: a [R, D], b [A, D], w [R, 1], idx [R] i32
+ * with -1 (y[r] = a[r]) or a row of b, every row of b named exactly once:
+ * y[r] = (1 - w[r])·a[r] + w[r]·b[idx[r]]. OM's candidate update when only
+ * A of the R rows went through the cell (checked on CPU; on CUDA only the
+ * range is checked). */
+struct gr_tensor *gr_lerp_rows(struct gr_ctx *ctx, struct gr_tensor *a,
+                               struct gr_tensor *b, struct gr_tensor *w,
+                               struct gr_tensor *idx);
+
+/* Ordered Memory's whole gated recursive cell (ordered_memory.md eqs
+ * 3.5.12-3.5.13) as one op: v, h [R, D] ->
+ *   LN( σ(g_v)⊙v + σ(g_h)⊙h + σ(g_c)⊙u ; gamma, beta, eps ),
+ *   (g_v, g_h, g_c, u) = z = w2 · drop(ReLU(w1 · drop([v; h]) + b1)) + b2,
+ * w1 [4D, 2D], b1 [4D], w2 [4D, 4D], b2 [4D], gamma, beta [D]. Dropout
+ * rate p (0: none) with the masks gr_dropout draws over [R, 2D] from
+ * rng_in and over [R, 4D] from rng_hid: the same numbers as that
+ * composition of ops, with one tape node that keeps only what the backward
+ * needs (the dropped input, the hidden activation, z, the gated sum and
+ * the LayerNorm statistics: 11·D + 2 floats a row instead of ~22·D plus
+ * as many zeroed gradient buffers). v and h may be the same tensor. */
+struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
+                             struct gr_tensor *h, struct gr_tensor *w1,
+                             struct gr_tensor *b1, struct gr_tensor *w2,
+                             struct gr_tensor *b2, struct gr_tensor *gamma,
+                             struct gr_tensor *beta, float eps, float p,
+                             struct gr_rng rng_in, struct gr_rng rng_hid);
+
 /* LSTM cell, PyTorch gate order: gates [B, 4H] = pre-activations of
  * (i, f, g, o) (x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), c_prev [B, H] ->
  * *c_out = σ(f)⊙c_prev + σ(i)⊙tanh(g), *h_out = σ(o)⊙tanh(c), both [B, H].

@@ -73,6 +73,24 @@ float *gr_grad_buf(struct gr_ctx *ctx, struct gr_tensor *t)
     return g->data;
 }
 
+float *gr_grad_buf_acc(struct gr_ctx *ctx, struct gr_tensor *t, int *acc)
+{
+    *acc = 1;
+    if (!t || !t->requires_grad) {
+        return NULL;
+    }
+    if (t->grad || t->base_) {
+        return gr_grad_buf(ctx, t);
+    }
+    struct gr_tensor *g = gr_new_step(ctx, GR_F32, gr_tensor_shape(t), 0);
+    if (!g) {
+        return NULL;
+    }
+    t->grad = g;
+    *acc = 0;
+    return g->data;
+}
+
 static int backward_common(struct gr_ctx *ctx, struct gr_tensor *out,
                            struct gr_tensor *seed, float seed_value)
 {

@@ -378,6 +378,12 @@ struct gr_tensor *nlp_om_input(struct nlp_om *m, int dir, struct gr_tensor *x)
                          d->ln_x_g, d->ln_x_b, OM_LN_EPS);
 }
 
+int nlp_om_unfused(void)
+{
+    const char *e = getenv("GROVE_OM_UNFUSED");
+    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+}
+
 static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
                               struct gr_tensor *h,
                               const struct nlp_om_run *run, int64_t t,
@@ -386,6 +392,17 @@ static struct gr_tensor *cell(struct nlp_om *m, int dir, struct gr_tensor *v,
     struct gr_ctx *ctx = m->ctx;
     const struct nlp_om_dir *d = &m->dir[dir];
     float r = m->cfg.dropout;
+    if (!nlp_om_unfused()) {
+        /* one op, the same numbers and dropout masks (kernels/ops.h) */
+        float p = run->training ? r : 0.0f;
+        return gr_om_cell(
+            ctx, v, h, d->c1.weight, d->c1.bias, d->c2.weight, d->c2.bias,
+            d->ln_x_g, d->ln_x_b, OM_LN_EPS, p,
+            nlp_om_rng(run->seed, run->batch, t, slot, NLP_OM_RNG_CELL_IN,
+                       dir),
+            nlp_om_rng(run->seed, run->batch, t, slot, NLP_OM_RNG_CELL_HID,
+                       dir));
+    }
     struct gr_tensor *vh[2] = {v, h};
     struct gr_tensor *in = gr_concat(ctx, 2, vh, 1); /* [R, 2D] */
     in = drop(ctx, in, r, run, t, slot, NLP_OM_RNG_CELL_IN, dir);
@@ -417,6 +434,7 @@ struct fwd_scratch {
     int32_t *qidx; /* [B·N] allowed pairs: their batch row */
     int32_t *bpos; /* [B·N] where each score is (or K: zero) */
     float *smask;  /* [B, N] 0 allowed, -inf masked */
+    float *vmn;    /* [N, B] validity of step t per (slot, row) */
 };
 
 int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
@@ -438,9 +456,10 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     }
     const struct nlp_om_dir *d = &m->dir[dir];
     const float rm = m->cfg.dropoutm;
+    const int fused = !nlp_om_unfused();
 
     size_t nb = (size_t)B * N;
-    size_t bytes = (4 * nb + (size_t)B) * sizeof(float) +
+    size_t bytes = (5 * nb + (size_t)B) * sizeof(float) +
                    (4 * nb + 2 * (size_t)B) * sizeof(int32_t) + 64;
     char *buf = scratch(m, bytes);
     if (buf == NULL) {
@@ -458,6 +477,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     s.qidx = s.kidx + nb;
     s.bpos = s.qidx + nb;
     s.smask = (float *)(s.bpos + nb);
+    s.vmn = s.smask + nb;
     for (int64_t b = 0; b < B; b++) {
         for (int i = 0; i < N; i++) {
             s.rev[b * N + i] = N - 1 - i;
@@ -496,6 +516,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     }
 
     struct gr_tensor *M = NULL, *Mh = NULL, *p = NULL; /* [N,B,D], [B,N] */
+    struct gr_tensor *zeros_nbd = NULL; /* [N, B, D] zeros (padding rule) */
     int rc = 0;
     for (int64_t t = 0; t < T && rc == 0; t++) {
         struct gr_tensor *xt = gr_select(ctx, xt_all, t); /* [B, D] */
@@ -600,11 +621,15 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                 ctx, gr_transpose(ctx, cp, 0, 1), gr_shape3(N, B, 1));
             struct gr_tensor *rcpT = gr_reshape(
                 ctx, gr_transpose(ctx, rcp, 0, 1), gr_shape3(N, B, 1));
-            struct gr_tensor *omcT = gr_affine(ctx, cpT, -1.0f, 1.0f);
+            struct gr_tensor *omcT =
+                fused ? cpT : gr_affine(ctx, cpT, -1.0f, 1.0f);
             /* memory update (eq. 3.5.5) */
-            struct gr_tensor *Mt = gr_add(
-                ctx, gr_mul(ctx, M, gr_affine(ctx, rcpT, -1.0f, 1.0f)),
-                gr_mul(ctx, Mh, rcpT));
+            struct gr_tensor *Mt =
+                fused ? gr_lerp(ctx, M, Mh, rcpT)
+                      : gr_add(ctx,
+                               gr_mul(ctx, M,
+                                      gr_affine(ctx, rcpT, -1.0f, 1.0f)),
+                               gr_mul(ctx, Mh, rcpT));
             if (cp == NULL || Mt == NULL || omcT == NULL ||
                 gr_tensor_to_host(cp, s.cp) < 0) {
                 rc = -1;
@@ -632,19 +657,33 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                 struct gr_tensor *ci = gr_select(ctx, cpT, i);   /* [B, 1] */
                 if (A == B) {
                     struct gr_tensor *o = cell(m, dir, h, Mi, run, t, i);
-                    struct gr_tensor *omci = gr_select(ctx, omcT, i);
-                    h = gr_add(ctx, gr_mul(ctx, xt, omci), gr_mul(ctx, o, ci));
+                    if (fused) {
+                        h = gr_lerp(ctx, xt, o, ci);
+                    } else {
+                        struct gr_tensor *omci = gr_select(ctx, omcT, i);
+                        h = gr_add(ctx, gr_mul(ctx, xt, omci),
+                                   gr_mul(ctx, o, ci));
+                    }
                 } else {
                     /* The A active rows go through the cell; every other
                      * row of the slot is xt (cp = 0; padded rows are
                      * zeroed after the step). */
                     struct gr_tensor *idx = gr_tensor_from_host(
                         ctx, GR_I32, gr_shape1(A), s.act);
-                    struct gr_tensor *xa = gr_embedding(ctx, xt, idx);
-                    struct gr_tensor *ca = gr_embedding(ctx, ci, idx);
                     struct gr_tensor *oa = cell(
                         m, dir, gr_embedding(ctx, h, idx),
                         gr_embedding(ctx, Mi, idx), run, t, i);
+                    if (fused) {
+                        /* row b: lerp(xt, oa[pos[b]], c) or xt (pos -1) */
+                        h = gr_lerp_rows(ctx, xt, oa, ci,
+                                         gr_tensor_from_host(
+                                             ctx, GR_I32, gr_shape1(B),
+                                             s.pos));
+                        slots[i] = h;
+                        continue;
+                    }
+                    struct gr_tensor *xa = gr_embedding(ctx, xt, idx);
+                    struct gr_tensor *ca = gr_embedding(ctx, ci, idx);
                     struct gr_tensor *ha = gr_add(
                         ctx, gr_mul(ctx, xa, gr_affine(ctx, ca, -1.0f, 1.0f)),
                         gr_mul(ctx, oa, ca));
@@ -672,8 +711,24 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             struct gr_tensor *vm3 = gr_reshape(ctx, vm, gr_shape3(1, B, 1));
             y = gr_mul(ctx, y, vm);
             p = gr_mul(ctx, p, vm);
-            M = gr_mul(ctx, M, vm3);
-            Mh = gr_mul(ctx, Mh, vm3);
+            if (fused) {
+                /* lerp(0, x, valid): the same zeros, one pass, and a
+                 * gradient written rather than zeroed and accumulated */
+                if (zeros_nbd == NULL) {
+                    zeros_nbd = gr_zeros(ctx, gr_shape3(N, B, D));
+                }
+                for (int i = 0; i < N; i++) {
+                    memcpy(s.vmn + (size_t)i * B, s.vm,
+                           (size_t)B * sizeof *s.vm);
+                }
+                struct gr_tensor *vmn = gr_tensor_from_host(
+                    ctx, GR_F32, gr_shape3(N, B, 1), s.vmn);
+                M = gr_lerp(ctx, zeros_nbd, M, vmn);
+                Mh = gr_lerp(ctx, zeros_nbd, Mh, vmn);
+            } else {
+                M = gr_mul(ctx, M, vm3);
+                Mh = gr_mul(ctx, Mh, vm3);
+            }
         }
         ys[t] = y;
         ps[t] = p;
