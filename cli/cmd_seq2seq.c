@@ -69,7 +69,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     if (task == NULL) {
-        return cli_usage_error(cmd, "--task is required (tsv)");
+        return cli_usage_error(cmd, "--task tsv|mlu is required");
     }
     if (strcmp(task, "mlu") == 0) {
         return cli_usage_error(cmd, "--task mlu: the MLU generator is not "
@@ -155,8 +155,8 @@ const struct cli_command cmd_nlp_seq2seq_train = {
     "valid_bleu, valid_acc, lr, wall_s), best.ckpt (by validation BLEU of "
     "greedy decoding), last.ckpt, bpe.codes and vocab.txt.\n"
     "Example:\n"
-    "  grove nlp seq2seq train --task tsv --train train.tsv --valid "
-    "valid.tsv --out runs/s2s",
+    "  grove nlp seq2seq train --task tsv --train train.tsv "
+    "\\\n      --valid valid.tsv --out runs/s2s",
     run_train,
 };
 
@@ -258,8 +258,8 @@ const struct cli_command cmd_nlp_seq2seq_translate = {
     "Translate sentences with a trained seq2seq checkpoint (beam search).",
     "",
     "Example:\n"
-    "  grove nlp seq2seq translate --checkpoint runs/s2s/best.ckpt --input "
-    "test.src --beam 4 --length-penalty 0.6",
+    "  grove nlp seq2seq translate --checkpoint runs/s2s/best.ckpt "
+    "\\\n      --input test.src --beam 4 --length-penalty 0.6",
     run_translate,
 };
 

@@ -51,7 +51,7 @@ make_pairs 30 4 "$tmp/valid.tsv"
     fail "listops generate"
 
 st=(nlp seq2seq train)
-expect 2 "--task is required" "${st[@]}" --out "$tmp/x"
+expect 2 "--task tsv[|]mlu is required" "${st[@]}" --out "$tmp/x"
 expect 2 "--task mlu: the MLU generator is not built yet" "${st[@]}" --task mlu --out "$tmp/x"
 expect 2 "--task tsv needs --train FILE and --valid FILE" "${st[@]}" --task tsv --train "$tmp/train.tsv" --out "$tmp/x"
 expect 2 "--valid .*nowhere.*: it does not exist" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/nowhere" --out "$tmp/x"
