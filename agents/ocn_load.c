@@ -24,10 +24,11 @@ int ocn_load(struct ocn_loaded *out, const char *path,
         rc = gr_error(GR_EINVAL,
                       "%s: an OMPN checkpoint (train bc --model ompn), not an "
                       "OCN or MoE: OMPN has no options, so it has no option "
-                      "success matrix or alignment (and no options to play "
-                      "or fine-tune); its boundary metrics f1_tol0, f1_tol1 "
-                      "and align_acc are in its run's metrics.csv",
-                      path);
+                      "success matrix or alignment and no options to play; "
+                      "its boundary metrics f1_tol0, f1_tol1 and align_acc "
+                      "are in its run's metrics.csv, and it is fine-tuned "
+                      "with grove train ppo --policy ompn --init %s",
+                      path, path);
         free(out->config);
         out->config = NULL;
         return rc;
@@ -37,10 +38,12 @@ int ocn_load(struct ocn_loaded *out, const char *path,
         rc = gr_error(GR_EINVAL,
                       "%s: a compILE checkpoint (train bc --model compile), "
                       "not an OCN or MoE: compILE has no options, so it has "
-                      "no option success matrix or alignment (and no options "
-                      "to play or fine-tune); its boundary metrics f1_tol0, "
-                      "f1_tol1 and align_acc are in its run's metrics.csv",
-                      path);
+                      "no option success matrix or alignment and no options "
+                      "to play; its boundary metrics f1_tol0, f1_tol1 and "
+                      "align_acc are in its run's metrics.csv, and it is "
+                      "fine-tuned with grove train ppo --policy compile "
+                      "--init %s",
+                      path, path);
         free(out->config);
         out->config = NULL;
         return rc;

@@ -301,7 +301,7 @@ const struct cli_command cmd_eval_options = {
     "probability right after a subtask ends and elsewhere.\n\n"
     "Example:\n"
     "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
-    "--demos-per-task 0",
+    "\\\n      --demos-per-task 0",
     run_eval_options,
 };
 

@@ -520,7 +520,8 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         sscanf(dl + 6, "%15s", run_split);
     }
     free(config);
-    if (nlp_cls_model_load(&m, ckpt, &cc, task, NULL) < 0) {
+    char *ckpt_vocab = NULL; /* the words the model was trained with */
+    if (nlp_cls_model_load(&m, ckpt, &cc, task, &ckpt_vocab) < 0) {
         return cli_fail(cmd);
     }
     struct nlp_cls_task_options o;
@@ -528,13 +529,34 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
                       test, 1111, 0, 1, &o);
     if (rc != CLI_CONTINUE) {
         nlp_cls_model_free(m);
+        free(ckpt_vocab);
         return rc;
     }
     struct nlp_cls_data d;
     if (nlp_cls_load_task(&d, task, &o) < 0) {
         nlp_cls_model_free(m);
+        free(ckpt_vocab);
         return cli_fail(cmd);
     }
+    /* the data's words through the checkpoint's vocabulary: the ids of a
+     * vocabulary built from other files mean other words */
+    if (ckpt_vocab != NULL && d.vocab_text != NULL) {
+        int32_t unknown = 0;
+        rc = nlp_cls_use_vocab(&d, ckpt_vocab, &unknown);
+        if (rc == 0 && !common.quiet) {
+            fprintf(stderr, "vocabulary: the checkpoint's %d words; %d "
+                    "of the data's words not among them, read as unknown "
+                    "(<unk>, or padding where it has none)\n",
+                    (int)d.pad_id, (int)unknown);
+        }
+        if (rc < 0) {
+            free(ckpt_vocab);
+            nlp_cls_model_free(m);
+            nlp_cls_data_free(&d);
+            return cli_fail(cmd);
+        }
+    }
+    free(ckpt_vocab);
     struct nlp_cls_eval ev;
     rc = nlp_cls_evaluate(m, &d, s, batch, &ev);
     nlp_cls_model_free(m);
@@ -602,8 +624,11 @@ const struct cli_command cmd_nlp_classify_eval = {
     "set.",
     "",
     "Reads the task and its split from the checkpoint; the data comes from "
-    "--data or the file flags as for training. --out writes a CSV (group, "
-    "n, accuracy). Example: grove nlp classify eval --checkpoint "
+    "--data or the file flags as for training; for sst2, sst5 and snli its "
+    "words are read through the checkpoint's vocabulary (a word it lacks "
+    "as <unk>, or as padding in a vocabulary without <unk>), so any test "
+    "file can be scored. --out writes a CSV (group, n, accuracy). Example: "
+    "grove nlp classify eval --checkpoint "
     "runs/om-logic/best.ckpt --data ../shared/data/logic_inference "
     "--per-length",
     run_eval,

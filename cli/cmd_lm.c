@@ -416,7 +416,7 @@ const struct cli_command cmd_nlp_lm_train = {
     "initial model (last.ckpt) and evaluates nothing.\n\n"
     "Examples (a smoke run of a minute, the published run, its resumption):\n"
     "  grove nlp lm train --data data/ptb --out runs/smoke --emsize 40 "
-    "--nhid 60 --epochs 2 --max-batches 50\n"
+    "\\\n      --nhid 60 --epochs 2 --max-batches 50\n"
     "  grove nlp lm train --data data/ptb --out runs/onlstm\n"
     "  grove nlp lm train --data data/ptb --out runs/onlstm --resume "
     "--epochs 1000",
@@ -547,7 +547,7 @@ const struct cli_command cmd_nlp_lm_eval = {
     "",
     "Example:\n"
     "  grove nlp lm eval --checkpoint runs/smoke/best.ckpt --data data/ptb "
-    "--split valid",
+    "\\\n      --split valid",
     run_eval,
 };
 

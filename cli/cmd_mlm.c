@@ -255,7 +255,7 @@ const struct cli_command cmd_nlp_mlm_train = {
     "is NOT comparable with the thesis's.\n"
     "Example:\n"
     "  grove nlp mlm train --data ../shared/data/ptb --out runs/udgn "
-    "--nemb 128 --nlayers 2",
+    "\\\n      --nemb 128 --nlayers 2",
     run_train,
 };
 
@@ -686,7 +686,8 @@ const struct cli_command cmd_nlp_depparse = {
     "accuracy; --out writes the predicted trees as CoNLL-X. UAS on trees "
     "converted by grove is NOT comparable with the thesis's.\n"
     "Example:\n"
-    "  grove nlp depparse --checkpoint runs/udgn/best.ckpt --trees "
-    "../shared/data/treebank_sample/treebank.zip --decoder chuliu",
+    "  grove nlp depparse --checkpoint runs/udgn/best.ckpt "
+    "\\\n      --trees ../shared/data/treebank_sample/treebank.zip "
+    "--decoder chuliu",
     run_depparse,
 };

@@ -557,10 +557,10 @@ const struct cli_command cmd_nlp_parse = {
     "",
     "Reads the gold trees and preprocesses them as the ON-LSTM reference does "
     "(docs/tasks.md),\nthen scores the chosen parser. Examples:\n"
-    "  grove nlp parse --trees treebank.zip --baseline right --max-len 10   "
-    "# NLTK-sample WSJ10\n"
-    "  grove nlp parse --trees /data/wsj --baseline left --split test       "
-    "# WSJ test (full WSJ)",
+    "  grove nlp parse --trees treebank.zip --baseline right "
+    "\\\n      --max-len 10   # NLTK-sample WSJ10\n"
+    "  grove nlp parse --trees /data/wsj --baseline left "
+    "\\\n      --split test   # WSJ test (full WSJ)",
     run_parse,
 };
 
@@ -810,9 +810,9 @@ const struct cli_command cmd_nlp_syneval = {
     "Examples (a quick look at 2,000 items, the whole file, a trained "
     "model):\n"
     "  grove nlp syneval --data data/marvin_linzen_2018.tsv --ptb data/ptb "
-    "--limit 2000\n"
+    "\\\n      --limit 2000\n"
     "  grove nlp syneval --data data/marvin_linzen_2018.tsv --ptb data/ptb\n"
-    "  grove nlp syneval --data data/marvin_linzen_2018.tsv --checkpoint "
-    "runs/smoke/best.ckpt",
+    "  grove nlp syneval --data data/marvin_linzen_2018.tsv "
+    "\\\n      --checkpoint runs/smoke/best.ckpt",
     run_syneval,
 };

@@ -542,7 +542,7 @@ const struct cli_command cmd_nlp_logic_generate = {
     "Examples:\n"
     "  grove nlp logic generate --n 1000 --ops 1-12 --seed 1 --out "
     "pairs.tsv\n"
-    "  grove nlp logic generate --n 250000 --ops 0-12 --seed 1 --layout "
-    "released --out data/logic_gen",
+    "  grove nlp logic generate --n 250000 --ops 0-12 --seed 1 "
+    "\\\n      --layout released --out data/logic_gen",
     run_logic_generate,
 };

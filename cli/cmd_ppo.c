@@ -780,9 +780,9 @@ const struct cli_command cmd_train_ppo = {
     "every process's worlds, so --resume works with any P."
     "\n\nExamples (a short smoke run, the real one, and it on two processes):\n"
     "  grove train ppo --policy oracle --task DCA --total-timesteps 20000 "
-    "--out runs/ppo-smoke\n"
-    "  grove train ppo --options runs/s1/best.ckpt --task DCA "
-    "--reward sparse --out runs/ppo-dca\n"
+    "\\\n      --out runs/ppo-smoke\n"
+    "  grove train ppo --options runs/s1/best.ckpt --task DCA \\\n"
+    "      --reward sparse --out runs/ppo-dca\n"
     "  mpirun -np 2 grove train ppo --options runs/s1/best.ckpt \\\n"
     "      --task DCA --reward sparse --out runs/ppo-dca-mpi",
     run_train_ppo,

@@ -93,7 +93,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     if (task == NULL) {
-        return cli_usage_error(cmd, "--task is required (tsv or mlu)");
+        return cli_usage_error(cmd, "--task tsv|mlu is required");
     }
     const int is_mlu = strcmp(task, "mlu") == 0;
     if (!is_mlu && strcmp(task, "tsv") != 0) {
@@ -233,8 +233,8 @@ const struct cli_command cmd_nlp_seq2seq_train = {
     "seq2seq eval --test on the last gives the test accuracy).\n"
     "Examples:\n"
     "  grove nlp seq2seq train --task mlu --model ftt --out runs/mlu\n"
-    "  grove nlp seq2seq train --task tsv --train train.tsv --valid "
-    "valid.tsv --out runs/s2s",
+    "  grove nlp seq2seq train --task tsv --train train.tsv "
+    "\\\n      --valid valid.tsv --out runs/s2s",
     run_train,
 };
 
@@ -336,8 +336,8 @@ const struct cli_command cmd_nlp_seq2seq_translate = {
     "Translate sentences with a trained seq2seq checkpoint (beam search).",
     "",
     "Example:\n"
-    "  grove nlp seq2seq translate --checkpoint runs/s2s/best.ckpt --input "
-    "test.src --beam 4 --length-penalty 0.6",
+    "  grove nlp seq2seq translate --checkpoint runs/s2s/best.ckpt "
+    "\\\n      --input test.src --beam 4 --length-penalty 0.6",
     run_translate,
 };
 

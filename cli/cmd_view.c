@@ -371,8 +371,9 @@ const struct cli_command cmd_plot = {
     "Examples:\n"
     "  grove plot runs/s1/metrics.csv --x update --y nll,train_nll --out "
     "nll.png\n"
-    "  grove plot runs/dca/ocn_seed*/metrics.csv runs/dca/flat_seed*/"
-    "metrics.csv --x global_step --y eval_return --band std --out dca.png",
+    "  grove plot runs/dca/ocn_seed*/metrics.csv \\\n"
+    "      runs/dca/flat_seed*/metrics.csv --x global_step --y eval_return "
+    "\\\n      --band std --out dca.png",
     run_plot,
 };
 

@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "nlp/data/listops.h"
 #include "nlp/data/snli.h"
+#include "nlp/data/vocab.h"
 #include "nlp/models/treenets.h"
 
 #define SST_MAX_FILE_BYTES ((size_t)1 << 31)
@@ -650,5 +651,80 @@ int nlp_cls_load_task(struct nlp_cls_data *d, const char *task,
     if (rc < 0) {
         nlp_cls_data_free(d);
     }
+    return rc;
+}
+
+int nlp_cls_use_vocab(struct nlp_cls_data *d, const char *vocab_text,
+                      int32_t *n_unknown)
+{
+    if (n_unknown != NULL) {
+        *n_unknown = 0;
+    }
+    if (d->vocab_text == NULL || vocab_text == NULL) {
+        return gr_error(GR_EINVAL, "%s: no word vocabulary to map onto the "
+                        "checkpoint's", d->task);
+    }
+    struct nlp_vocab v;
+    nlp_vocab_init(&v);
+    int rc = 0;
+    for (const char *p = vocab_text; rc == 0 && *p != '\0';) {
+        size_t n = strcspn(p, "\n");
+        rc = nlp_vocab_add(&v, p, n, NULL);
+        p += n + (p[n] == '\n');
+    }
+    int32_t ck_pad = v.size;
+    int32_t unk = nlp_vocab_find(&v, "<unk>", 5);
+    if (unk < 0) {
+        unk = ck_pad;
+    }
+    /* map[old id] = the checkpoint's id; the old padding id -> its padding */
+    int32_t *map = NULL;
+    if (rc == 0 && (map = malloc(((size_t)d->vocab_size + 1) *
+                                 sizeof *map)) == NULL) {
+        rc = gr_error(GR_ENOMEM, "%s: out of memory", d->task);
+    }
+    int32_t old = 0, unknown = 0;
+    for (const char *p = d->vocab_text; rc == 0 && *p != '\0' &&
+                                        old < d->vocab_size;
+         old++) {
+        size_t n = strcspn(p, "\n");
+        int32_t id = nlp_vocab_find(&v, p, n);
+        if (id < 0) {
+            id = unk;
+            unknown++;
+        }
+        map[old] = id;
+        p += n + (p[n] == '\n');
+    }
+    for (int32_t i = old; rc == 0 && i < d->vocab_size; i++) {
+        map[i] = ck_pad; /* the data's padding (and anything past it) */
+    }
+    char *text = NULL;
+    if (rc == 0 && (text = strdup(vocab_text)) == NULL) {
+        rc = gr_error(GR_ENOMEM, "%s: out of memory", d->task);
+    }
+    for (int64_t i = 0; rc == 0 && i < d->n_tokens; i++) {
+        int32_t t = d->tokens[i];
+        if (t >= 0 && t < d->vocab_size) {
+            d->tokens[i] = map[t];
+        }
+    }
+    for (int64_t i = 0; rc == 0 && i < d->n_tree_nodes; i++) {
+        int32_t t = d->tree_word[i];
+        if (t >= 0 && t < d->vocab_size) {
+            d->tree_word[i] = map[t];
+        }
+    }
+    if (rc == 0) {
+        free(d->vocab_text);
+        d->vocab_text = text;
+        d->vocab_size = ck_pad + 1;
+        d->pad_id = ck_pad;
+        if (n_unknown != NULL) {
+            *n_unknown = unknown;
+        }
+    }
+    free(map);
+    nlp_vocab_free(&v);
     return rc;
 }

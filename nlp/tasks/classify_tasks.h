@@ -78,4 +78,16 @@ int nlp_cls_task_known(const char *task);
 int nlp_cls_load_task(struct nlp_cls_data *d, const char *task,
                       const struct nlp_cls_task_options *o);
 
+/* For evaluating a checkpoint on data whose vocabulary was built from other
+ * files: re-maps every token and tree word of d (loaded with its own
+ * data-built vocabulary) onto vocab_text, the checkpoint's words (one per
+ * line in id order, padding = the next id, as nlp_cls_model_load gives
+ * them). A word absent there becomes the checkpoint's "<unk>", or its
+ * padding id when it has no "<unk>"; *n_unknown (may be NULL) counts the
+ * distinct words so mapped. d's vocab_text, vocab_size and pad_id become
+ * the checkpoint's. GR_EINVAL when d has no word vocabulary (logic,
+ * listops: their vocabularies are fixed). */
+int nlp_cls_use_vocab(struct nlp_cls_data *d, const char *vocab_text,
+                      int32_t *n_unknown);
+
 #endif

@@ -48,6 +48,9 @@ diff <(cut -d, -f1-10 "$tmp/a/metrics.csv") <(cut -d, -f1-10 "$tmp/b/metrics.csv
 
 expect 1 "a compILE checkpoint (train bc --model compile), not an OCN or MoE: compILE has no options" \
     eval options --checkpoint "$tmp/a/best.ckpt" --episodes 2
+# compILE is fine-tuned by train ppo --policy compile: the message says how
+expect 1 "fine-tuned with grove train ppo --policy compile --init $tmp/a/best.ckpt" \
+    craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1
 expect 2 "first difference: 'kind compile' in the run, 'kind ompn' now" \
     train bc --model ompn --hidden 16 --demos-per-task 40 --batch 16 --updates 30 --quiet --out "$tmp/a" --resume
 expect 2 "are not compILE's; it has --max-segs" train bc $small --slots 4 --out "$tmp/x"

@@ -48,6 +48,9 @@ diff <(cut -d, -f1-10 "$tmp/a/metrics.csv") <(cut -d, -f1-10 "$tmp/b/metrics.csv
 expect 1 "an OMPN checkpoint (train bc --model ompn), not an OCN or MoE: OMPN has no options" \
     eval options --checkpoint "$tmp/a/best.ckpt" --episodes 2
 expect 1 "an OMPN checkpoint" craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1
+# OMPN is fine-tuned by train ppo --policy ompn: the message says how
+expect 1 "fine-tuned with grove train ppo --policy ompn --init $tmp/a/best.ckpt" \
+    craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1
 # one model's run resumed as another
 expect 2 "first difference: 'kind ompn' in the run, 'kind ocn' now" \
     train bc --hidden 16 --demos-per-task 40 --batch 16 --updates 30 --quiet --out "$tmp/a" --resume

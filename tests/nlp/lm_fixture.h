@@ -26,7 +26,7 @@ struct fx_file {
     int n;
 };
 
-static int fx_load(struct fx_file *f, const char *path)
+static inline int fx_load(struct fx_file *f, const char *path)
 {
     memset(f, 0, sizeof *f);
     char *text = NULL;
@@ -76,7 +76,7 @@ static int fx_load(struct fx_file *f, const char *path)
     return 0;
 }
 
-static void fx_free(struct fx_file *f)
+static inline void fx_free(struct fx_file *f)
 {
     for (int i = 0; i < f->n; i++) {
         free(f->e[i].v);
@@ -84,8 +84,8 @@ static void fx_free(struct fx_file *f)
     free(f->e);
 }
 
-static const struct fx_entry *fx_get(const struct fx_file *f,
-                                     const char *name)
+static inline const struct fx_entry *fx_get(const struct fx_file *f,
+                                            const char *name)
 {
     for (int i = 0; i < f->n; i++) {
         if (strcmp(f->e[i].name, name) == 0) {
@@ -96,14 +96,14 @@ static const struct fx_entry *fx_get(const struct fx_file *f,
     return NULL;
 }
 
-static double fx_scalar(const struct fx_file *f, const char *name)
+static inline double fx_scalar(const struct fx_file *f, const char *name)
 {
     const struct fx_entry *e = fx_get(f, name);
     return e ? e->v[0] : NAN;
 }
 
 /* A float copy of an entry (malloc'd). */
-static float *fx_floats(const struct fx_file *f, const char *name)
+static inline float *fx_floats(const struct fx_file *f, const char *name)
 {
     const struct fx_entry *e = fx_get(f, name);
     if (e == NULL) {
@@ -120,8 +120,8 @@ static float *fx_floats(const struct fx_file *f, const char *name)
  * rtol·max(|ref|) of the tensor (a relative tolerance at the tensor's
  * scale) plus rtol·|ref|. Prints the worst element. Returns the worst
  * error relative to the scale. */
-static double fx_compare(const struct fx_file *f, const char *name,
-                         const float *got, int64_t n, double rtol)
+static inline double fx_compare(const struct fx_file *f, const char *name,
+                                const float *got, int64_t n, double rtol)
 {
     const struct fx_entry *e = fx_get(f, name);
     CHECK_MSG(e != NULL, "missing %s", name);
@@ -159,8 +159,9 @@ static double fx_compare(const struct fx_file *f, const char *name,
 }
 
 /* Compares a tensor (any device) with a fixture entry. */
-static double fx_compare_tensor(const struct fx_file *f, const char *name,
-                                const struct gr_tensor *t, double rtol)
+static inline double fx_compare_tensor(const struct fx_file *f,
+                                       const char *name,
+                                       const struct gr_tensor *t, double rtol)
 {
     CHECK_MSG(t != NULL, "%s: tensor is NULL", name);
     if (t == NULL) {

@@ -143,6 +143,39 @@ awk -F, 'NR == 2 && $2 > 0 && $3 != "" && $3 !~ /nan/ { ok = 1 } END { exit !ok 
 expect 2 "not a grove classifier checkpoint" nlp classify eval --checkpoint "$tmp/bc/last.ckpt" \
     --test "$tmp/test.tsv"
 
+# eval on files with another vocabulary (SST-5, hand-made trees): the
+# words go through the checkpoint's vocabulary, so the same test file
+# scores the same whatever train and dev files come with it, and words the
+# model never saw are read as unknown instead of failing
+mkdir -p "$tmp/sa" "$tmp/sb" "$tmp/sc"
+printf '%s\n' "(3 (2 the) (3 (3 good) (2 film)))" "(1 (2 a) (1 (1 bad) (2 plot)))" \
+    "(4 (2 the) (4 (4 great) (2 cast)))" "(0 (2 a) (0 (0 awful) (2 film)))" >"$tmp/sa/train.txt"
+printf '%s\n' "(3 (2 the) (3 (3 good) (2 cast)))" "(1 (2 a) (1 bad))" >"$tmp/sa/dev.txt"
+printf '%s\n' "(4 (2 a) (4 (4 great) (2 plot)))" "(0 (2 the) (0 awful))" \
+    "(3 (2 film) (3 good))" "(1 (2 cast) (1 (1 bad) (2 the)))" >"$tmp/sa/test.txt"
+# other files first (their words take the low ids), the same test file
+printf '%s\n' "(2 (2 zebra) (2 (2 quartz) (2 the)))" "(3 (2 yonder) (3 good))" >"$tmp/sb/train.txt"
+cp "$tmp/sb/train.txt" "$tmp/sb/dev.txt"
+cp "$tmp/sa/test.txt" "$tmp/sb/test.txt"
+# a test file with words the checkpoint never saw
+cp "$tmp/sb/train.txt" "$tmp/sc/train.txt"
+cp "$tmp/sb/train.txt" "$tmp/sc/dev.txt"
+printf '%s\n' "(4 (2 a) (4 (4 splendid) (2 plot)))" "(0 (2 xylophone) (0 awful))" >"$tmp/sc/test.txt"
+"$grove" "${ct[@]}" --task sst5 --model lstm --data "$tmp/sa" --emsize 8 --nhid 8 --epochs 2 \
+    --threads 1 --quiet --out "$tmp/sst" >/dev/null 2>"$tmp/sst.err" || { fail "sst5 run"; cat "$tmp/sst.err"; }
+expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
+    --data "$tmp/sa" --threads 1
+sed 's/ (.*//' "$tmp/out" >"$tmp/sa.score"
+expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
+    --data "$tmp/sb" --threads 1
+sed 's/ (.*//' "$tmp/out" >"$tmp/sb.score"
+cmp -s "$tmp/sa.score" "$tmp/sb.score" ||
+    fail "the same test file scores differently with other train/dev files: $(cat "$tmp/sa.score") vs $(cat "$tmp/sb.score")"
+grep -q "of the data's words not among them" "$tmp/err" || fail "eval on sb: no vocabulary line in: $(cat "$tmp/err")"
+expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 2 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
+    --data "$tmp/sc" --threads 1
+grep -q " 5 of the data's words not among them" "$tmp/err" || fail "eval on sc: unknown words: $(cat "$tmp/err")"
+
 if [ ! -d "$data/logic_inference" ]; then
     echo "cli_classify: $checks checks, $fails failed"
     test_skip DATA "$fails" "the logic run (no $data/logic_inference)"

@@ -54,7 +54,7 @@ make_pairs 30 4 "$tmp/valid.tsv"
     fail "listops generate"
 
 st=(nlp seq2seq train)
-expect 2 "--task is required" "${st[@]}" --out "$tmp/x"
+expect 2 "--task tsv[|]mlu is required" "${st[@]}" --out "$tmp/x"
 expect 2 "--task mlu takes both --train and --valid, or neither" "${st[@]}" --task mlu --train "$tmp/train.tsv" --out "$tmp/x"
 expect 2 "--mlu-train/--mlu-valid size the generated MLU data" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --mlu-train 10 --out "$tmp/x"
 expect 2 "--mlu-train and --mlu-valid >= 1" "${st[@]}" --task mlu --mlu-valid 0 --out "$tmp/x"

@@ -722,7 +722,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_nlp_fasttrees FIXTURE_DIR\n");
         return 2;
     }
-    (void)fx_scalar; /* lm_fixture.h's; unused here */
     test_fixtures(argv[1]);
     test_scan_sequential();
     test_scan_fd();

@@ -649,7 +649,6 @@ static void check_vectors(void)
 
 int main(int argc, char **argv)
 {
-    (void)fx_scalar; /* of the shared fixture reader, unused here */
     check_refusals();
     check_spans_and_harness();
     check_vectors();
