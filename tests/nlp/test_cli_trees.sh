@@ -59,7 +59,8 @@ expect_stderr() {
     grep -Eq -- "$pattern" "$tmp/err" || fail "grove $*: no /$pattern/ in: $(cat "$tmp/err")"
 }
 
-expect 0 "treelstm, childsum on the given trees" nlp tasks
+expect 0 "treelstm, childsum, rnn, mvrnn, rntn, treernn," nlp tasks
+expect 0 "treecell on the given trees" nlp tasks
 snli=$(dirname "$0")/../fixtures/snli/snli_sample.jsonl
 expect_last 1 "^grove nlp classify train: snli train example 0 \\(premise\\) has no tree" nlp classify train --task snli --model treelstm --train "$snli" --valid "$snli" --test "$snli" --epochs 1 --out "$tmp/snli"
 [ -e "$tmp/snli" ] && fail "a refused run left $tmp/snli behind"
