@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "bench/bench_util.h"
+#include "bench/nlp/bench_mlm.h"
 #include "bench/nlp/bench_nlp.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -16,7 +17,17 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     struct bench_nlp_options o;
     bench_nlp_options_default(&o);
     int no_baseline = 0;
+    const char *mlm_model = NULL;
+    int nemb = 128, nlayers = 2, rows = 16;
     const struct cli_option opts[] = {
+        CLI_STRING("model", "NAME", NULL,
+                   "udgn or structformer: MLM training throughput against "
+                   "bench/nlp/udgn_ref.py (issue 24) instead of the ON-LSTM "
+                   "cases; --windows counts its timed batches",
+                   &mlm_model),
+        CLI_INT("nemb", "N", "128", "--model: d (scaled size)", &nemb),
+        CLI_INT("nlayers", "N", "2", "--model: layers", &nlayers),
+        CLI_INT("rows", "N", "16", "--model: sentences per batch", &rows),
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
         CLI_STRING("models", "LIST", "onlstm",
@@ -64,6 +75,30 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
+    if (mlm_model != NULL) {
+        struct bench_mlm_options m;
+        bench_mlm_options_default(&m);
+        m.model = mlm_model;
+        m.batches = o.windows;
+        m.warmup = o.warmup;
+        m.rounds = o.rounds;
+        m.quick = o.quick;
+        m.nemb = nemb;
+        m.nlayers = nlayers;
+        m.rows = rows;
+        m.python = o.python;
+        m.script = o.script;
+        m.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
+        m.threads = common.threads;
+        m.baseline = !no_baseline;
+        m.build = GROVE_BUILD_TYPE;
+        m.commit = GROVE_GIT_DESCRIBE;
+        int bad = bench_mlm_run(&m, stdout);
+        if (bad == GR_EINVAL) {
+            return cli_usage_error(cmd, "%s", gr_last_error());
+        }
+        return bad < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
+    }
     if (bench_nlp_models_check(&o) < 0) {
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
@@ -91,6 +126,8 @@ const struct cli_command cmd_bench_nlp = {
     "the BLAS and threads the PyTorch side ran on.\n\n"
     "Example:\n"
     "  grove bench nlp --quick --threads 1\n"
-    "  grove bench nlp --models onlstm,ft,cft,fft --cases small",
+    "  grove bench nlp --models onlstm,ft,cft,fft --cases small\n"
+    "  grove bench nlp --model udgn --threads 1        (UDGN / StructFormer "
+    "MLM, scaled size)",
     run_bench_nlp,
 };
