@@ -18,16 +18,16 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     bench_nlp_options_default(&o);
     int no_baseline = 0;
     const char *mlm_model = NULL;
-    int nemb = 128, nlayers = 2, rows = 16;
+    int nemb = 256, nlayers = 4, rows = 32;
     const struct cli_option opts[] = {
         CLI_STRING("model", "NAME", NULL,
                    "udgn or structformer: MLM training throughput against "
                    "bench/nlp/udgn_ref.py (issue 24) instead of the ON-LSTM "
                    "cases; --windows counts its timed batches",
                    &mlm_model),
-        CLI_INT("nemb", "N", "128", "--model: d (scaled size)", &nemb),
-        CLI_INT("nlayers", "N", "2", "--model: layers", &nlayers),
-        CLI_INT("rows", "N", "16", "--model: sentences per batch", &rows),
+        CLI_INT("nemb", "N", "256", "--model: d (scaled size)", &nemb),
+        CLI_INT("nlayers", "N", "4", "--model: layers", &nlayers),
+        CLI_INT("rows", "N", "32", "--model: sentences per batch", &rows),
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
         CLI_STRING("models", "LIST", "onlstm",

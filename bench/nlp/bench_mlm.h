@@ -42,8 +42,11 @@ struct bench_mlm_options {
     enum gr_device device;
     int quick;            /* tiny sizes (CI smoke run) */
     int baseline;         /* 1: run the PyTorch reference too */
-    /* the scaled size (default: d 128, 2 layers, 4 heads of 32, parser 1
-     * layer, K 5, vocabulary 2,000, 16 rows of 10-30 tokens) */
+    /* the scaled size (default: d 256, 4 layers, 8 heads (UDGN: channels
+     * of 64, C·d_c = 2d as published; StructFormer: d_h 32, ffn 4d),
+     * parser 2 layers, K 5, vocabulary 2,000, batches of 32 sentences of
+     * 10-30 tokens; the published size is d 512, 8 layers, 8 heads of
+     * 128, parser 3 layers, batches of < 4,096 tokens) */
     int nemb, nlayers, nheads, head_size, parser_layers, pos_classes;
     int vocab, rows, min_len, max_len;
     const char *python;   /* interpreter (default /usr/bin/python3) */
