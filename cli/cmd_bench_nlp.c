@@ -18,16 +18,18 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     bench_nlp_options_default(&o);
     int no_baseline = 0;
     const char *mlm_model = NULL;
-    int nemb = 256, nlayers = 4, rows = 32;
+    int nemb = 0, nlayers = 0, rows = 0;
     const struct cli_option opts[] = {
         CLI_STRING("model", "NAME", NULL,
                    "udgn or structformer: MLM training throughput against "
                    "bench/nlp/udgn_ref.py (issue 24) instead of the ON-LSTM "
                    "cases; --windows counts its timed batches",
                    &mlm_model),
-        CLI_INT("nemb", "N", "256", "--model: d (scaled size)", &nemb),
-        CLI_INT("nlayers", "N", "4", "--model: layers", &nlayers),
-        CLI_INT("rows", "N", "32", "--model: sentences per batch", &rows),
+        CLI_INT("nemb", "N", "0", "--model: d (0: the scaled size's 256)",
+                &nemb),
+        CLI_INT("nlayers", "N", "0", "--model: layers (0: 4)", &nlayers),
+        CLI_INT("rows", "N", "0", "--model: sentences per batch (0: 32)",
+                &rows),
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
         CLI_STRING("models", "LIST", "onlstm",
@@ -75,6 +77,14 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
+    if (mlm_model == NULL && (nemb != 0 || nlayers != 0 || rows != 0)) {
+        return cli_usage_error(cmd, "--nemb, --nlayers and --rows size the "
+                               "--model benchmark (udgn, structformer)");
+    }
+    if (nemb < 0 || nlayers < 0 || rows < 0) {
+        return cli_usage_error(cmd, "--nemb, --nlayers and --rows must be "
+                               ">= 1 (0: the default)");
+    }
     if (mlm_model != NULL) {
         struct bench_mlm_options m;
         bench_mlm_options_default(&m);
@@ -83,9 +93,9 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         m.warmup = o.warmup;
         m.rounds = o.rounds;
         m.quick = o.quick;
-        m.nemb = nemb;
-        m.nlayers = nlayers;
-        m.rows = rows;
+        m.nemb = nemb ? nemb : m.nemb;
+        m.nlayers = nlayers ? nlayers : m.nlayers;
+        m.rows = rows ? rows : m.rows;
         m.python = o.python;
         m.script = o.script;
         m.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;

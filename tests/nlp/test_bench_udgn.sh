@@ -33,4 +33,8 @@ cat "$out/bad.out"
 [ $rc -eq 2 ] || { echo "FAIL: --model transformer exit $rc, want 2"; fail=1; }
 grep -q "structformer" "$out/bad.out" ||
     { echo "FAIL: the error does not name the models"; fail=1; }
+"$grove" bench nlp --quick --no-baseline --nemb 32 >"$out/bad2.out" 2>&1
+rc=$?
+cat "$out/bad2.out"
+[ $rc -eq 2 ] || { echo "FAIL: --nemb without --model exit $rc, want 2"; fail=1; }
 exit $fail
