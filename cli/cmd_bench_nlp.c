@@ -18,7 +18,8 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     bench_nlp_options_default(&o);
     int no_baseline = 0;
     const char *mlm_model = NULL;
-    int nemb = 0, nlayers = 0, rows = 0;
+    int nemb = 0, nlayers = 0, rows = 0, nheads = 0, head_size = 0;
+    int parser_layers = 0;
     const struct cli_option opts[] = {
         CLI_STRING("model", "NAME", NULL,
                    "udgn or structformer: MLM training throughput against "
@@ -30,6 +31,12 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("nlayers", "N", "0", "--model: layers (0: 4)", &nlayers),
         CLI_INT("rows", "N", "0", "--model: sentences per batch (0: 32)",
                 &rows),
+        CLI_INT("nheads", "N", "0", "--model: heads / channels (0: 8)",
+                &nheads),
+        CLI_INT("head-size", "N", "0", "--model udgn: channel size (0: 64)",
+                &head_size),
+        CLI_INT("parser-layers", "N", "0", "--model: parser layers (0: 2)",
+                &parser_layers),
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
         CLI_STRING("models", "LIST", "onlstm",
@@ -77,13 +84,18 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
-    if (mlm_model == NULL && (nemb != 0 || nlayers != 0 || rows != 0)) {
-        return cli_usage_error(cmd, "--nemb, --nlayers and --rows size the "
+    int sized = nemb || nlayers || rows || nheads || head_size ||
+                parser_layers;
+    if (mlm_model == NULL && sized) {
+        return cli_usage_error(cmd, "--nemb, --nlayers, --rows, --nheads, "
+                               "--head-size and --parser-layers size the "
                                "--model benchmark (udgn, structformer)");
     }
-    if (nemb < 0 || nlayers < 0 || rows < 0) {
-        return cli_usage_error(cmd, "--nemb, --nlayers and --rows must be "
-                               ">= 1 (0: the default)");
+    if (nemb < 0 || nlayers < 0 || rows < 0 || nheads < 0 || head_size < 0 ||
+        parser_layers < 0) {
+        return cli_usage_error(cmd, "--nemb, --nlayers, --rows, --nheads, "
+                               "--head-size, --parser-layers must be >= 1 "
+                               "(0: the default)");
     }
     if (mlm_model != NULL) {
         struct bench_mlm_options m;
@@ -96,6 +108,9 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         m.nemb = nemb ? nemb : m.nemb;
         m.nlayers = nlayers ? nlayers : m.nlayers;
         m.rows = rows ? rows : m.rows;
+        m.nheads = nheads ? nheads : m.nheads;
+        m.head_size = head_size ? head_size : m.head_size;
+        m.parser_layers = parser_layers ? parser_layers : m.parser_layers;
         m.python = o.python;
         m.script = o.script;
         m.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
