@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
+#include "bench/nlp/bench_mlm.h"
 #include "bench/nlp/bench_nlp.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -18,7 +19,20 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
     bench_nlp_options_default(&o);
     int no_baseline = 0;
     const char *model = NULL;
+    int nemb = 0, nlayers = 0, rows = 0, nheads = 0, head_size = 0;
+    int parser_layers = 0;
     const struct cli_option opts[] = {
+        CLI_INT("nemb", "N", "0", "--model: d (0: the scaled size's 256)",
+                &nemb),
+        CLI_INT("nlayers", "N", "0", "--model: layers (0: 4)", &nlayers),
+        CLI_INT("rows", "N", "0", "--model: sentences per batch (0: 32)",
+                &rows),
+        CLI_INT("nheads", "N", "0", "--model: heads / channels (0: 8)",
+                &nheads),
+        CLI_INT("head-size", "N", "0", "--model udgn: channel size (0: 64)",
+                &head_size),
+        CLI_INT("parser-layers", "N", "0", "--model: parser layers (0: 2)",
+                &parser_layers),
         CLI_STRING("cases", "LIST", "published,batch1,small",
                    "cases to run, comma-separated", &o.cases),
         CLI_STRING("models", "LIST", "onlstm",
@@ -28,9 +42,11 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
                    "reference",
                    &o.models),
         CLI_STRING("model", "NAME", NULL,
-                   "transformer: the Transformer encoder classifier against "
-                   "torch.nn.TransformerEncoderLayer instead of the LMs "
-                   "(cases classifier,tiny)", &model),
+                   "instead of the LMs: transformer (the encoder classifier "
+                   "against torch.nn.TransformerEncoderLayer, cases "
+                   "classifier,tiny), or udgn / structformer (MLM training "
+                   "against bench/nlp/udgn_ref.py, --windows timed batches)",
+                   &model),
         CLI_FLAG("same-cell",
                  "the baseline of each --models row is the PyTorch version "
                  "of its own cell (onlstm, ft, fft), not the ON-LSTM",
@@ -70,9 +86,52 @@ static int run_bench_nlp(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--rounds must be in [1, %d]",
                                BENCH_MAX_ROUNDS);
     }
-    if (model != NULL && strcmp(model, "transformer") != 0) {
-        return cli_usage_error(cmd, "--model '%s': only transformer (the "
-                               "LMs go through --models)", model);
+    int sized = nemb || nlayers || rows || nheads || head_size ||
+                parser_layers;
+    int mlm = model != NULL && (strcmp(model, "udgn") == 0 ||
+                                strcmp(model, "structformer") == 0);
+    if (model != NULL && !mlm && strcmp(model, "transformer") != 0) {
+        return cli_usage_error(cmd, "--model '%s': transformer, udgn or "
+                               "structformer (the LMs go through --models)",
+                               model);
+    }
+    if (!mlm && sized) {
+        return cli_usage_error(cmd, "--nemb, --nlayers, --rows, --nheads, "
+                               "--head-size and --parser-layers size the "
+                               "--model benchmark (udgn, structformer)");
+    }
+    if (nemb < 0 || nlayers < 0 || rows < 0 || nheads < 0 || head_size < 0 ||
+        parser_layers < 0) {
+        return cli_usage_error(cmd, "--nemb, --nlayers, --rows, --nheads, "
+                               "--head-size, --parser-layers must be >= 1 "
+                               "(0: the default)");
+    }
+    if (mlm) {
+        struct bench_mlm_options m;
+        bench_mlm_options_default(&m);
+        m.model = model;
+        m.batches = o.windows;
+        m.warmup = o.warmup;
+        m.rounds = o.rounds;
+        m.quick = o.quick;
+        m.nemb = nemb ? nemb : m.nemb;
+        m.nlayers = nlayers ? nlayers : m.nlayers;
+        m.rows = rows ? rows : m.rows;
+        m.nheads = nheads ? nheads : m.nheads;
+        m.head_size = head_size ? head_size : m.head_size;
+        m.parser_layers = parser_layers ? parser_layers : m.parser_layers;
+        m.python = o.python;
+        m.script = o.script;
+        m.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
+        m.threads = common.threads;
+        m.baseline = !no_baseline;
+        m.build = GROVE_BUILD_TYPE;
+        m.commit = GROVE_GIT_DESCRIBE;
+        int bad = bench_mlm_run(&m, stdout);
+        if (bad == GR_EINVAL) {
+            return cli_usage_error(cmd, "%s", gr_last_error());
+        }
+        return bad < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
     }
     if (bench_nlp_models_check(&o) < 0) {
         return cli_usage_error(cmd, "%s", gr_last_error());
@@ -110,9 +169,11 @@ const struct cli_command cmd_bench_nlp = {
     "table case | grove | baseline | ratio | spread (ratio = grove / "
     "PyTorch, the median of the rounds' ratios; spread = their range), and "
     "the BLAS and threads the PyTorch side ran on.\n\n"
-    "Example:\n"
+    "Examples:\n"
     "  grove bench nlp --quick --threads 1\n"
     "  grove bench nlp --models onlstm,ft,cft,fft --cases small\n"
-    "  grove bench nlp --model transformer --threads 1",
+    "  grove bench nlp --model transformer --threads 1\n"
+    "  grove bench nlp --model udgn --threads 1        (UDGN / StructFormer "
+    "MLM, scaled size)",
     run_bench_nlp,
 };

@@ -506,7 +506,10 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
                             "treebank (treebank.zip, folder, .mrg) "
                             "converted by grove's Collins rules", &trees),
         CLI_STRING("decoder", "NAME", "chuliu", "argmax (not always a "
-                   "tree), chuliu (single root) or eisner (projective)",
+                   "tree), chuliu (single root), eisner (projective) or "
+                   "structformer (a structformer checkpoint only: the "
+                   "highest token the root, the others their argmax "
+                   "parent)",
                    &decoder),
         CLI_INT("limit", "N", "0", "the first N sentences only (0: all)",
                 &limit),
@@ -543,7 +546,11 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
     int dec = nlp_dep_decoder_parse(decoder);
     if (dec < 0) {
         return cli_usage_error(cmd, "--decoder '%s': expected argmax, "
-                               "chuliu or eisner", decoder);
+                               "chuliu, eisner or structformer", decoder);
+    }
+    if (dec == NLP_DEP_STRUCTFORMER && baseline) {
+        return cli_usage_error(cmd, "--decoder structformer needs a "
+                               "structformer --checkpoint, not --baseline");
     }
     if (limit < 0) {
         return cli_usage_error(cmd, "--limit must be >= 0");
@@ -581,6 +588,13 @@ static int run_depparse(const struct cli_command *cmd, int argc, char **argv)
             nlp_mlm_close(&rt);
             return cli_usage_error(cmd, "--checkpoint %s: model '%s' has no "
                                    "parser", ckpt, rt.opt.model);
+        }
+        if (dec == NLP_DEP_STRUCTFORMER &&
+            strcmp(rt.entry->name, "structformer") != 0) {
+            nlp_mlm_close(&rt);
+            return cli_usage_error(cmd, "--decoder structformer: --checkpoint "
+                                   "%s is a '%s' model, not structformer",
+                                   ckpt, rt.opt.model);
         }
     }
     struct nlp_deptrees gold;

@@ -19,6 +19,7 @@ int nlp_dep_decoder_parse(const char *name)
     if (strcmp(name, "argmax") == 0) return NLP_DEP_ARGMAX;
     if (strcmp(name, "chuliu") == 0) return NLP_DEP_CHULIU;
     if (strcmp(name, "eisner") == 0) return NLP_DEP_EISNER;
+    if (strcmp(name, "structformer") == 0) return NLP_DEP_STRUCTFORMER;
     return -1;
 }
 
@@ -28,6 +29,7 @@ const char *nlp_dep_decoder_name(enum nlp_dep_decoder d)
     case NLP_DEP_ARGMAX: return "argmax";
     case NLP_DEP_CHULIU: return "chuliu";
     case NLP_DEP_EISNER: return "eisner";
+    case NLP_DEP_STRUCTFORMER: return "structformer";
     }
     return "?";
 }
@@ -380,6 +382,9 @@ int nlp_deps_decode(enum nlp_dep_decoder d, const float *H, int32_t n,
     case NLP_DEP_ARGMAX: return nlp_deps_argmax(H, n, pred);
     case NLP_DEP_CHULIU: return nlp_deps_chuliu(H, n, pred);
     case NLP_DEP_EISNER: return nlp_deps_eisner(H, n, pred);
+    case NLP_DEP_STRUCTFORMER:
+        return gr_error(GR_EINVAL, "the structformer decoder needs a "
+                        "StructFormer's heights, not only a head matrix");
     }
     return gr_error(GR_EINVAL, "unknown dependency decoder %d", (int)d);
 }

@@ -46,9 +46,15 @@ enum nlp_dep_decoder {
     NLP_DEP_ARGMAX,
     NLP_DEP_CHULIU,
     NLP_DEP_EISNER,
+    NLP_DEP_STRUCTFORMER, /* StructFormer's own decoding (udgn.md §7): the
+                             highest token the root, every other token its
+                             argmax parent; needs the model's heights, so
+                             nlp_deps_decode refuses it (nlp_mlm_depparse
+                             does it for structformer models) */
 };
 
-/* "argmax" | "chuliu" | "eisner" -> decoder; -1 if unknown. */
+/* "argmax" | "chuliu" | "eisner" | "structformer" -> decoder; -1 if
+ * unknown. */
 int nlp_dep_decoder_parse(const char *name);
 const char *nlp_dep_decoder_name(enum nlp_dep_decoder d);
 

@@ -325,6 +325,29 @@ static int sf_heads(void *state, struct gr_ctx *ctx, const int32_t *ids,
     return 0;
 }
 
+/* StructFormer's own decoding (udgn.md §7) of one unmasked sentence: the
+ * parser's Par and heights, then nlp_structformer_decode. */
+static int sf_decode(void *state, struct gr_ctx *ctx, const int32_t *ids,
+                     int32_t n, float *H, int32_t *pred)
+{
+    struct nlp_structformer_out o;
+    float *height = malloc((size_t)n * sizeof *height);
+    if (!height) {
+        return gr_error(GR_ENOMEM, "mlm: out of memory");
+    }
+    int rc = nlp_structformer_parse(ctx, state, time_major(ctx, ids, 1, n),
+                                    &n, &o);
+    if (rc == 0 && (gr_tensor_to_host(o.head, H) < 0 ||
+                    gr_tensor_to_host(o.height, height) < 0)) {
+        rc = gr_ctx_status(ctx);
+    }
+    if (rc == 0) {
+        nlp_structformer_decode(H, n, height, n, pred);
+    }
+    free(height);
+    return rc;
+}
+
 static void sf_free(void *state)
 {
     if (state) {
@@ -580,6 +603,11 @@ int nlp_mlm_depparse(struct gr_ctx *ctx, const struct nlp_mlm_model_entry *e,
         return gr_error(GR_EINVAL, "model '%s' has no parser (no head "
                         "distribution to decode)", e->name);
     }
+    int sf = dec == NLP_DEP_STRUCTFORMER;
+    if (sf && strcmp(e->name, "structformer") != 0) {
+        return gr_error(GR_EINVAL, "the structformer decoder needs a "
+                        "structformer model, not '%s'", e->name);
+    }
     int32_t ns = gold->n_sentences;
     if (limit > 0 && limit < ns) {
         ns = limit;
@@ -598,9 +626,13 @@ int nlp_mlm_depparse(struct gr_ctx *ctx, const struct nlp_mlm_model_entry *e,
         const struct nlp_dep_sentence *s = &gold->sentences[i];
         nlp_mlm_tree_ids(v, s, ids);
         gr_step_reset(ctx);
-        rc = e->heads(model, ctx, ids, s->n, H);
-        if (rc == 0) {
-            rc = nlp_deps_decode(dec, H, s->n, p);
+        if (sf) {
+            rc = sf_decode(model, ctx, ids, s->n, H, p);
+        } else {
+            rc = e->heads(model, ctx, ids, s->n, H);
+            if (rc == 0) {
+                rc = nlp_deps_decode(dec, H, s->n, p);
+            }
         }
         if (rc == 0) {
             rc = nlp_dep_eval_add(ev, s->n, p, s->heads, s->labels);

@@ -135,6 +135,16 @@ checks=$((checks + 1))
 awk -F, 'NR == 2 { exit !($4 != "" && $3 > 1) }' "$tmp/sf/metrics.csv" || fail "structformer metrics: $(cat "$tmp/sf/metrics.csv")"
 expect 0 "structformer test: masked-token perplexity" nlp mlm eval --checkpoint "$tmp/sf/best.ckpt" --eval-runs 1
 expect 0 "structformer, decoder chuliu" nlp depparse --checkpoint "$tmp/sf/best.ckpt" --trees "$tmp/gold.conll"
+# --decoder structformer (udgn.md §7: the highest token the root, the others
+# their argmax parent): exactly one root per sentence of the CoNLL output;
+# refused (exit 2) for a udgn checkpoint and for a baseline.
+expect 0 "structformer, decoder structformer: 2 sentences" nlp depparse --checkpoint "$tmp/sf/best.ckpt" --trees "$tmp/gold.conll" --decoder structformer --out "$tmp/sf.conll"
+awk -F'\t' 'NF < 7 { if (open && r != 1) bad = 1; open = 0; r = 0; next }
+    { open = 1; n++; if ($7 == 0) r++; if ($7 < 0 || $7 > 99) bad = 1 }
+    END { if (open && r != 1) bad = 1; exit bad || n == 0 }' "$tmp/sf.conll" \
+    || fail "--decoder structformer: not one root per sentence: $(cat "$tmp/sf.conll")"
+expect 2 "not structformer" nlp depparse --checkpoint "$tmp/a/best.ckpt" --trees "$tmp/gold.conll" --decoder structformer
+expect 2 "structformer --checkpoint, not --baseline" nlp depparse --baseline left --trees "$tmp/gold.conll" --decoder structformer
 checks=$((checks + 1))
 "$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/abl" $tiny --epochs 1 --max-batches 2 --quiet \
     --no-nonlinear --no-gates --no-competition-sigmoid --single-channel --abs-pos 2>"$tmp/err" \

@@ -279,6 +279,14 @@ static void test_hand(void)
     CHECK(nlp_dep_decoder_parse("chuliu") == NLP_DEP_CHULIU);
     CHECK(nlp_dep_decoder_parse("eisner") == NLP_DEP_EISNER);
     CHECK(nlp_dep_decoder_parse("mst") == -1);
+    /* StructFormer's decoder needs heights: the plain decoder refuses it
+     * (nlp_mlm_depparse does it for structformer models) */
+    CHECK(nlp_dep_decoder_parse("structformer") == NLP_DEP_STRUCTFORMER);
+    CHECK(strcmp(nlp_dep_decoder_name(NLP_DEP_STRUCTFORMER),
+                 "structformer") == 0);
+    const float H2[4] = {0, 1, 1, 0};
+    int32_t p2[2];
+    CHECK(nlp_deps_decode(NLP_DEP_STRUCTFORMER, H2, 2, p2) == GR_EINVAL);
 }
 
 static void test_metrics(void)
