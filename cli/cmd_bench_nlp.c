@@ -173,7 +173,6 @@ const struct cli_command cmd_bench_nlp = {
     "  grove bench nlp --quick --threads 1\n"
     "  grove bench nlp --models onlstm,ft,cft,fft --cases small\n"
     "  grove bench nlp --model transformer --threads 1\n"
-    "  grove bench nlp --model udgn --threads 1        (UDGN / StructFormer "
-    "MLM, scaled size)",
+    "  grove bench nlp --model udgn --threads 1",
     run_bench_nlp,
 };

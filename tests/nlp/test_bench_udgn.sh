@@ -26,11 +26,11 @@ for m in udgn structformer; do
         { echo "FAIL: $m: baseline ran despite --no-baseline"; fail=1; }
     if grep -q " 0 tok/s" "$f"; then echo "FAIL: $m: 0 tok/s"; fail=1; fi
 done
-"$grove" bench nlp --model transformer --quick --no-baseline \
+"$grove" bench nlp --model lstm --quick --no-baseline \
     >"$out/bad.out" 2>&1
 rc=$?
 cat "$out/bad.out"
-[ $rc -eq 2 ] || { echo "FAIL: --model transformer exit $rc, want 2"; fail=1; }
+[ $rc -eq 2 ] || { echo "FAIL: --model lstm exit $rc, want 2"; fail=1; }
 grep -q "structformer" "$out/bad.out" ||
     { echo "FAIL: the error does not name the models"; fail=1; }
 "$grove" bench nlp --quick --no-baseline --nemb 32 >"$out/bad2.out" 2>&1
