@@ -238,6 +238,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return usage ? cli_usage_error(cmd, "%s", gr_last_error())
                      : cli_fail(cmd);
     }
+    if (train_stop_requested()) {
+        return 128 + train_stop_requested(); /* as the other trainers */
+    }
     return CLI_EXIT_OK;
 }
 

@@ -218,6 +218,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (rc == GR_EINVAL && strstr(gr_last_error(), "--resume") != NULL) {
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
+    if (rc == 0 && train_stop_requested()) {
+        return 128 + train_stop_requested(); /* as the other trainers */
+    }
     return rc < 0 ? cli_fail(cmd) : CLI_EXIT_OK;
 }
 

@@ -111,7 +111,7 @@ done
 kill -INT $pid
 wait $pid
 src=$?
-[ $src -eq 0 ] || fail "SIGINT: exit $src"
+[ $src -eq 130 ] || fail "SIGINT: exit $src, want 130 (128 + SIGINT, as every trainer)"
 grep -q "SIGINT: stopped at epoch" "$tmp/serr" || fail "SIGINT message: $(cat "$tmp/serr")"
 k=$(tail -1 "$tmp/s/metrics.csv" | cut -d, -f1)
 "$grove" nlp mlm train --data "$tmp/ptb" --out "$tmp/s" $tiny --epochs $((k + 1)) --max-batches 1 --quiet --resume 2>"$tmp/err" || fail "resume after SIGINT: $(cat "$tmp/err")"

@@ -166,5 +166,20 @@ expect 0 "^seq2seq test: BLEU" nlp seq2seq eval --checkpoint "$tmp/ra/averaged.c
     fail "--average-last 1: averaged.ckpt is not the last model"
 expect 2 "--average-last N with 0 <= N <= 64" "${st[@]}" "${rs[@]}" --average-last 65 --out "$tmp/x"
 
+# SIGINT: stops at a step boundary with last.ckpt, says how to resume, and
+# exits 128 + SIGINT as every trainer does
+"$grove" "${st[@]}" "${rs[@]}" --seed 5 --max-steps 1000000 --out "$tmp/sig" 2>"$tmp/sig.err" &
+pid=$!
+for i in $(seq 1 300); do
+    [ -f "$tmp/sig/last.ckpt" ] && break
+    sleep 0.1
+done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] || fail "SIGINT: exit $rc, want 130"
+[ -f "$tmp/sig/last.ckpt" ] || fail "SIGINT: no last.ckpt"
+grep -q -- "--resume" "$tmp/sig.err" || fail "SIGINT: no resume line: $(tail -2 "$tmp/sig.err")"
+
 echo "seq2seq cli: $fails failed"
 [ $fails -eq 0 ]
