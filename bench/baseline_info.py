@@ -12,11 +12,44 @@ alternatives system points to, OpenBLAS or the slow reference BLAS):
 threadpoolctl's view when it is installed, else the BLAS-like shared
 objects mapped into this process (/proc/self/maps), asked for their
 version and thread count through ctypes where they export it (OpenBLAS,
-MKL, BLIS).
+MKL, BLIS), then the allocator setting below.
+
+Importing this module also sets glibc's malloc mmap and trim thresholds to
+1 GiB in the baseline process (`mallopt`), unless
+GROVE_BENCH_BASELINE_MALLOC=default. With glibc's defaults, a buffer over
+32 MiB is mmap'd on every allocation and unmapped when freed, so a
+PyTorch loop that allocates and frees window-sized gradients at every time
+step (the reference ON-LSTM's `xw[t]`, whose backward materialises a zero
+tensor of the whole window) pays page faults and kernel zero-filling per
+step: on this project's 2-core VM that made one ON-LSTM training step at
+B 256, T 64 take 33 s instead of 0.7 s (bench/kernels/README.md). grove's
+arenas never return memory mid-step, so the default setting would measure
+the VM's page-fault cost rather than the two implementations.
 """
 import ctypes
 import os
 import re
+
+MALLOC_NOTE = "glibc defaults (GROVE_BENCH_BASELINE_MALLOC=default)"
+
+
+def _tune_malloc():
+    """Keep freed memory in the process (see the module's docstring)."""
+    if os.environ.get("GROVE_BENCH_BASELINE_MALLOC", "") == "default":
+        return MALLOC_NOTE
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        ok = (libc.mallopt(m_mmap_threshold, 1 << 30) == 1 and
+              libc.mallopt(m_trim_threshold, 1 << 30) == 1)
+    except (OSError, AttributeError):
+        ok = False
+    if not ok:
+        return "glibc defaults (mallopt unavailable)"
+    return "mmap and trim thresholds 1 GiB (mallopt)"
+
+
+MALLOC = _tune_malloc()
 
 _NAMES = re.compile(r"lib(openblas|blas|cblas|mkl_rt|mkl_core|blis|flexiblas|"
                     r"armpl|accelerate)[^/]*\.so", re.I)
@@ -96,10 +129,10 @@ def describe(torch):
             blas += "; mapped: " + ", ".join(libs)
         how = "/proc/self/maps"
     return ("%s (found through %s); BLAS threads %s; torch %s, intra-op "
-            "threads %d, inter-op %d" % (
+            "threads %d, inter-op %d; malloc: %s" % (
                 blas, how, "?" if threads is None else threads,
                 torch.__version__, torch.get_num_threads(),
-                torch.get_num_interop_threads()))
+                torch.get_num_interop_threads(), MALLOC))
 
 
 def print_line(torch):
