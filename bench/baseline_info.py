@@ -14,29 +14,33 @@ objects mapped into this process (/proc/self/maps), asked for their
 version and thread count through ctypes where they export it (OpenBLAS,
 MKL, BLIS), then the allocator setting below.
 
-Importing this module also sets glibc's malloc mmap and trim thresholds to
-1 GiB in the baseline process (`mallopt`), unless
-GROVE_BENCH_BASELINE_MALLOC=default. With glibc's defaults, a buffer over
-32 MiB is mmap'd on every allocation and unmapped when freed, so a
-PyTorch loop that allocates and frees window-sized gradients at every time
-step (the reference ON-LSTM's `xw[t]`, whose backward materialises a zero
-tensor of the whole window) pays page faults and kernel zero-filling per
-step: on this project's 2-core VM that made one ON-LSTM training step at
-B 256, T 64 take 33 s instead of 0.7 s (bench/kernels/README.md). grove's
-arenas never return memory mid-step, so the default setting would measure
-the VM's page-fault cost rather than the two implementations.
+The allocator. With glibc's defaults a buffer over 32 MiB is mmap'd on
+every allocation and unmapped when freed, so a PyTorch loop that allocates
+and frees window-sized buffers at every time step (the reference ON-LSTM's
+`xw[t]`: its backward materialises a zero tensor of the whole window per
+step) pays page faults and kernel zero-filling per step. On this project's
+2-core VM one ON-LSTM training step at B 256, T 64 took 33 s that way and
+0.7 s with freed memory kept in the process; the OCN baseline, on the other
+hand, runs 30 % slower with it kept (bench/kernels/README.md). So each
+baseline uses the setting under which it was measured faster:
+`keep_freed_memory()` (mmap and trim thresholds 1 GiB through `mallopt`),
+called by bench_torch.py and onlstm_ref.py, or glibc's defaults.
+GROVE_BENCH_BASELINE_MALLOC=default or =keep imposes one on every baseline.
+The line printed names the one in effect.
 """
 import ctypes
 import os
 import re
 
-MALLOC_NOTE = "glibc defaults (GROVE_BENCH_BASELINE_MALLOC=default)"
+MALLOC = "glibc defaults"
 
 
-def _tune_malloc():
+def keep_freed_memory():
     """Keep freed memory in the process (see the module's docstring)."""
+    global MALLOC
     if os.environ.get("GROVE_BENCH_BASELINE_MALLOC", "") == "default":
-        return MALLOC_NOTE
+        MALLOC = "glibc defaults (GROVE_BENCH_BASELINE_MALLOC=default)"
+        return
     try:
         libc = ctypes.CDLL("libc.so.6")
         m_trim_threshold, m_mmap_threshold = -1, -3
@@ -44,12 +48,15 @@ def _tune_malloc():
               libc.mallopt(m_trim_threshold, 1 << 30) == 1)
     except (OSError, AttributeError):
         ok = False
-    if not ok:
-        return "glibc defaults (mallopt unavailable)"
-    return "mmap and trim thresholds 1 GiB (mallopt)"
+    MALLOC = ("mmap and trim thresholds 1 GiB (mallopt)" if ok else
+              "glibc defaults (mallopt unavailable)")
 
 
-MALLOC = _tune_malloc()
+if os.environ.get("GROVE_BENCH_BASELINE_MALLOC", "") == "keep":
+    keep_freed_memory()
+elif os.environ.get("GROVE_BENCH_BASELINE_MALLOC", "") == "default":
+    MALLOC = "glibc defaults (GROVE_BENCH_BASELINE_MALLOC=default)"
+
 
 _NAMES = re.compile(r"lib(openblas|blas|cblas|mkl_rt|mkl_core|blis|flexiblas|"
                     r"armpl|accelerate)[^/]*\.so", re.I)

@@ -34,6 +34,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 import baseline_info  # noqa: E402  (bench/baseline_info.py)
 
+# measured faster with freed memory kept (bench/baseline_info.py)
+baseline_info.keep_freed_memory()
+
 
 # ---- grove's random numbers (core/random.h, kernels/rng.h, nlp/models/onlstm.c,
 # nlp/tasks/lm.c), for --grove-rng: the same window lengths and dropout
