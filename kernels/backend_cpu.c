@@ -86,6 +86,45 @@ static int cpu_scale(void *st, float *x, int64_t n, float s)
 
 /* ---- matrix products ---- */
 
+/* A product with one row or one column as a matrix-vector product.
+ * OpenBLAS's sgemm packs the whole matrix operand at every call, which at
+ * batch 1 (h U^T, dG U of a recurrent step) cost more than the product
+ * itself; sgemv streams the matrix once. Returns 0 where it does not
+ * apply. */
+static int cpu_gemv_shaped(int ta, int tb, int m, int n, int k, float alpha,
+                           const float *a, int lda, const float *b, int ldb,
+                           float beta, float *c, int ldc)
+{
+    if (k <= 0) {
+        return 0;
+    }
+    if (m == 1) {
+        /* c[n] = alpha op(B)^T x + beta c, x = the row of op(A) */
+        int incx = ta ? lda : 1;
+        if (tb) { /* B stored [n, k] */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, alpha, b, ldb, a,
+                        incx, beta, c, 1);
+        } else { /* B stored [k, n] */
+            cblas_sgemv(CblasRowMajor, CblasTrans, k, n, alpha, b, ldb, a,
+                        incx, beta, c, 1);
+        }
+        return 1;
+    }
+    if (n == 1) {
+        /* c[m] (a column, stride ldc) = alpha op(A) x + beta c */
+        int incx = tb ? 1 : ldb;
+        if (ta) { /* A stored [k, m] */
+            cblas_sgemv(CblasRowMajor, CblasTrans, k, m, alpha, a, lda, b,
+                        incx, beta, c, ldc);
+        } else { /* A stored [m, k] */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, alpha, a, lda, b,
+                        incx, beta, c, ldc);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int cpu_gemm(void *st, int ta, int tb, int m, int n, int k,
                     float alpha, const float *a, int lda, int64_t sa,
                     const float *b, int ldb, int64_t sb, float beta, float *c,
@@ -93,6 +132,11 @@ static int cpu_gemm(void *st, int ta, int tb, int m, int n, int k,
 {
     (void)st;
     for (int i = 0; i < batch; i++) {
+        if (cpu_gemv_shaped(ta, tb, m, n, k, alpha, a + (int64_t)i * sa, lda,
+                            b + (int64_t)i * sb, ldb, beta,
+                            c + (int64_t)i * sc, ldc)) {
+            continue;
+        }
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                     tb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
                     a + (int64_t)i * sa, lda, b + (int64_t)i * sb, ldb, beta,

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "kernels/backend.h"
 #include "kernels/device.h"
 #include "kernels/ops.h"
 #include "kernels/rng.h"
@@ -351,6 +352,83 @@ static void test_random(void)
     gr_ctx_free(ctx);
 }
 
+/* The CPU backend's gemm on one-row and one-column shapes (run as sgemv)
+ * with leading dimensions wider than the matrices, every transpose, a
+ * shared and a strided B, beta 0 over NaN and beta 0.5: against a plain
+ * double loop. gr_matmul only passes packed operands, so the strides are
+ * checked here, on the backend itself. */
+static void test_cpu_gemm_vector_shapes(void)
+{
+    const struct gr_backend *be = gr_backend_cpu();
+    struct gr_rng_state { uint64_t s; } r = {12345};
+    enum { PAD = 3, BATCH = 2 };
+    const int shapes[][3] = {{1, 7, 5}, {6, 1, 5}, {1, 1, 4}, {1, 9, 1}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        for (int ta = 0; ta < 2; ta++) {
+            for (int tb = 0; tb < 2; tb++) {
+                for (int bi = 0; bi < 2; bi++) {
+                    float beta = bi ? 0.5f : 0.0f;
+                    int ar = ta ? k : m, ac = ta ? m : k; /* stored A */
+                    int br = tb ? n : k, bc = tb ? k : n; /* stored B */
+                    int lda = ac + PAD, ldb = bc + PAD, ldc = n + PAD;
+                    int64_t sa = (int64_t)ar * lda, sc = (int64_t)m * ldc;
+                    float a[BATCH * 64], b[64], c[BATCH * 64], c0[BATCH * 64];
+                    for (size_t i = 0; i < 64; i++) {
+                        r.s = r.s * 6364136223846793005ULL + 1442695040888963407ULL;
+                        b[i] = (float)((r.s >> 40) % 2001) / 1000.0f - 1.0f;
+                    }
+                    for (size_t i = 0; i < BATCH * 64; i++) {
+                        r.s = r.s * 6364136223846793005ULL + 1442695040888963407ULL;
+                        a[i] = (float)((r.s >> 40) % 2001) / 1000.0f - 1.0f;
+                        c0[i] = bi ? (float)((r.s >> 20) % 2001) / 1000.0f : NAN;
+                        c[i] = c0[i];
+                    }
+                    CHECK(sa * BATCH <= 64 * BATCH && sc * BATCH <= 64 * BATCH &&
+                          (int64_t)br * ldb <= 64);
+                    be->gemm(NULL, ta, tb, m, n, k, 1.5f, a, lda, sa, b, ldb,
+                             0, beta, c, ldc, sc, BATCH);
+                    for (int q = 0; q < BATCH; q++) {
+                        for (int i = 0; i < m; i++) {
+                            for (int j = 0; j < n; j++) {
+                                double acc = 0.0;
+                                for (int t = 0; t < k; t++) {
+                                    double av = ta ? a[q * sa + t * lda + i]
+                                                   : a[q * sa + i * lda + t];
+                                    double bv = tb ? b[j * ldb + t]
+                                                   : b[t * ldb + j];
+                                    acc += av * bv;
+                                }
+                                double want = 1.5 * acc;
+                                if (bi) {
+                                    want += 0.5 * c0[q * sc + i * ldc + j];
+                                }
+                                float got = c[q * sc + i * ldc + j];
+                                CHECK_MSG(fabs(got - want) <= 1e-4,
+                                          "gemm %dx%dx%d ta %d tb %d beta "
+                                          "%.1f item %d [%d,%d]: %g, want %g",
+                                          m, n, k, ta, tb, beta, q, i, j,
+                                          got, want);
+                            }
+                        }
+                        /* the padding between rows is left alone */
+                        for (int i = 0; i < m; i++) {
+                            for (int j = n; j < ldc && q * sc + i * ldc + j < sc * BATCH; j++) {
+                                float got = c[q * sc + i * ldc + j];
+                                float was = c0[q * sc + i * ldc + j];
+                                CHECK_MSG((isnan(got) && isnan(was)) ||
+                                              got == was,
+                                          "gemm %dx%dx%d wrote padding",
+                                          m, n, k);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     test_devices();
@@ -359,5 +437,6 @@ int main(void)
     test_errors();
     test_tape();
     test_random();
+    test_cpu_gemm_vector_shapes();
     return test_report("kernels_tensor");
 }
