@@ -115,6 +115,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
     const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
+    const char *tree_kind = NULL;
     /* INT_MIN: not given (so that a negative --epochs or --batch is
      * refused, not taken for "unset") */
     int epochs = INT_MIN, batch = INT_MIN;
@@ -163,6 +164,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    "table (sst, snli; the dimension must be --emsize; "
                    "default: random init)",
                    &vectors),
+        CLI_STRING("tree-kind", "constituency|dependency", NULL,
+                   "childsum only: the given constituency trees (default), "
+                   "or on sst2/sst5 dependency trees converted from them by "
+                   "grove's right-head rule (docs/nlp/trees.md)",
+                   &tree_kind),
         CLI_INT("listops-n", "N", "90000",
                 "ListOps without a training file: examples generated",
                 &listops_n),
@@ -270,6 +276,28 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (nlp_encoder_config_default(&tc.enc, model, task) < 0) {
         return cli_usage_error(cmd, "--model: %s", gr_last_error());
     }
+    int dep_trees = 0;
+    if (tree_kind != NULL) {
+        if (strcmp(tree_kind, "dependency") != 0 &&
+            strcmp(tree_kind, "constituency") != 0) {
+            return cli_usage_error(cmd, "--tree-kind '%s' is not "
+                                        "constituency or dependency",
+                                   tree_kind);
+        }
+        if (strcmp(tc.enc.model, "childsum") != 0) {
+            return cli_usage_error(cmd, "--tree-kind is for --model childsum "
+                                        "(%s reads the constituency trees "
+                                        "as given, or none)",
+                                   tc.enc.model);
+        }
+        dep_trees = strcmp(tree_kind, "dependency") == 0;
+        if (dep_trees && strncmp(task, "sst", 3) != 0) {
+            return cli_usage_error(cmd, "--tree-kind dependency is for --task "
+                                        "sst2 or sst5 (the SST trees are "
+                                        "converted), not %s",
+                                   task);
+        }
+    }
     if ((epochs != INT_MIN && epochs < 0) || (batch != INT_MIN && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||
         (!isnan(lr) && !(lr > 0)) || !(clip >= 0) || !(wdecay >= 0)) {
@@ -367,6 +395,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE) {
         return rc;
     }
+    o.sst_dependency = dep_trees;
     /* every check that reads a file runs before the run folder exists */
     struct nlp_cls_data d;
     if (nlp_cls_load_task(&d, task, &o) < 0) {
@@ -519,6 +548,11 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     if (dl != NULL) {
         sscanf(dl + 6, "%15s", run_split);
     }
+    /* a run on SST's dependency conversion (--tree-kind dependency) is
+     * evaluated on the same conversion */
+    const char *vl = strstr(config, "\nvocab\n");
+    const char *tl = strstr(config, "\ntrees dependency\n");
+    int run_dep_trees = tl != NULL && (vl == NULL || tl < vl);
     free(config);
     char *ckpt_vocab = NULL; /* the words the model was trained with */
     if (nlp_cls_model_load(&m, ckpt, &cc, task, &ckpt_vocab) < 0) {
@@ -532,6 +566,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         free(ckpt_vocab);
         return rc;
     }
+    o.sst_dependency = run_dep_trees;
     struct nlp_cls_data d;
     if (nlp_cls_load_task(&d, task, &o) < 0) {
         nlp_cls_model_free(m);

@@ -44,5 +44,6 @@ const struct cli_command *const cli_commands[] = {
     &cmd_bench_nlp,
     &cmd_bench_om,
     &cmd_bench_ppo,
+    &cmd_bench_trees,
     NULL,
 };

@@ -44,5 +44,6 @@ extern const struct cli_command cmd_bench_ocn;
 extern const struct cli_command cmd_bench_nlp;
 extern const struct cli_command cmd_bench_om;
 extern const struct cli_command cmd_bench_ppo;
+extern const struct cli_command cmd_bench_trees;
 
 #endif

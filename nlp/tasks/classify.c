@@ -607,7 +607,8 @@ void nlp_cls_negation_add(const struct nlp_tree *trees, int32_t B,
 /* neg_word[id] for the words of vocab_text (not, n't, never, no) */
 static uint8_t *negation_words(const struct nlp_cls_data *d)
 {
-    if (d->vocab_text == NULL || strncmp(d->task, "sst", 3) != 0) {
+    if (d->vocab_text == NULL || strncmp(d->task, "sst", 3) != 0 ||
+        d->dep_trees) {
         return NULL;
     }
     uint8_t *f = calloc((size_t)d->vocab_size, 1);
@@ -910,14 +911,15 @@ static int config_text(const struct nlp_cls_train_config *tc,
         "head-hidden %d\ndropouto %.9g\nlr %.9g\nbeta1 %.9g\nbeta2 %.9g\n"
         "eps %.9g\nwdecay %.9g\nclip %.9g\nplateau-factor %.9g\n"
         "plateau-patience %d\nbatch %d\nmax-batches %d\nselect-on-test %d\n"
-        "seed %llu\ndata %s\n",
+        "seed %llu\ndata %s\n%s",
         CLS_MAGIC, d->task, d->pair, d->n_classes, d->n_groups, d->bucket,
         (int)tc->head_hidden, (double)tc->dropout_out, (double)tc->lr,
         (double)tc->beta1, (double)tc->beta2, (double)tc->eps,
         (double)tc->wdecay, (double)tc->clip, (double)tc->plateau_factor,
         (int)tc->plateau_patience, (int)tc->batch, (int)tc->max_batches,
         tc->select_on_test, (unsigned long long)tc->seed,
-        tc->data_desc ? tc->data_desc : "-");
+        tc->data_desc ? tc->data_desc : "-",
+        d->dep_trees ? "trees dependency\n" : "");
     int rc = nlp_encoder_config_format(&tc->enc, t, cap, &len);
     if (rc == 0 && st != NULL) {
         int n = snprintf(

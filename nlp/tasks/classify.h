@@ -75,6 +75,9 @@ struct nlp_cls_data {
     int32_t *tree_parent, *tree_word, *tree_label;
     int64_t n_tree_nodes, cap_tree_nodes;
     int node_labels;
+    int dep_trees;       /* 1: the trees are SST's dependency conversion
+                          * (a "trees dependency" config line; no negation
+                          * analysis, which reads constituency shapes) */
     char summary[512];   /* what the loader read, for the data summary */
 };
 

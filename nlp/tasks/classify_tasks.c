@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "nlp/data/listops.h"
 #include "nlp/data/snli.h"
+#include "nlp/data/sst_deps.h"
 #include "nlp/data/vocab.h"
 #include "nlp/models/treenets.h"
 
@@ -487,6 +488,36 @@ static int sst_tree(struct nlp_cls_data *d, int s,
     return rc;
 }
 
+/* The same subtree as a dependency tree (nlp/data/sst_deps.h): node j is
+ * word j of the span and reads it; its parent is its head (-1: the root),
+ * its label the task's label of its maximal projection. */
+static int sst_dep_tree(struct nlp_cls_data *d, int s,
+                        const struct nlp_sst_tree *t, int32_t k,
+                        enum nlp_sst_task task, const struct nlp_vocab *v)
+{
+    const struct nlp_sst_node *root = &t->nodes[k];
+    int32_t n = root->end - root->start;
+    int32_t *a = malloc((size_t)n * 3 * sizeof *a);
+    int8_t *lab = malloc((size_t)n);
+    if (a == NULL || lab == NULL) {
+        free(a);
+        free(lab);
+        return gr_error(GR_ENOMEM, "sst: out of memory");
+    }
+    int32_t *parent = a, *word = a + n, *label = a + 2 * n;
+    int rc = nlp_sst_dependency(t, k, v, parent, lab);
+    for (int32_t j = 0; rc == 0 && j < n; j++) {
+        word[j] = t->words[root->start + j];
+        label[j] = nlp_sst_label(task, lab[j]);
+    }
+    if (rc == 0) {
+        rc = nlp_cls_add_tree(d, s, 0, n, parent, word, label);
+    }
+    free(a);
+    free(lab);
+    return rc;
+}
+
 static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
                     const struct nlp_cls_task_options *o)
 {
@@ -541,7 +572,9 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
                              NULL, 0, it[i].label, -1);
             if (rc == 0) {
                 d->split[sp].ex[d->split[sp].n - 1].line = t->line;
-                rc = sst_tree(d, sp, t, it[i].node, task);
+                rc = o->sst_dependency
+                         ? sst_dep_tree(d, sp, t, it[i].node, task, &s.vocab)
+                         : sst_tree(d, sp, t, it[i].node, task);
             }
         }
         free(it);
@@ -553,14 +586,18 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
         char a[32], b[32], c[32], e[32], f[32];
         summary_add(d, 0,
                  "sst%d: %s: train %s %s / dev %s / test %s sentences%s; "
-                 "vocabulary %s words (%s in train)",
+                 "vocabulary %s words (%s in train)%s",
                  (int)task, o->data != NULL ? o->data : "(files)",
                  thousands(counts[0], a, sizeof a),
                  unit_names[o->sst_train_unit], thousands(counts[1], b, sizeof b),
                  thousands(counts[2], c, sizeof c),
                  task == NLP_SST2 ? " (neutral ones dropped)" : "",
                  thousands(s.vocab.size, e, sizeof e),
-                 thousands(s.n_types_train, f, sizeof f));
+                 thousands(s.n_types_train, f, sizeof f),
+                 o->sst_dependency ? "; dependency trees by grove's "
+                                     "right-head rule (docs/nlp/trees.md)"
+                                   : "");
+        d->dep_trees = o->sst_dependency != 0;
     }
     nlp_sst_free(&s);
     return rc;

@@ -23,7 +23,10 @@
  *            words (as written; padding = the last id; the words are
  *            d->vocab_text); train = sentences, or every (non-neutral for
  *            SST-2) node, or distinct phrases (sst_train_unit); dev and
- *            test sentences.
+ *            test sentences. With sst_dependency, each tree (or
+ *            subtree) is given as its dependency tree (nlp/data/sst_deps.h:
+ *            one node per word reading it, labels of the maximal
+ *            projections) and d->dep_trees is set.
  *   snli     pairs, 3 classes (entailment, neutral, contradiction), the
  *            JSON lines of nlp/data/snli.h: DIR/snli_1.0_{train,dev,test}
  *            .jsonl or the three files; one lower-cased vocabulary of every
@@ -66,6 +69,9 @@ struct nlp_cls_task_options {
     uint64_t seed;             /* generation and hold-out: 1111 */
     /* sst */
     enum nlp_sst_unit sst_train_unit; /* NLP_SST_SENTENCES */
+    int sst_dependency; /* 1: every SST tree converted to a dependency tree
+                         * (nlp/data/sst_deps.h; for childsum), 0: the
+                         * constituency trees */
 };
 
 void nlp_cls_task_options_default(struct nlp_cls_task_options *o);
