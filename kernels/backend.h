@@ -236,6 +236,22 @@ struct gr_backend {
     int (*scan_bwd)(void *st, const float *a, const float *c,
                     const float *c0, const float *gc, float *d, float *ga,
                     float *gb, float *gc0, int64_t t, int64_t n);
+    /* Faster FastTrees' gates as one op (gr_fft_gates, kernels/
+     * fasttrees.h) over r rows of z [r, 2n+4H] (layout [ẑ_i | ẑ_f | o | ĉ |
+     * i | f], n = hd / chunk): fwd overwrites a = f̂ (the scan's
+     * coefficient), b = î⊙tanh(ĉ) (its input), o = σ(z_o) [r, H], the
+     * distances df, di [r] and save [r, 4n] = (ĩ, f̃, softmax of ẑ_i,
+     * softmax of ẑ_f), as onlstm_fwd's save. bwd accumulates into gz
+     * [r, 2n+4H] from ga, gb, go [r, H] (each NULL: zero), recomputing
+     * σ(i), σ(f), tanh(ĉ) from z (o is fwd's output); scratch holds
+     * r·2n + 3H floats. */
+    int (*fft_gates_fwd)(void *st, const float *z, float *a, float *b,
+                         float *o, float *df, float *di, float *save,
+                         int64_t r, int64_t hd, int64_t chunk);
+    int (*fft_gates_bwd)(void *st, const float *z, const float *save,
+                         const float *o, const float *ga, const float *gb,
+                         const float *go, float *gz, float *scratch,
+                         int64_t r, int64_t hd, int64_t chunk);
 
     /* optimizers, element-wise over n */
     int (*sgd_step)(void *st, float *p, const float *g, float *buf, int64_t n,

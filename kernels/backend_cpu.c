@@ -1385,6 +1385,107 @@ static int cpu_onlstm_bwd(void *st, const float *c_prev, const float *save,
     return 0;
 }
 
+/* Faster FastTrees' gates (backend.h, fft_gates_fwd/bwd): the ON-LSTM
+ * cell's gate part without c_prev, row by row; the same activations and
+ * the same order of operations as the composition of ops it replaces
+ * (cumax, affine, sigmoid, tanh, mul, sub, add), so the two agree to the
+ * last bits except for the chunk sums of the backward. */
+static int cpu_fft_gates_fwd(void *st, const float *z, float *a, float *b,
+                             float *o, float *df, float *di, float *save,
+                             int64_t rows, int64_t hd, int64_t chunk)
+{
+    (void)st;
+    int64_t n = hd / chunk, w = 2 * n + 4 * hd;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *zr = z + r * w;
+        float *sv = save + r * 4 * n;
+        float *mi = sv, *mf = sv + n, *pi = sv + 2 * n, *pf = sv + 3 * n;
+        cumax_row(zr, pi, mi, n);
+        cumax_row(zr + n, pf, mf, n);
+        float si = 0.0f, sf = 0.0f;
+        for (int64_t k = 0; k < n; k++) {
+            mi[k] = 1.0f - mi[k];
+            si += mi[k];
+            sf += mf[k];
+        }
+        df[r] = 1.0f - sf / (float)n;
+        di[r] = si / (float)n;
+        const float *zo = zr + 2 * n;
+        float *ar = a + r * hd, *br = b + r * hd;
+        sigmoid_n(zo, o + r * hd, hd);
+        /* σ(i) waits in a's row (no scratch), then b = î ⊙ tanh(ĉ) */
+        sigmoid_n(zo + 2 * hd, ar, hd);
+        tanh_n(zo + hd, br, hd);
+        for (int64_t k = 0; k < n; k++) {
+            float om = mf[k] * mi[k], io = mi[k] - om;
+            for (int64_t u = k * chunk; u < (k + 1) * chunk; u++) {
+                br[u] = (ar[u] * om + io) * br[u];
+            }
+        }
+        sigmoid_n(zo + 3 * hd, ar, hd);
+        for (int64_t k = 0; k < n; k++) {
+            float om = mf[k] * mi[k], fo = mf[k] - om;
+            for (int64_t u = k * chunk; u < (k + 1) * chunk; u++) {
+                ar[u] = ar[u] * om + fo;
+            }
+        }
+    }
+    return 0;
+}
+
+static int cpu_fft_gates_bwd(void *st, const float *z, const float *save,
+                             const float *o, const float *ga,
+                             const float *gb, const float *go, float *gz,
+                             float *scratch, int64_t rows, int64_t hd,
+                             int64_t chunk)
+{
+    (void)st;
+    int64_t n = hd / chunk, w = 2 * n + 4 * hd;
+    float *ch = scratch, *ig = ch + hd, *fg = ig + hd;
+    float *gmi = fg + hd, *gmf = gmi + n;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *zr = z + r * w, *zo = zr + 2 * n;
+        const float *sv = save + r * 4 * n;
+        const float *mi = sv, *mf = sv + n, *pi = sv + 2 * n, *pf = sv + 3 * n;
+        float *gzr = gz + r * w;
+        if (go) {
+            const float *orr = o + r * hd, *gor = go + r * hd;
+            for (int64_t u = 0; u < hd; u++) {
+                gzr[2 * n + u] += gor[u] * orr[u] * (1.0f - orr[u]);
+            }
+        }
+        if (!ga && !gb) {
+            continue;
+        }
+        const float *gar = ga ? ga + r * hd : NULL;
+        const float *gbr = gb ? gb + r * hd : NULL;
+        tanh_n(zo + hd, ch, hd);
+        sigmoid_n(zo + 2 * hd, ig, 2 * hd); /* σ(i), σ(f): contiguous */
+        for (int64_t k = 0; k < n; k++) {
+            float mik = mi[k], mfk = mf[k];
+            float om = mfk * mik, io = mik - om;
+            float si = 0.0f, sf = 0.0f;
+            for (int64_t u = k * chunk; u < (k + 1) * chunk; u++) {
+                float ih = ig[u] * om + io;
+                float dfh = gar ? gar[u] : 0.0f;
+                float g = gbr ? gbr[u] : 0.0f;
+                float dih = g * ch[u], dch = g * ih;
+                float dom = dih * (ig[u] - 1.0f) + dfh * (fg[u] - 1.0f);
+                si += dih + dom * mfk;
+                sf += dfh + dom * mik;
+                gzr[2 * n + hd + u] += dch * (1.0f - ch[u] * ch[u]);
+                gzr[2 * n + 2 * hd + u] += dih * om * ig[u] * (1.0f - ig[u]);
+                gzr[2 * n + 3 * hd + u] += dfh * om * fg[u] * (1.0f - fg[u]);
+            }
+            gmi[k] = -si; /* ĩ = 1 - cumax(ẑ_i) */
+            gmf[k] = sf;
+        }
+        cumax_row_bwd(pi, gmi, gzr, n);
+        cumax_row_bwd(pf, gmf, gzr + n, n);
+    }
+    return 0;
+}
+
 /* ---- optimizers ---- */
 
 static int cpu_sgd_step(void *st, float *p, const float *g, float *buf,
@@ -1548,6 +1649,8 @@ static const struct gr_backend cpu_backend = {
     .onlstm_bwd = cpu_onlstm_bwd,
     .scan_fwd = gr_cpu_scan_fwd,
     .scan_bwd = gr_cpu_scan_bwd,
+    .fft_gates_fwd = cpu_fft_gates_fwd,
+    .fft_gates_bwd = cpu_fft_gates_bwd,
     .sgd_step = cpu_sgd_step,
     .adam_step = cpu_adam_step,
     .asgd_step = cpu_asgd_step,

@@ -1801,6 +1801,110 @@ int cu_onlstm_bwd(void *st, const float *c_prev, const float *save,
     LAUNCH(k_onlstm_bwd_master, b, save, scratch, gz, b, hd, chunk);
 }
 
+/* Faster FastTrees' gates (backend.h, fft_gates_fwd/bwd): the master
+ * gates by k_onlstm_master (one thread per row), then one thread per unit
+ * for a = f̂, b = î⊙tanh(ĉ), o = σ(z_o). */
+__global__ void k_fft_gates_units(const float *z, const float *save,
+                                  float *a, float *b, float *o, int64_t rows,
+                                  int64_t hd, int64_t chunk)
+{
+    int64_t n = hd / chunk, w = 2 * n + 4 * hd;
+    GRID_STRIDE(q, rows * hd)
+    {
+        int64_t r = q / hd, u = q % hd, k = u / chunk;
+        const float *zr = z + r * w;
+        const float *mi = save + r * 4 * n, *mf = mi + n;
+        float ch = tanhf(zr[2 * n + hd + u]);
+        float ig = d_sigmoid(zr[2 * n + 2 * hd + u]);
+        float fg = d_sigmoid(zr[2 * n + 3 * hd + u]);
+        float om = mf[k] * mi[k];
+        o[q] = d_sigmoid(zr[2 * n + u]);
+        a[q] = fg * om + (mf[k] - om);
+        b[q] = (ig * om + (mi[k] - om)) * ch;
+    }
+}
+
+int cu_fft_gates_fwd(void *st, const float *z, float *a, float *b, float *o,
+                     float *df, float *di, float *save, int64_t rows,
+                     int64_t hd, int64_t chunk)
+{
+    (void)st;
+    if (rows <= 0) {
+        return 0;
+    }
+    k_onlstm_master<<<blocks_for(rows), kBlock>>>(z, df, di, save, rows, hd,
+                                                 chunk);
+    int rc = check_launch("k_onlstm_master (fft gates)");
+    if (rc < 0) {
+        return rc;
+    }
+    LAUNCH(k_fft_gates_units, rows * hd, z, save, a, b, o, rows, hd, chunk);
+}
+
+/* One thread per (row, chunk), as k_onlstm_bwd_units: the unit gradients
+ * and the chunk's master-gate gradients (scratch [rows, 2n], before the
+ * sign of ĩ = 1 - cumax, which k_onlstm_bwd_master applies). */
+__global__ void k_fft_gates_bwd_units(const float *z, const float *save,
+                                      const float *o, const float *ga,
+                                      const float *gb, const float *go,
+                                      float *gz, float *scratch, int64_t rows,
+                                      int64_t hd, int64_t chunk)
+{
+    int64_t n = hd / chunk, w = 2 * n + 4 * hd;
+    GRID_STRIDE(rk, rows * n)
+    {
+        int64_t r = rk / n, k = rk % n;
+        const float *zr = z + r * w;
+        const float *mi = save + r * 4 * n, *mf = mi + n;
+        float *gzr = gz + r * w;
+        float om = mf[k] * mi[k], io = mi[k] - om;
+        float gmi = 0.0f, gmf = 0.0f;
+        for (int64_t j = 0; j < chunk; j++) {
+            int64_t u = k * chunk + j, q = r * hd + u;
+            if (go) {
+                gzr[2 * n + u] += go[q] * o[q] * (1.0f - o[q]);
+            }
+            if (!ga && !gb) {
+                continue;
+            }
+            float ch = tanhf(zr[2 * n + hd + u]);
+            float ig = d_sigmoid(zr[2 * n + 2 * hd + u]);
+            float fg = d_sigmoid(zr[2 * n + 3 * hd + u]);
+            float ih = ig * om + io;
+            float dfh = ga ? ga[q] : 0.0f;
+            float g = gb ? gb[q] : 0.0f;
+            float dih = g * ch, dch = g * ih;
+            float dom = dih * (ig - 1.0f) + dfh * (fg - 1.0f);
+            gmi += dih + dom * mf[k];
+            gmf += dfh + dom * mi[k];
+            gzr[2 * n + hd + u] += dch * (1.0f - ch * ch);
+            gzr[2 * n + 2 * hd + u] += dih * om * ig * (1.0f - ig);
+            gzr[2 * n + 3 * hd + u] += dfh * om * fg * (1.0f - fg);
+        }
+        scratch[r * 2 * n + k] = gmi;
+        scratch[r * 2 * n + n + k] = gmf;
+    }
+}
+
+int cu_fft_gates_bwd(void *st, const float *z, const float *save,
+                     const float *o, const float *ga, const float *gb,
+                     const float *go, float *gz, float *scratch, int64_t rows,
+                     int64_t hd, int64_t chunk)
+{
+    (void)st;
+    int64_t n = hd / chunk;
+    if (rows <= 0) {
+        return 0;
+    }
+    k_fft_gates_bwd_units<<<blocks_for(rows * n), kBlock>>>(
+        z, save, o, ga, gb, go, gz, scratch, rows, hd, chunk);
+    int rc = check_launch("k_fft_gates_bwd_units");
+    if (rc < 0 || (!ga && !gb)) {
+        return rc;
+    }
+    LAUNCH(k_onlstm_bwd_master, rows, save, scratch, gz, rows, hd, chunk);
+}
+
 /* ---- optimizers ---- */
 
 __global__ void k_sgd(float *p, const float *g, float *buf, int64_t n,
@@ -1974,6 +2078,8 @@ gr_backend make_table()
     t.onlstm_bwd = cu_onlstm_bwd;
     t.scan_fwd = gr_cu_scan_fwd;
     t.scan_bwd = gr_cu_scan_bwd;
+    t.fft_gates_fwd = cu_fft_gates_fwd;
+    t.fft_gates_bwd = cu_fft_gates_bwd;
     t.sgd_step = cu_sgd;
     t.adam_step = cu_adam;
     t.asgd_step = cu_asgd;

@@ -1,10 +1,13 @@
 /* The FastTrees cells and the linear scan (see kernels/fasttrees.h). FT
  * reuses the ON-LSTM's fused window (kernels/rnn.c, cell GR_RNN_FT); CFT
- * composes the causal convolution op with FT; FFT composes its gates from
- * ops over all T·B rows and runs the recurrence as one scan node. */
+ * composes the causal convolution op with FT; FFT runs its gates as one
+ * fused op over all T·B rows (gr_fft_gates; or, with GROVE_FFT_UNFUSED,
+ * the composition of ops it replaced) and the recurrence as one scan
+ * node. */
 #include "kernels/fasttrees.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -275,6 +278,105 @@ int gr_cft_forward(struct gr_ctx *ctx, const struct gr_cft *l,
     return gr_onlstm_forward(ctx, &l->ft, xt, h0, c0, w_hh, out);
 }
 
+/* ---- Faster FastTrees: the fused gates ---- */
+
+/* in = {z}, out = {a, b, o}, aux[0] = save [r, 4n]; i = {r, H, chunk}. */
+static int fft_gates_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *z = nd->in[0];
+    struct gr_tensor *a = nd->out[0], *b = nd->out[1], *o = nd->out[2];
+    int64_t r = nd->i[0], hd = nd->i[1], ck = nd->i[2], n = hd / ck;
+    float *gz = gr_grad_buf(ctx, z);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    if (!gz || (!a->grad && !b->grad && !o->grad)) {
+        return 0;
+    }
+    float *scratch = gr_step_floats(ctx, r * 2 * n + 3 * hd);
+    if (ctx->status < 0 || !scratch) {
+        return ctx->status < 0 ? ctx->status : GR_ENOMEM;
+    }
+    CALLB(ctx->be->fft_gates_bwd(ctx->st, F(z), nd->aux[0], F(o),
+                                 F(a->grad), F(b->grad), F(o->grad), gz,
+                                 scratch, r, hd, ck));
+    return 0;
+}
+
+int gr_fft_gates(struct gr_ctx *ctx, struct gr_tensor *z, int hidden,
+                 int chunk, struct gr_fft_gates *out)
+{
+    const char *op = "gr_fft_gates";
+    memset(out, 0, sizeof *out);
+    if (ctx->status < 0) {
+        return ctx->status;
+    }
+    if (!z) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: argument 'z' is NULL", op);
+    }
+    if (hidden < 1 || chunk < 1 || hidden % chunk != 0) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: hidden size %d must be a "
+                            "positive multiple of the chunk size %d", op,
+                            hidden, chunk);
+    }
+    int64_t hd = hidden, n = hidden / chunk, w = 2 * n + 4 * hd;
+    if (z->dtype != GR_F32 || z->ndim < 1 || z->shape[z->ndim - 1] != w) {
+        char s1[96];
+        gr_tensor_shape_str(z, s1, sizeof s1);
+        return gr_fail_code(ctx, GR_EINVAL, "%s: z %s must be f32 [..., "
+                            "2n+4H] = [..., %lld] for H %d, chunk %d", op, s1,
+                            (long long)w, hidden, chunk);
+    }
+    GR_NEED_DEVICE(ctx->be->fft_gates_fwd && ctx->be->fft_gates_bwd,
+                   gr_fail_code);
+    int64_t r = z->numel / w;
+    struct gr_shape units = gr_tensor_shape(z), rows = units;
+    units.d[units.ndim - 1] = hd;
+    rows.ndim--;
+    out->a = gr_new_step(ctx, GR_F32, units, 0);
+    out->b = out->a ? gr_new_step(ctx, GR_F32, units, 0) : NULL;
+    out->o = out->b ? gr_new_step(ctx, GR_F32, units, 0) : NULL;
+    out->df = out->o ? gr_new_step(ctx, GR_F32, rows, 0) : NULL;
+    out->di = out->df ? gr_new_step(ctx, GR_F32, rows, 0) : NULL;
+    float *save = out->di ? gr_step_floats(ctx, r * 4 * n) : NULL;
+    if (!save) {
+        memset(out, 0, sizeof *out);
+        return ctx->status < 0 ? ctx->status : GR_ENOMEM;
+    }
+    int rc = ctx->be->fft_gates_fwd(ctx->st, F(z), F(out->a), F(out->b),
+                                    F(out->o), F(out->df), F(out->di), save,
+                                    r, hd, chunk);
+    if (rc < 0) {
+        memset(out, 0, sizeof *out);
+        return gr_keep_error(ctx, rc);
+    }
+    if (ctx->grad_enabled && ctx->n_tape >= 0 && z->requires_grad) {
+        struct gr_node *nd = gr_tape_push(ctx, op, fft_gates_bwd, 1, &z);
+        if (!nd) {
+            memset(out, 0, sizeof *out);
+            return ctx->status < 0 ? ctx->status : GR_ENOMEM;
+        }
+        struct gr_tensor *outs[3] = {out->a, out->b, out->o};
+        for (int k = 0; k < 3; k++) {
+            nd->out[k] = outs[k];
+            outs[k]->requires_grad = 1;
+            outs[k]->node_ = ctx->n_tape - 1;
+        }
+        nd->n_out = 3;
+        nd->aux[0] = save;
+        nd->i[0] = r;
+        nd->i[1] = hd;
+        nd->i[2] = chunk;
+    }
+    return 0;
+}
+
+int gr_fft_unfused_env(void)
+{
+    const char *e = getenv("GROVE_FFT_UNFUSED");
+    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+}
+
 /* ---- Faster FastTrees ---- */
 
 int gr_fft_init(struct gr_fft *l, struct gr_ctx *ctx, const char *prefix,
@@ -316,6 +418,33 @@ int gr_fft_forward(struct gr_ctx *ctx, const struct gr_fft *l,
     int64_t n = l->n_chunks, ck = l->chunk, r = t * b;
     /* Every gate of the window: one GEMM over T·B rows. */
     struct gr_tensor *z = gr_linear(ctx, x, l->w_ih, l->b_ih);
+    int unfused = l->path == GR_FFT_PATH_UNFUSED ||
+                  (l->path == GR_FFT_PATH_ENV && gr_fft_unfused_env());
+    if (!unfused) {
+        /* Gates in one pass over z, the scan, then h = o ⊙ tanh(c): four
+         * passes over T·B·H instead of about twenty. On the CPU the scan
+         * could be folded into the gate kernel cheaply: it is sequential
+         * over t there anyway, so the kernel could take the B rows of step
+         * t and write c_t and h_t at once (what onlstm_fwd does per step,
+         * less the hidden product), dropping the a and b buffers and the
+         * tanh and mul passes. On CUDA that fold would replace the one
+         * parallel scan by T dependent launches, so the scan stays its own
+         * node on both devices. */
+        struct gr_fft_gates g;
+        if (!z || gr_fft_gates(ctx, z, (int)hd, (int)ck, &g) < 0) {
+            return ctx->status < 0 ? ctx->status : GR_EINVAL;
+        }
+        out->df = g.df;
+        out->di = g.di;
+        struct gr_tensor *c = gr_linear_scan(ctx, g.a, g.b, c0);
+        out->y = gr_mul(ctx, g.o, gr_tanh(ctx, c));
+        out->h = out->y ? gr_select(ctx, out->y, t - 1) : NULL;
+        out->c = c ? gr_select(ctx, c, t - 1) : NULL;
+        if (!out->h || !out->c) {
+            return ctx->status < 0 ? ctx->status : GR_EINVAL;
+        }
+        return 0;
+    }
     struct gr_tensor *zs[6] = {0};
     const int64_t sizes[6] = {n, n, hd, hd, hd, hd};
     if (!z || gr_split(ctx, z, 2, 6, sizes, zs) < 0) {

@@ -19,9 +19,13 @@
  *   the batch axis (y_b = W_0 m_{b-1} + W_1 m_{b+1} + b, §3.2's defect),
  *   for parity with the published model only.
  * - Faster FastTrees (FFT): every gate from x_t, no recurrent weight at
- *   all (none is allocated). The gates of a window are one GEMM and a few
- *   element-wise ops over T·B rows; the recurrence is gr_linear_scan:
- *   c_t = f̂_t ⊙ c_{t-1} + î_t ⊙ ĉ_t, then h_t = o_t ⊙ tanh(c_t).
+ *   all (none is allocated). The gates of a window are one GEMM and one
+ *   fused op over T·B rows (gr_fft_gates: cumax, sigmoids, tanh and the
+ *   ON-LSTM combination in one pass, forward and backward); the recurrence
+ *   is gr_linear_scan: c_t = f̂_t ⊙ c_{t-1} + î_t ⊙ ĉ_t, then
+ *   h_t = o_t ⊙ tanh(c_t). GROVE_FFT_UNFUSED=1 in the environment (or
+ *   struct gr_fft's path) runs the gates as the composition of about
+ *   twenty element-wise ops instead, the numbers equal to rounding.
  *
  * Parameter names follow the reference's state dict ("<prefix>.ih.0.weight",
  * "ih.0.bias", "hh.weight", "hh.bias"; CFT adds "conv.weight" [2n, 2n, 2]
@@ -107,10 +111,42 @@ int gr_cft_forward(struct gr_ctx *ctx, const struct gr_cft *l,
 
 /* ---- Faster FastTrees ---- */
 
+/* The gates of Faster FastTrees from their pre-activations, one op (one
+ * tape node) over all rows: z [..., 2n+4H] (the input GEMM's output, the
+ * layout [ẑ_i | ẑ_f | o | ĉ | i | f], n = hidden / chunk) ->
+ *   a  = f̂ = σ(f) ⊙ ω + (f̃ − ω)        [..., H]  the scan's coefficient
+ *   b  = î ⊙ ĉ, î = σ(i) ⊙ ω + (ĩ − ω)  [..., H]  the scan's input
+ *   o  = σ(z_o)                          [..., H]  for h = o ⊙ tanh(c)
+ *   df = 1 − mean f̃, di = mean ĩ         [...]     (not differentiated)
+ * with f̃ = cumax(ẑ_f), ĩ = 1 − cumax(ẑ_i), ĉ = tanh(z_ĉ), ω = f̃ ⊙ ĩ
+ * per chunk. Differentiated in z through a, b and o. Saved for the
+ * backward: the master gates and their softmaxes (4n floats per row); the
+ * backward recomputes σ(i), σ(f), tanh(ĉ) from z. 0 or GR_EINVAL (shape,
+ * sizes) / GR_EUNSUPPORTED, with the context's sticky error. */
+struct gr_fft_gates {
+    struct gr_tensor *a, *b, *o, *df, *di;
+};
+int gr_fft_gates(struct gr_ctx *ctx, struct gr_tensor *z, int hidden,
+                 int chunk, struct gr_fft_gates *out);
+
+/* Which gates gr_fft_forward runs; both give the same numbers to
+ * rounding. */
+enum gr_fft_path {
+    GR_FFT_PATH_ENV = 0, /* fused unless GROVE_FFT_UNFUSED is set (not ""
+                            or "0"), read at every forward; init's choice */
+    GR_FFT_PATH_FUSED,   /* gr_fft_gates */
+    GR_FFT_PATH_UNFUSED, /* the composition of ops (cumax, affine, mean,
+                            sigmoid, tanh, mul, sub, add) */
+};
+
+/* 1 when GROVE_FFT_UNFUSED is set to anything but "" or "0". */
+int gr_fft_unfused_env(void);
+
 struct gr_fft {
     struct gr_tensor *w_ih; /* [2n+4H, IN] "<prefix>.ih.0.weight" */
     struct gr_tensor *b_ih; /* [2n+4H]     "<prefix>.ih.0.bias" */
     int in, hidden, chunk, n_chunks;
+    enum gr_fft_path path; /* GR_FFT_PATH_ENV after gr_fft_init */
 };
 
 int gr_fft_init(struct gr_fft *l, struct gr_ctx *ctx, const char *prefix,
