@@ -43,7 +43,7 @@ check_tree() {
             if [ -z "$path" ]; then
                 path=$f
             else
-                path=$(dirname "$f")/$path
+                path=${f%/*}/$path
             fi
             if [ ! -e "$path" ]; then
                 echo "${f#"$dir"/}: broken link $target (no ${path#"$dir"/})"
