@@ -249,7 +249,8 @@ const struct cli_command cmd_nlp_mlm_train = {
     "Train a masked language model (UDGN, or the Transformer baseline) and "
     "watch its induced dependency trees.",
     "",
-    "udgn.md §6: Adam 1e-3, clip 0.25, masking 0.3, ReduceLROnPlateau on "
+    "The models and the training setup: docs/models.md. Adam 1e-3, clip "
+    "0.25, masking 0.3, ReduceLROnPlateau on "
     "validation loss, batches of < 4,096 tokens. The run folder holds "
     "command, config, vocab.txt, metrics.csv (epoch, train_loss, valid_ppl, "
     "uas, uuas, lr, wall_s; UAS/UUAS by argmax decoding on --trees), "
@@ -365,7 +366,7 @@ const struct cli_command cmd_nlp_mlm_eval = {
     "maskings.",
     "",
     "Perplexity = exp of the mean over --eval-runs maskings of the "
-    "token-weighted mean masked cross entropy (udgn.md §6); the maskings "
+    "token-weighted mean masked cross entropy (docs/models.md); the maskings "
     "are seeded by the run's seed.\n"
     "Example:\n"
     "  grove nlp mlm eval --checkpoint runs/udgn/best.ckpt --eval-runs 5",

@@ -140,7 +140,7 @@ int nlp_lm_config_check(const struct nlp_lm_config *cfg)
                 return gr_error(GR_EINVAL,
                                 "layer %d: the convolution of Conv. "
                                 "FastTrees reads the first 2n = %d of its "
-                                "%d input features (fasttrees.md §3.2)",
+                                "%d input features (docs/models.md)",
                                 l + 1, (int)(2 * (h / cfg->chunk)), (int)in);
             }
         }

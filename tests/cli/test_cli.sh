@@ -160,6 +160,13 @@ cmp -s "$tmp/g" "$tmp/g2" || fail "grove help nlp lm train --help differs from -
 checks=$((checks + 1))
 wide=$(LC_ALL=C.UTF-8 awk 'length($0) > 80' "$tmp/help")
 [ -z "$wide" ] || fail "grove --help: lines over 80 columns: $wide"
+# grove nlp tasks, the other page of prose a user reads, fits 80 columns
+# too (the first check: its text came out at all).
+checks=$((checks + 1))
+"$grove" nlp tasks >"$tmp/t" 2>&1 || fail "grove nlp tasks exited $?"
+[ "$(grep -c '^  status: ' "$tmp/t")" -ge 8 ] || fail "grove nlp tasks: $(cat "$tmp/t")"
+wide=$(LC_ALL=C.UTF-8 awk 'length($0) > 80' "$tmp/t")
+[ -z "$wide" ] || fail "grove nlp tasks: lines over 80 columns: $wide"
 
 checks=$((checks + 1))
 "$grove" version >"$tmp/v" 2>&1 || fail "grove version exited $?"
