@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agents/bc.h"
+#include "agents/ppo_internal.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/random.h"
@@ -19,35 +20,15 @@
 #include "kernels/rng.h"
 #include "kernels/tape.h"
 
-static int ctx_fail(struct gr_ctx *ctx, const char *what)
-{
-    int rc = gr_ctx_status(ctx);
-    return gr_error(rc != 0 ? rc : GR_EINVAL, "%s: %s", what,
-                    gr_ctx_error(ctx));
-}
-
-/* ---- the loss --------------------------------------------------------------- */
-
-int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
-                  struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
-                  float clip_coef, float vf_coef, float ent_coef,
-                  int norm_adv, struct ppo_loss_out *out)
+/* ppo_ompn_loss with the advantage's statistics given (norm_adv). */
+static int loss_with(struct ompn_model *m, struct gr_tensor *vw,
+                     struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
+                     float clip_coef, float vf_coef, float ent_coef,
+                     int norm_adv, double mean, double sd,
+                     struct ppo_loss_out *out)
 {
     struct gr_ctx *ctx = m->ctx;
     const int64_t M = b->M;
-    if (m->cfg.n_tasks != 1 || M < 1) {
-        return gr_error(GR_EINVAL, "PPO loss (OMPN): the model needs one "
-                                   "task and the minibatch rows");
-    }
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < M; i++) {
-        mean += b->adv[i];
-    }
-    mean /= (double)M;
-    for (int64_t i = 0; i < M; i++) {
-        var += (b->adv[i] - mean) * (b->adv[i] - mean);
-    }
-    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
     int32_t *task = calloc((size_t)M, sizeof *task);
     if (task == NULL) {
         return gr_error(GR_ENOMEM, "PPO loss (OMPN): out of memory");
@@ -65,56 +46,33 @@ int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
     struct gr_tensor *ent =
         gr_scale(ctx, gr_mean(ctx, gr_sum_dim(ctx, gr_mul(ctx, p, lp), 1)),
                  -1.0f);
-    struct gr_tensor *a =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, 1), b->action);
-    struct gr_tensor *old =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->logp_old);
-    struct gr_tensor *logratio = gr_sub(ctx, gr_gather(ctx, lp, a), old);
-    struct gr_tensor *ratio = gr_exp(ctx, logratio);
-    struct gr_tensor *adv =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->adv);
-    if (norm_adv) {
-        float s = (float)(1.0 / (sd + 1e-8));
-        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
+    struct ppo_loss_head h = {lp, b->action, ent, NULL, feat, vw, vb};
+    return ppo_loss_tail(ctx, &h, M, b->logp_old, b->adv, b->ret, clip_coef,
+                         vf_coef, ent_coef, norm_adv, mean, sd,
+                         "PPO loss (OMPN)", out);
+}
+
+int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
+                  struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
+                  float clip_coef, float vf_coef, float ent_coef,
+                  int norm_adv, struct ppo_loss_out *out)
+{
+    const int64_t M = b->M;
+    if (m->cfg.n_tasks != 1 || M < 1) {
+        return gr_error(GR_EINVAL, "PPO loss (OMPN): the model needs one "
+                                   "task and the minibatch rows");
     }
-    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
-    struct gr_tensor *pg2 = gr_scale(
-        ctx,
-        gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip_coef, 1.0f + clip_coef),
-               adv),
-        -1.0f);
-    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
-    struct gr_tensor *v = gr_linear(ctx, feat, vw, vb); /* [M, 1] */
-    struct gr_tensor *ret =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->ret);
-    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
-    struct gr_tensor *loss = gr_add(
-        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, vf_coef)),
-        gr_scale(ctx, ent, -ent_coef));
-    if (loss == NULL || gr_ctx_status(ctx) != 0) {
-        return ctx_fail(ctx, "PPO loss (OMPN)");
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < M; i++) {
+        mean += b->adv[i];
     }
-    out->loss = loss;
-    out->policy_loss = gr_tensor_item(pg);
-    out->value_loss = gr_tensor_item(vl);
-    out->entropy = gr_tensor_item(ent);
-    float *lr_h = malloc((size_t)M * sizeof *lr_h);
-    if (lr_h == NULL) {
-        return gr_error(GR_ENOMEM, "PPO loss (OMPN): out of memory");
+    mean /= (double)M;
+    for (int64_t i = 0; i < M; i++) {
+        var += (b->adv[i] - mean) * (b->adv[i] - mean);
     }
-    rc = gr_tensor_to_host(logratio, lr_h);
-    double okl = 0.0, akl = 0.0, cf = 0.0;
-    for (int64_t i = 0; rc == 0 && i < M; i++) {
-        double l = lr_h[i], r = exp(l);
-        okl += -l;
-        akl += (r - 1.0) - l;
-        cf += fabs(r - 1.0) > clip_coef;
-    }
-    free(lr_h);
-    out->old_approx_kl = okl / (double)M;
-    out->approx_kl = akl / (double)M;
-    out->clipfrac = cf / (double)M;
-    return rc;
+    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
+    return loss_with(m, vw, vb, b, clip_coef, vf_coef, ent_coef, norm_adv,
+                     mean, sd, out);
 }
 
 /* ---- the trainer ------------------------------------------------------------ */
@@ -150,7 +108,7 @@ struct ppo_ompn {
     float *mem_keep;        /* [E, n, d] */
     uint8_t *first_keep;    /* [E] */
     float *vw_h;            /* [F + 1]: the value head on the host */
-    int32_t *perm, *mb_idx, *mb_act;
+    int32_t *perm, *mb_rows, *mb_idx, *mb_act;
     float *mb_val, *mb_mem, *mb_first, *mb_logp, *mb_adv, *mb_ret;
     int64_t iteration, global_step, total_episodes;
     char source[512];
@@ -333,133 +291,69 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One minibatch's loss (agents/ppo_internal.h): the rows gathered from
+ * the storage, then loss_with. */
+static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
+                          double mean, double sd, struct ppo_loss_out *lo)
+{
+    struct ppo_ompn *t = self;
+    const size_t nd = (size_t)t->n * t->d;
+    int nzm = 1;
+    for (int64_t i = 0; i < M; i++) {
+        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
+    }
+    for (int64_t i = 0; i < M; i++) {
+        int64_t j = rows[i];
+        memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
+               (size_t)nzm * sizeof *t->mb_idx);
+        memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
+               (size_t)nzm * sizeof *t->mb_val);
+        memcpy(t->mb_mem + (size_t)i * nd, t->d_mem + (size_t)j * nd,
+               nd * sizeof *t->mb_mem);
+        t->mb_first[i] = t->d_first[j];
+        t->mb_act[i] = t->d_act[j];
+        t->mb_logp[i] = t->d_logp[j];
+        t->mb_adv[i] = t->d_adv[j];
+        t->mb_ret[i] = t->d_ret[j];
+    }
+    struct ppo_ompn_minibatch b = {
+        (int)M,      nzm,       t->mb_idx,  t->mb_val, t->mb_mem,
+        t->mb_first, t->mb_act, t->mb_logp, t->mb_adv, t->mb_ret};
+    return loss_with(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
+                     t->cfg.vf_coef, t->cfg.ent_coef, t->cfg.norm_adv, mean,
+                     sd, lo);
+}
+
 static int update(struct ppo_ompn *t, struct ppo_stats *st)
 {
-    const int E = t->E, S = t->S;
-    const int64_t D = (int64_t)E * S, M = D / t->cfg.num_minibatches;
-    const size_t nd = (size_t)t->n * t->d;
-    for (int e = 0; e < E; e++) {
-        int64_t o = (int64_t)e * S;
-        ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
-                     t->d_term + o, t->d_trunc + o, t->d_boot + o,
-                     t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
-                     t->d_adv + o, t->d_ret + o);
-    }
-    double mr = 0.0, md = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        mr += t->d_ret[j];
-        md += t->d_ret[j] - t->d_value[j];
-    }
-    mr /= (double)D;
-    md /= (double)D;
-    double vr = 0.0, vd = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        double r = t->d_ret[j] - mr, df = t->d_ret[j] - t->d_value[j] - md;
-        vr += r * r;
-        vd += df * df;
-    }
-    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
-    double frac = 1.0;
-    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
-        int64_t before = t->global_step - st->frames;
-        frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
-        frac = frac < 0.0 ? 0.0 : frac;
-    }
-    float lr = (float)(frac * t->cfg.learning_rate);
-    gr_optim_set_lr(t->optim, lr);
-    st->learning_rate = lr;
-    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
-    int n_mb = 0, epochs = 0, rc = 0;
-    struct ppo_loss_out lo = {0};
-    for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
-        uint64_t key = gr_rng_key_of(
-            t->cfg.seed, gr_rng_stream(0x4F504552, (uint64_t)t->iteration,
-                                       (uint64_t)ep, 0));
-        for (int64_t j = 0; j < D; j++) {
-            t->perm[j] = (int32_t)j;
-        }
-        for (int64_t j = D - 1; j > 0; j--) {
-            uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
-                         gr_rng_u32(key, 2 * (uint64_t)j + 1);
-            int64_t i = (int64_t)(r % (uint64_t)(j + 1));
-            int32_t tmp = t->perm[j];
-            t->perm[j] = t->perm[i];
-            t->perm[i] = tmp;
-        }
-        for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
-            const int32_t *rows = t->perm + (int64_t)mb * M;
-            int nzm = 1;
-            for (int64_t i = 0; i < M; i++) {
-                nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-            }
-            for (int64_t i = 0; i < M; i++) {
-                int64_t j = rows[i];
-                memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
-                       (size_t)nzm * sizeof *t->mb_idx);
-                memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
-                       (size_t)nzm * sizeof *t->mb_val);
-                memcpy(t->mb_mem + (size_t)i * nd, t->d_mem + (size_t)j * nd,
-                       nd * sizeof *t->mb_mem);
-                t->mb_first[i] = t->d_first[j];
-                t->mb_act[i] = t->d_act[j];
-                t->mb_logp[i] = t->d_logp[j];
-                t->mb_adv[i] = t->d_adv[j];
-                t->mb_ret[i] = t->d_ret[j];
-            }
-            struct ppo_ompn_minibatch b = {
-                (int)M,      nzm,        t->mb_idx,  t->mb_val, t->mb_mem,
-                t->mb_first, t->mb_act,  t->mb_logp, t->mb_adv, t->mb_ret};
-            gr_step_reset(t->ctx);
-            gr_zero_grad(t->ctx);
-            memset(&lo, 0, sizeof lo);
-            rc = ppo_ompn_loss(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
-                               t->cfg.vf_coef, t->cfg.ent_coef,
-                               t->cfg.norm_adv, &lo);
-            if (rc == 0 && !isfinite(gr_tensor_item(lo.loss))) {
-                rc = gr_error(GR_EINVAL, "non-finite loss at iteration %lld "
-                                         "(epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_backward(t->ctx, lo.loss);
-            }
-            float norm = 0.0f;
-            if (rc == 0) {
-                rc = gr_clip_grad_norm(t->ctx, "ompn.", t->cfg.max_grad_norm,
-                                       &norm);
-            }
-            if (rc == 0 && !isfinite(norm)) {
-                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
-                                         "%lld (epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_optim_step(t->optim);
-            }
-            pl += lo.policy_loss;
-            vl += lo.value_loss;
-            en += lo.entropy;
-            gn += norm;
-            n_mb++;
-        }
-        epochs++;
-        if (t->cfg.target_kl > 0.0f && lo.approx_kl > t->cfg.target_kl) {
-            break;
-        }
-    }
-    gr_step_reset(t->ctx);
-    if (rc < 0) {
-        return rc;
-    }
-    st->policy_loss = pl / n_mb;
-    st->value_loss = vl / n_mb;
-    st->entropy = en / n_mb;
-    st->grad_norm = gn / n_mb;
-    st->old_approx_kl = lo.old_approx_kl;
-    st->approx_kl = lo.approx_kl;
-    st->clipfrac = lo.clipfrac;
-    st->epochs = epochs;
-    return refresh_value(t);
+    struct ppo_update u = {
+        .ctx = t->ctx,
+        .optim = t->optim,
+        .cfg = &t->cfg,
+        .prefix = "ompn.",
+        .perm_tag = 0x4F504552,
+        .iteration = t->iteration,
+        .global_step = t->global_step,
+        .E = t->E,
+        .S = t->S,
+        .e0 = 0,
+        .e1 = t->E,
+        .R = t->d_R,
+        .steps = t->d_n,
+        .value = t->d_value,
+        .term = t->d_term,
+        .trunc = t->d_trunc,
+        .boot = t->d_boot,
+        .last_value = t->last_value,
+        .adv = t->d_adv,
+        .ret = t->d_ret,
+        .perm = t->perm,
+        .rows = t->mb_rows,
+        .loss = minibatch_loss,
+        .self = t,
+    };
+    int rc = ppo_update_run(&u, st);
+    return rc < 0 ? rc : refresh_value(t);
 }
 
 /* The acting state keeps LN(g) from the parameters at its creation: after
@@ -659,9 +553,9 @@ void ppo_ompn_free(struct ppo_ompn *t)
                     t->d_trunc, t->last_value, t->probs, t->feat,
                     t->vtmp,    t->amax,    t->actions,  t->reward,
                     t->term,    t->trunc,   t->mem_keep, t->first_keep,
-                    t->vw_h,    t->perm,    t->mb_idx,   t->mb_act,
-                    t->mb_val,  t->mb_mem,  t->mb_first, t->mb_logp,
-                    t->mb_adv,  t->mb_ret,  t->state_host};
+                    t->vw_h,    t->perm,    t->mb_rows,  t->mb_idx,
+                    t->mb_act,  t->mb_val,  t->mb_mem,   t->mb_first,
+                    t->mb_logp, t->mb_adv,  t->mb_ret,   t->state_host};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -836,6 +730,7 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         t->first_keep = malloc(E);
         t->vw_h = malloc(((size_t)t->F + 1) * sizeof(float));
         t->perm = malloc(D * 4);
+        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_mem = malloc(M * nd * sizeof(float));
@@ -850,9 +745,9 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
             !t->d_term || !t->d_trunc || !t->last_value || !t->probs ||
             !t->feat || !t->vtmp || !t->amax || !t->actions || !t->reward ||
             !t->term || !t->trunc || !t->mem_keep || !t->first_keep ||
-            !t->vw_h || !t->perm || !t->mb_idx || !t->mb_val || !t->mb_mem ||
-            !t->mb_act || !t->mb_first || !t->mb_logp || !t->mb_adv ||
-            !t->mb_ret) {
+            !t->vw_h || !t->perm || !t->mb_rows || !t->mb_idx ||
+            !t->mb_val || !t->mb_mem || !t->mb_act || !t->mb_first ||
+            !t->mb_logp || !t->mb_adv || !t->mb_ret) {
             rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for %zu "
                                      "frames",
                           D);
