@@ -754,6 +754,7 @@ int ppo_compile_evaluate(struct ppo_compile *t, int episodes,
             int step = a.b.t[e];
             decs += a.decided[e] == 1;
             struct craft_batch_out o = {0};
+            o.obs = a.obs; /* the next frame reads the new observation */
             o.reward = rew;
             o.terminated = te;
             o.truncated = te + E;
