@@ -18,6 +18,7 @@
 #include "kernels/layers.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
 #include "kernels/ops.h"
 #include "kernels/rng.h"
@@ -112,6 +113,10 @@ struct ppo_compile {
     struct ppo_config cfg;
     struct gr_ctx *ctx;
     int G, d, w, O, A, E, S;
+    /* with MPI (train/mpi.h) this process plays worlds [e0, e1) of the E
+     * (all of them in one process; the others stay skipped) and stores
+     * their decisions, world e's from (e − e0)·S */
+    int e0, e1;
     struct gr_ctx *mctx[PPO_COMPILE_MAX_MODELS];
     struct compile_model cm[PPO_COMPILE_MAX_MODELS];
     float theta[PPO_COMPILE_MAX_MODELS]; /* boundary thresholds */
@@ -497,14 +502,14 @@ static int frame(struct ppo_compile *t, struct cactor *a,
 static int rollout(struct ppo_compile *t, struct ppo_stats *st)
 {
     struct cactor *a = &t->a;
-    const int E = t->E, S = t->S, d = t->d;
+    const int E = t->E, S = t->S, d = t->d, e0 = t->e0;
     struct craft_log log = {0};
     int64_t frames = 0, dec_sum = 0;
-    int active = E, rc = 0;
+    int active = t->e1 - e0, rc = 0;
     int32_t *ep_dec = t->ep_dec;
     for (int e = 0; e < E; e++) {
         t->count[e] = 0;
-        t->skip[e] = 0;
+        t->skip[e] = e < e0 || e >= t->e1; /* another process's world */
         t->hold[e] = 0;
     }
     while (active > 0 && rc == 0) {
@@ -523,7 +528,7 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
                 continue;
             }
             if (a->decided[e] == 1) {
-                int64_t j = (int64_t)e * S + t->count[e]++;
+                int64_t j = (int64_t)(e - e0) * S + t->count[e]++;
                 memcpy(t->d_idx + j * PPO_NZ_MAX, a->idx + (size_t)e * PPO_NZ_MAX,
                        PPO_NZ_MAX * 4);
                 memcpy(t->d_val + j * PPO_NZ_MAX, a->val + (size_t)e * PPO_NZ_MAX,
@@ -568,18 +573,27 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
+    /* with MPI, the totals of every process's worlds */
+    double sums[6] = {(double)frames, (double)log.episodes, log.return_sum,
+                      (double)log.steps, (double)log.successes,
+                      (double)dec_sum};
+    rc = train_allreduce_sum(sums, 6);
+    if (rc < 0) {
+        return rc;
+    }
+    frames = (int64_t)sums[0];
     t->global_step += frames;
-    t->total_episodes += (int64_t)log.episodes;
+    t->total_episodes += (int64_t)sums[1];
     st->frames = frames;
     st->global_step = t->global_step;
     st->decisions = (int64_t)E * S;
-    st->episodes = (int64_t)log.episodes;
+    st->episodes = (int64_t)sums[1];
     st->total_episodes = t->total_episodes;
-    double ne = (double)log.episodes;
-    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
-    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
-    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
-    st->decisions_per_episode = ne > 0 ? (double)dec_sum / ne : NAN;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
+    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
     st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
     return 0;
 }
@@ -680,8 +694,8 @@ static int update(struct ppo_compile *t, struct ppo_stats *st)
         .global_step = t->global_step,
         .E = t->E,
         .S = t->S,
-        .e0 = 0,
-        .e1 = t->E,
+        .e0 = t->e0,
+        .e1 = t->e1,
         .R = t->d_R,
         .steps = t->d_n,
         .value = t->d_value,
@@ -1102,8 +1116,17 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         ocf.prefix = "ctl.";
         rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
     }
-    const size_t E = (size_t)t->E, D = E * (size_t)t->S,
-                 M = D / (size_t)cfg->num_minibatches;
+    train_mpi_share(t->E, &t->e0, &t->e1);
+    if (rc == 0 && t->e1 <= t->e0) {
+        rc = gr_error(GR_EINVAL, "PPO (compILE): %d worlds for %d MPI "
+                                 "processes",
+                      t->E, train_mpi_size());
+    }
+    /* D: this process's decisions; the permutation and a minibatch count
+     * every process's */
+    const size_t E = (size_t)t->E, Dall = E * (size_t)t->S,
+                 D = (size_t)(t->e1 - t->e0) * (size_t)t->S,
+                 M = Dall / (size_t)cfg->num_minibatches;
     if (rc == 0) {
         t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
         t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
@@ -1135,7 +1158,7 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         t->trunc = calloc(E, 1);
         t->hold = calloc(E, 1);
         t->skip = calloc(E, 1);
-        t->perm = malloc(D * 4);
+        t->perm = malloc(Dall * 4);
         t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
@@ -1150,8 +1173,8 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
             !t->d_trunc || !t->last_value || !t->disc || !t->reward ||
             !t->count || !t->cur || !t->ep_dec || !t->term || !t->trunc || !t->hold ||
             !t->skip || !t->perm || !t->mb_rows || !t->mb_idx ||
-            !t->mb_val || !t->mb_z ||
-            !t->mb_k || !t->mb_logp || !t->mb_adv || !t->mb_ret) {
+            !t->mb_val || !t->mb_z || !t->mb_k || !t->mb_logp ||
+            !t->mb_adv || !t->mb_ret) {
             rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
         }
     }
@@ -1206,10 +1229,40 @@ char *ppo_compile_checkpoint_config(const struct ppo_compile *t)
     return text;
 }
 
+/* Every world's state on every process (with MPI each plays its share). */
+static int gather_worlds(struct ppo_compile *t)
+{
+    if (train_mpi_size() <= 1) {
+        return 0;
+    }
+    struct craft_batch *b = &t->a.b;
+    struct {
+        void *p;
+        size_t size;
+    } arrays[] = {
+        {t->a.ask, 1}, {t->a.draws, 8}, {t->ep_dec, 4},
+        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
+        {b->k, 1}, {b->task, 1}, {b->t, 2},
+        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
+        {b->seed, 8},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, t->E);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int ppo_compile_save(struct ppo_compile *t, const char *path, int force)
 {
+    int rc = gather_worlds(t);
+    if (rc < 0 || train_mpi_rank() != 0) {
+        return rc; /* process 0 writes */
+    }
     memset(t->state_host, 0, t->state_bytes + 4);
-    int rc = state_io(t, t->state_host, 0);
+    rc = state_io(t, t->state_host, 0);
     if (rc == 0) {
         rc = gr_tensor_set_host(t->state, t->state_host);
     }

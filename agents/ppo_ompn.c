@@ -19,6 +19,7 @@
 #include "kernels/optim.h"
 #include "kernels/rng.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
 /* ppo_ompn_loss with the advantage's statistics given (norm_adv). */
 static int loss_with(struct ompn_model *m, struct gr_tensor *vw,
@@ -86,12 +87,18 @@ struct ppo_ompn {
     struct craft_config world;
     struct craft_task task;
     int n, d, O, A, E, S, F; /* F = 3d */
+    /* with MPI (train/mpi.h) this process acts worlds [e0, e1) of the E
+     * (all of them in one process): the acting state and the storage hold
+     * only those, world e at row e − e0 */
+    int e0, e1;
     struct craft_batch batch;
     float *obs;             /* [E, O] */
-    struct ompn_act_state act;
+    struct ompn_act_state act; /* [e1 − e0] worlds */
+    float *mem_all;         /* [E, n, d]: every world's memory, for */
+    uint8_t *first_all;     /* [E]        the checkpoint */
     uint64_t *draws;        /* [E] sampling counters */
     uint64_t sample_seed, env_seed;
-    /* storage: frame s of world e at e·S + s */
+    /* storage: frame s of world e at (e − e0)·S + s, D = (e1 − e0)·S */
     int32_t *d_idx;         /* [D, PPO_NZ_MAX] */
     float *d_val;
     int32_t *d_nz, *d_act, *d_n;
@@ -105,8 +112,8 @@ struct ppo_ompn {
     uint8_t *actions;       /* [E] */
     float *reward;
     uint8_t *term, *trunc;
-    float *mem_keep;        /* [E, n, d] */
-    uint8_t *first_keep;    /* [E] */
+    float *mem_keep;        /* [e1 − e0, n, d] */
+    uint8_t *first_keep;    /* [e1 − e0] */
     float *vw_h;            /* [F + 1]: the value head on the host */
     int32_t *perm, *mb_rows, *mb_idx, *mb_act;
     float *mb_val, *mb_mem, *mb_first, *mb_logp, *mb_adv, *mb_ret;
@@ -192,22 +199,28 @@ static int sparse_row(const float *x, int O, int32_t *idx, float *val)
     return nz;
 }
 
+/* One rollout of this process's worlds [e0, e1) (all of them in one
+ * process): the acting state's row e − e0 is world e, its frames are
+ * stored from (e − e0)·S. */
 static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
 {
-    const int E = t->E, S = t->S, O = t->O, A = t->A;
+    const int S = t->S, O = t->O, A = t->A, e0 = t->e0, e1 = t->e1;
+    const int El = e1 - e0;
     const size_t nd = (size_t)t->n * t->d;
+    const float *obs_l = t->obs + (size_t)e0 * O;
     struct craft_log log = {0};
     int rc = 0;
     for (int s = 0; s < S && rc == 0; s++) {
-        for (int e = 0; e < E; e++) {
-            int64_t j = (int64_t)e * S + s;
+        for (int e = e0; e < e1; e++) {
+            const int le = e - e0;
+            int64_t j = (int64_t)le * S + s;
             float *mj = t->d_mem + (size_t)j * nd;
-            if (t->act.first[e]) {
+            if (t->act.first[le]) {
                 memset(mj, 0, nd * sizeof *mj);
             } else {
-                memcpy(mj, t->act.mem + (size_t)e * nd, nd * sizeof *mj);
+                memcpy(mj, t->act.mem + (size_t)le * nd, nd * sizeof *mj);
             }
-            t->d_first[j] = t->act.first[e] ? 1.0f : 0.0f;
+            t->d_first[j] = t->act.first[le] ? 1.0f : 0.0f;
             int nz = sparse_row(t->obs + (size_t)e * O,
                                 O, t->d_idx + (size_t)j * PPO_NZ_MAX,
                                 t->d_val + (size_t)j * PPO_NZ_MAX);
@@ -216,29 +229,31 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             }
             t->d_nz[j] = nz;
         }
-        rc = ompn_act_feat(&t->m, &t->act, t->obs, t->amax, t->probs, NULL,
+        rc = ompn_act_feat(&t->m, &t->act, obs_l, t->amax, t->probs, NULL,
                            t->feat);
         if (rc < 0) {
             break;
         }
-        host_values(t, t->feat, E, t->vtmp);
-        for (int e = 0; e < E; e++) {
-            int64_t j = (int64_t)e * S + s;
-            const float *p = t->probs + (size_t)e * A;
+        host_values(t, t->feat, El, t->vtmp);
+        for (int e = e0; e < e1; e++) {
+            const int le = e - e0;
+            int64_t j = (int64_t)le * S + s;
+            const float *p = t->probs + (size_t)le * A;
             int a = sample_a(t, e, p);
             t->actions[e] = (uint8_t)a;
             t->d_act[j] = a;
             t->d_logp[j] = logf(fmaxf(p[a], 1e-30f));
-            t->d_value[j] = t->vtmp[e];
+            t->d_value[j] = t->vtmp[le];
         }
         struct craft_batch_out out = {0};
         out.obs = t->obs;
         out.reward = t->reward;
         out.terminated = t->term;
         out.truncated = t->trunc;
-        rc = craft_batch_step(&t->batch, t->actions, &out, &log);
-        for (int e = 0; rc == 0 && e < E; e++) {
-            int64_t j = (int64_t)e * S + s;
+        rc = craft_batch_step_range(&t->batch, e0, e1, t->actions, &out,
+                                    &log);
+        for (int e = e0; rc == 0 && e < e1; e++) {
+            int64_t j = (int64_t)(e - e0) * S + s;
             t->d_R[j] = t->reward[e];
             t->d_n[j] = 1;
             /* a truncation ends the episode as a termination does (the
@@ -247,38 +262,46 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             t->d_trunc[j] = 0;
             t->d_boot[j] = 0.0f;
             if (t->term[e] || t->trunc[e]) {
-                ompn_act_reset(&t->act, e, 0);
+                ompn_act_reset(&t->act, e - e0, 0);
             }
         }
     }
     if (rc == 0) {
         /* the value of the observation each world waits at: one step on
          * a copy of the memories */
-        memcpy(t->mem_keep, t->act.mem, (size_t)E * nd * sizeof(float));
-        memcpy(t->first_keep, t->act.first, (size_t)E);
-        rc = ompn_act_feat(&t->m, &t->act, t->obs, t->amax, t->probs, NULL,
+        memcpy(t->mem_keep, t->act.mem, (size_t)El * nd * sizeof(float));
+        memcpy(t->first_keep, t->act.first, (size_t)El);
+        rc = ompn_act_feat(&t->m, &t->act, obs_l, t->amax, t->probs, NULL,
                            t->feat);
-        memcpy(t->act.mem, t->mem_keep, (size_t)E * nd * sizeof(float));
-        memcpy(t->act.first, t->first_keep, (size_t)E);
+        memcpy(t->act.mem, t->mem_keep, (size_t)El * nd * sizeof(float));
+        memcpy(t->act.first, t->first_keep, (size_t)El);
         if (rc == 0) {
-            host_values(t, t->feat, E, t->last_value);
+            host_values(t, t->feat, El, t->last_value + e0);
         }
     }
     if (rc < 0) {
         return rc;
     }
-    int64_t frames = (int64_t)E * S;
+    /* with MPI, the totals of every process's worlds */
+    double sums[5] = {(double)((int64_t)El * S), (double)log.episodes,
+                      log.return_sum, (double)log.steps,
+                      (double)log.successes};
+    rc = train_allreduce_sum(sums, 5);
+    if (rc < 0) {
+        return rc;
+    }
+    int64_t frames = (int64_t)sums[0];
     t->global_step += frames;
-    t->total_episodes += (int64_t)log.episodes;
+    t->total_episodes += (int64_t)sums[1];
     st->frames = frames;
     st->global_step = t->global_step;
     st->decisions = frames;
-    st->episodes = (int64_t)log.episodes;
+    st->episodes = (int64_t)sums[1];
     st->total_episodes = t->total_episodes;
-    double ne = (double)log.episodes;
-    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
-    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
-    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
     st->decisions_per_episode = st->episodic_length;
     st->mean_option_duration = 1.0;
     return 0;
@@ -336,8 +359,8 @@ static int update(struct ppo_ompn *t, struct ppo_stats *st)
         .global_step = t->global_step,
         .E = t->E,
         .S = t->S,
-        .e0 = 0,
-        .e1 = t->E,
+        .e0 = t->e0,
+        .e1 = t->e1,
         .R = t->d_R,
         .steps = t->d_n,
         .value = t->d_value,
@@ -362,10 +385,11 @@ static int rebuild_act(struct ppo_ompn *t, const float *mem,
                        const uint8_t *first)
 {
     ompn_act_state_free(&t->act);
-    int rc = ompn_act_state_init(&t->act, &t->m, t->E);
+    const int El = t->e1 - t->e0;
+    int rc = ompn_act_state_init(&t->act, &t->m, El);
     if (rc == 0) {
-        memcpy(t->act.mem, mem, (size_t)t->E * t->n * t->d * sizeof(float));
-        memcpy(t->act.first, first, (size_t)t->E);
+        memcpy(t->act.mem, mem, (size_t)El * t->n * t->d * sizeof(float));
+        memcpy(t->act.first, first, (size_t)El);
     }
     return rc;
 }
@@ -380,9 +404,9 @@ int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
         return rc;
     }
     /* keep the memories across the act state's rebuild */
-    const size_t nd = (size_t)t->n * t->d;
-    memcpy(t->mem_keep, t->act.mem, (size_t)t->E * nd * sizeof(float));
-    memcpy(t->first_keep, t->act.first, (size_t)t->E);
+    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
+    memcpy(t->mem_keep, t->act.mem, El * nd * sizeof(float));
+    memcpy(t->first_keep, t->act.first, El);
     rc = update(t, st);
     int rc2 = rebuild_act(t, t->mem_keep, t->first_keep);
     if (rc < 0 || rc2 < 0) {
@@ -520,8 +544,8 @@ static int state_io(struct ppo_ompn *t, uint8_t *buf, int dir)
     at = 64;
     size_t E = (size_t)t->E;
     struct craft_batch *b = &t->batch;
-    IO(t->act.mem, E * (size_t)t->n * t->d * 4);
-    IO(t->act.first, E);
+    IO(t->mem_all, E * (size_t)t->n * t->d * 4);
+    IO(t->first_all, E);
     IO(t->draws, E * 8);
     IO(b->grid, E * (size_t)b->cells);
     IO(b->x, E);
@@ -553,6 +577,7 @@ void ppo_ompn_free(struct ppo_ompn *t)
                     t->d_trunc, t->last_value, t->probs, t->feat,
                     t->vtmp,    t->amax,    t->actions,  t->reward,
                     t->term,    t->trunc,   t->mem_keep, t->first_keep,
+                    t->mem_all, t->first_all,
                     t->vw_h,    t->perm,    t->mb_rows,  t->mb_idx,
                     t->mb_act,  t->mb_val,  t->mb_mem,   t->mb_first,
                     t->mb_logp, t->mb_adv,  t->mb_ret,   t->state_host};
@@ -693,11 +718,20 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         ocf.prefix = "ompn.";
         rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
     }
-    const size_t E = (size_t)t->E, D = E * (size_t)t->S,
+    train_mpi_share(t->E, &t->e0, &t->e1);
+    if (rc == 0 && t->e1 <= t->e0) {
+        rc = gr_error(GR_EINVAL, "PPO (OMPN): %d worlds for %d MPI "
+                                 "processes",
+                      t->E, train_mpi_size());
+    }
+    /* D: this process's frames; the permutation and a minibatch count
+     * every process's */
+    const size_t E = (size_t)t->E, El = (size_t)(t->e1 - t->e0),
+                 D = El * (size_t)t->S, Dall = E * (size_t)t->S,
                  nd = (size_t)t->n * t->d,
-                 M = D / (size_t)cfg->num_minibatches;
+                 M = Dall / (size_t)cfg->num_minibatches;
     if (rc == 0) {
-        rc = ompn_act_state_init(&t->act, &t->m, t->E);
+        rc = ompn_act_state_init(&t->act, &t->m, (int)El);
     }
     if (rc == 0) {
         t->obs = malloc(E * t->O * sizeof(float));
@@ -726,10 +760,12 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         t->reward = calloc(E, 4);
         t->term = calloc(E, 1);
         t->trunc = calloc(E, 1);
-        t->mem_keep = malloc(E * nd * sizeof(float));
-        t->first_keep = malloc(E);
+        t->mem_keep = malloc(El * nd * sizeof(float));
+        t->first_keep = malloc(El);
+        t->mem_all = calloc(E * nd, sizeof(float));
+        t->first_all = calloc(E, 1);
         t->vw_h = malloc(((size_t)t->F + 1) * sizeof(float));
-        t->perm = malloc(D * 4);
+        t->perm = malloc(Dall * 4);
         t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
@@ -745,9 +781,10 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
             !t->d_term || !t->d_trunc || !t->last_value || !t->probs ||
             !t->feat || !t->vtmp || !t->amax || !t->actions || !t->reward ||
             !t->term || !t->trunc || !t->mem_keep || !t->first_keep ||
-            !t->vw_h || !t->perm || !t->mb_rows || !t->mb_idx ||
-            !t->mb_val || !t->mb_mem || !t->mb_act || !t->mb_first ||
-            !t->mb_logp || !t->mb_adv || !t->mb_ret) {
+            !t->mem_all || !t->first_all || !t->vw_h || !t->perm ||
+            !t->mb_rows || !t->mb_idx || !t->mb_val || !t->mb_mem ||
+            !t->mb_act || !t->mb_first || !t->mb_logp || !t->mb_adv ||
+            !t->mb_ret) {
             rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for %zu "
                                      "frames",
                           D);
@@ -759,7 +796,7 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, t->E,
                               t->env_seed, t->obs);
     }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
+    for (int e = 0; rc == 0 && e < (int)El; e++) {
         ompn_act_reset(&t->act, e, 0);
     }
     if (rc == 0) {
@@ -815,10 +852,46 @@ char *ppo_ompn_checkpoint_config(const struct ppo_ompn *t)
     return text;
 }
 
+/* Every world's state on every process (with MPI each acts its share):
+ * the memories from the acting state, then the gathers. */
+static int gather_worlds(struct ppo_ompn *t)
+{
+    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
+    memcpy(t->mem_all + (size_t)t->e0 * nd, t->act.mem,
+           El * nd * sizeof(float));
+    memcpy(t->first_all + t->e0, t->act.first, El);
+    if (train_mpi_size() <= 1) {
+        return 0;
+    }
+    const int E = t->E;
+    struct craft_batch *b = &t->batch;
+    struct {
+        void *p;
+        size_t size;
+    } arrays[] = {
+        {t->mem_all, nd * 4}, {t->first_all, 1}, {t->draws, 8},
+        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
+        {b->k, 1}, {b->task, 1}, {b->t, 2},
+        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
+        {b->seed, 8},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int ppo_ompn_save(struct ppo_ompn *t, const char *path, int force)
 {
+    int rc = gather_worlds(t);
+    if (rc < 0 || train_mpi_rank() != 0) {
+        return rc; /* process 0 writes */
+    }
     memset(t->state_host, 0, t->state_bytes + 4);
-    int rc = state_io(t, t->state_host, 0);
+    rc = state_io(t, t->state_host, 0);
     if (rc == 0) {
         rc = gr_tensor_set_host(t->state, t->state_host);
     }
@@ -863,13 +936,21 @@ int ppo_ompn_load(struct ppo_ompn *t, const char *path)
     if (rc == 0) {
         /* the acting copies from the loaded parameters, then the state */
         ompn_act_state_free(&t->act);
-        rc = ompn_act_state_init(&t->act, &t->m, t->E);
+        rc = ompn_act_state_init(&t->act, &t->m, t->e1 - t->e0);
     }
     if (rc == 0) {
         rc = state_io(t, t->state_host, 1);
         if (rc < 0) {
             rc = gr_error_wrap(rc, "%s", path);
         }
+    }
+    if (rc == 0) {
+        /* this process's worlds into the acting state */
+        const size_t nd = (size_t)t->n * t->d;
+        const size_t El = (size_t)(t->e1 - t->e0);
+        memcpy(t->act.mem, t->mem_all + (size_t)t->e0 * nd,
+               El * nd * sizeof(float));
+        memcpy(t->act.first, t->first_all + t->e0, El);
     }
     for (int e = 0; rc == 0 && e < t->E; e++) {
         craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
