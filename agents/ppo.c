@@ -10,6 +10,7 @@
 
 #include "agents/bc.h"
 #include "agents/ocn_load.h"
+#include "agents/ppo_internal.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "envs/expert.h"
@@ -301,36 +302,6 @@ void ppo_smdp_gae(int n, const float *R, const int32_t *steps,
 
 /* ---- the loss ---------------------------------------------------------------- */
 
-static int ctx_fail(struct gr_ctx *ctx, const char *what)
-{
-    int rc = gr_ctx_status(ctx);
-    return gr_error(rc != 0 ? rc : GR_EINVAL, "%s: %s", what,
-                    gr_ctx_error(ctx));
-}
-
-/* The advantage's mean and standard deviation (Bessel) over a minibatch
- * of M rows whose rows here are adv[0..n): with MPI the minibatch is
- * spread over the processes and the sums are all-reduced (in one process
- * n = M and the sums are as they were). */
-static int adv_stats(const float *adv, int64_t n, int64_t M, double *mean,
-                     double *sd)
-{
-    double sum = 0.0, var = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        sum += adv[i];
-    }
-    int rc = train_allreduce_sum(&sum, 1);
-    *mean = sum / (double)M;
-    for (int64_t i = 0; rc == 0 && i < n; i++) {
-        var += (adv[i] - *mean) * (adv[i] - *mean);
-    }
-    if (rc == 0) {
-        rc = train_allreduce_sum(&var, 1);
-    }
-    *sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
-    return rc;
-}
-
 /* ppo_loss with the advantage's statistics given (norm_adv). */
 static int loss_with(struct ocn_model *m, const struct ppo_minibatch *b,
                      float clip_coef, float vf_coef, float ent_coef,
@@ -402,56 +373,10 @@ static int loss_with(struct ocn_model *m, const struct ppo_minibatch *b,
     struct gr_tensor *ent =
         gr_scale(ctx, gr_mean(ctx, gr_sum_dim(ctx, gr_mul(ctx, p, lp), 1)),
                  -1.0f);
-    struct gr_tensor *k =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, 1), b->option);
-    struct gr_tensor *old =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->logp_old);
-    struct gr_tensor *logratio = gr_sub(ctx, gr_gather(ctx, lp, k), old);
-    struct gr_tensor *ratio = gr_exp(ctx, logratio);
-    struct gr_tensor *adv =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->adv);
-    if (norm_adv) {
-        float s = (float)(1.0 / (sd + 1e-8));
-        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
-    }
-    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
-    struct gr_tensor *pg2 = gr_scale(
-        ctx,
-        gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip_coef, 1.0f + clip_coef),
-               adv),
-        -1.0f);
-    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
-    struct gr_tensor *v = gr_linear(ctx, u, m->c_vw, m->c_vb); /* [M, 1] */
-    struct gr_tensor *ret =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->ret);
-    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
-    struct gr_tensor *loss = gr_add(
-        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, vf_coef)),
-        gr_scale(ctx, ent, -ent_coef));
-    if (loss == NULL || gr_ctx_status(ctx) != 0) {
-        return ctx_fail(ctx, "PPO loss");
-    }
-    out->loss = loss;
-    out->policy_loss = gr_tensor_item(pg);
-    out->value_loss = gr_tensor_item(vl);
-    out->entropy = gr_tensor_item(ent);
-    float *lr_h = malloc((size_t)M * sizeof *lr_h);
-    if (lr_h == NULL) {
-        return gr_error(GR_ENOMEM, "PPO loss: out of memory");
-    }
-    int rc = gr_tensor_to_host(logratio, lr_h);
-    double okl = 0.0, akl = 0.0, cf = 0.0;
-    for (int64_t i = 0; rc == 0 && i < M; i++) {
-        double lr = lr_h[i], r = exp(lr);
-        okl += -lr;
-        akl += (r - 1.0) - lr;
-        cf += fabs(r - 1.0) > clip_coef;
-    }
-    free(lr_h);
-    out->old_approx_kl = okl / (double)M;
-    out->approx_kl = akl / (double)M;
-    out->clipfrac = cf / (double)M;
-    return rc;
+    struct ppo_loss_head h = {lp, b->option, ent, NULL, u, m->c_vw, m->c_vb};
+    return ppo_loss_tail(ctx, &h, M, b->logp_old, b->adv, b->ret, clip_coef,
+                         vf_coef, ent_coef, norm_adv, mean, sd, "PPO loss",
+                         out);
 }
 
 /* ---- host copies of the cells (acting) ----------------------------------------- */
@@ -1290,200 +1215,80 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int update(struct ppo_trainer *t, struct ppo_stats *st)
+/* One minibatch's loss (agents/ppo_internal.h): the rows' sparse
+ * observations, controller states and the rest gathered from the storage,
+ * then loss_with. */
+static int minibatch_loss(void *self, const int32_t *rows, int64_t Ml,
+                          double mean, double sd, struct ppo_loss_out *lo)
 {
-    const int E = t->E, S = t->S, d = t->d;
-    const int64_t D = (int64_t)E * S;
-    const int64_t M = D / t->cfg.num_minibatches;
-    /* with MPI: this process's decisions are the global ones [g0, g1) */
-    const int64_t g0 = (int64_t)t->e0 * S, g1 = (int64_t)t->e1 * S;
-    const int64_t Dl = g1 - g0;
-    for (int e = t->e0; e < t->e1; e++) {
-        int64_t o = (int64_t)(e - t->e0) * S;
-        ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
-                     t->d_term + o, t->d_trunc + o, t->d_boot + o,
-                     t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
-                     t->d_adv + o, t->d_ret + o);
+    struct ppo_trainer *t = self;
+    const int d = t->d;
+    const int64_t M = (int64_t)t->E * t->S / t->cfg.num_minibatches;
+    int nzm = 1;
+    for (int64_t i = 0; i < Ml; i++) {
+        int32_t j = rows[i];
+        nzm = t->d_nz[j] > nzm ? t->d_nz[j] : nzm;
     }
-    /* explained variance of the rollout's values (sums of every process) */
-    double mean2[2] = {0.0, 0.0};
-    for (int64_t j = 0; j < Dl; j++) {
-        mean2[0] += t->d_ret[j];
-        mean2[1] += t->d_ret[j] - t->d_value[j];
-    }
-    int rc = train_allreduce_sum(mean2, 2);
-    double mr = mean2[0] / (double)D, mdiff = mean2[1] / (double)D;
-    double var2[2] = {0.0, 0.0};
-    for (int64_t j = 0; j < Dl; j++) {
-        double r = t->d_ret[j] - mr;
-        double df = t->d_ret[j] - t->d_value[j] - mdiff;
-        var2[0] += r * r;
-        var2[1] += df * df;
-    }
-    if (rc == 0) {
-        rc = train_allreduce_sum(var2, 2);
-    }
-    double vr = var2[0], vd = var2[1];
-    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
-    /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
-    double frac = 1.0;
-    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
-        int64_t before = t->global_step - st->frames;
-        frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
-        frac = frac < 0.0 ? 0.0 : frac;
-    }
-    float lr = (float)(frac * t->cfg.learning_rate);
-    gr_optim_set_lr(t->optim, lr);
-    st->learning_rate = lr;
-    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
-    int n_mb = 0;
-    int epochs = 0;
-    struct ppo_loss_out lo = {0};
-    for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
-        /* a fresh permutation per (iteration, epoch) */
-        uint64_t key = gr_rng_key_of(
-            t->cfg.seed, gr_rng_stream(0x5045524D, (uint64_t)t->iteration,
-                                       (uint64_t)ep, 0));
-        for (int64_t j = 0; j < D; j++) {
-            t->perm[j] = (int32_t)j;
-        }
-        for (int64_t j = D - 1; j > 0; j--) {
-            uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
-                         gr_rng_u32(key, 2 * (uint64_t)j + 1);
-            int64_t i = (int64_t)(r % (uint64_t)(j + 1));
-            int32_t tmp = t->perm[j];
-            t->perm[j] = t->perm[i];
-            t->perm[i] = tmp;
-        }
-        for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
-            /* the minibatch's decisions of this process's worlds (all of
-             * them in one process), in the permutation's order */
-            const int32_t *rows = t->perm + (int64_t)mb * M;
-            int64_t Ml = 0;
-            for (int64_t i = 0; i < M; i++) {
-                if (rows[i] >= g0 && rows[i] < g1) {
-                    t->mb_rows[Ml++] = (int32_t)(rows[i] - g0);
-                }
-            }
-            int nzm = 1;
-            for (int64_t i = 0; i < Ml; i++) {
-                int32_t j = t->mb_rows[i];
-                nzm = t->d_nz[j] > nzm ? t->d_nz[j] : nzm;
-            }
-            rc = mb_reserve(t, M, nzm);
-            if (rc < 0) {
-                break;
-            }
-            for (int64_t i = 0; i < Ml; i++) {
-                int64_t j = t->mb_rows[i];
-                int nz = t->d_nz[j];
-                memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
-                       (size_t)nz * sizeof *t->mb_idx);
-                memcpy(t->mb_val + i * nzm, t->d_val + t->d_off[j],
-                       (size_t)nz * sizeof *t->mb_val);
-                for (int c = nz; c < nzm; c++) {
-                    t->mb_idx[i * nzm + c] = -1;
-                    t->mb_val[i * nzm + c] = 0.0f;
-                }
-                memcpy(t->mb_hc + i * d, t->d_hc + j * d,
-                       (size_t)d * sizeof *t->mb_hc);
-                t->mb_first[i] = t->d_first[j];
-                t->mb_opt[i] = t->d_opt[j];
-                t->mb_logp[i] = t->d_logp[j];
-                t->mb_adv[i] = t->d_adv[j];
-                t->mb_ret[i] = t->d_ret[j];
-            }
-            struct ppo_minibatch b = {(int)Ml,    nzm,         t->mb_idx,
-                                      t->mb_val,  t->mb_hc,    t->mb_first,
-                                      t->mb_opt,  t->mb_logp,  t->mb_adv,
-                                      t->mb_ret};
-            gr_step_reset(t->ctx);
-            gr_zero_grad(t->ctx);
-            double mean = 0.0, sd = 0.0;
-            rc = adv_stats(t->mb_adv, Ml, M, &mean, &sd);
-            if (rc < 0) {
-                break;
-            }
-            /* each process's loss is its rows' mean: weighted by its share
-             * of the minibatch, the sums over processes are the whole
-             * minibatch's (a process without rows adds nothing) */
-            double share = (double)Ml / (double)M;
-            memset(&lo, 0, sizeof lo);
-            if (Ml > 0) {
-                rc = loss_with(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
-                               t->cfg.ent_coef, t->cfg.norm_adv, mean, sd,
-                               &lo);
-            }
-            double sums[7] = {0.0};
-            if (rc == 0 && Ml > 0) {
-                sums[0] = gr_tensor_item(lo.loss) * share;
-                sums[1] = lo.policy_loss * share;
-                sums[2] = lo.value_loss * share;
-                sums[3] = lo.entropy * share;
-                sums[4] = lo.old_approx_kl * share;
-                sums[5] = lo.approx_kl * share;
-                sums[6] = lo.clipfrac * share;
-            }
-            if (rc == 0) {
-                rc = train_allreduce_sum(sums, 7);
-            }
-            if (rc == 0) {
-                lo.policy_loss = sums[1];
-                lo.value_loss = sums[2];
-                lo.entropy = sums[3];
-                lo.old_approx_kl = sums[4];
-                lo.approx_kl = sums[5];
-                lo.clipfrac = sums[6];
-                if (!isfinite(sums[0])) {
-                    rc = gr_error(GR_EINVAL, "non-finite loss at iteration "
-                                             "%lld (epoch %d, minibatch %d)",
-                                  (long long)t->iteration + 1, ep, mb);
-                    break;
-                }
-                if (Ml > 0) {
-                    rc = gr_backward(t->ctx, lo.loss);
-                }
-            }
-            if (rc == 0 && train_mpi_size() > 1) {
-                rc = train_allreduce_grads(t->ctx, share);
-            }
-            float norm = 0.0f;
-            if (rc == 0) {
-                rc = gr_clip_grad_norm(t->ctx, "ctrl.", t->cfg.max_grad_norm,
-                                       &norm);
-            }
-            if (rc == 0 && !isfinite(norm)) {
-                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
-                                         "%lld (epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_optim_step(t->optim);
-            }
-            pl += lo.policy_loss;
-            vl += lo.value_loss;
-            en += lo.entropy;
-            gn += norm;
-            n_mb++;
-        }
-        epochs++;
-        if (t->cfg.target_kl > 0.0f && lo.approx_kl > t->cfg.target_kl) {
-            break;
-        }
-    }
-    gr_step_reset(t->ctx);
+    int rc = mb_reserve(t, M, nzm);
     if (rc < 0) {
         return rc;
     }
-    st->policy_loss = pl / n_mb;
-    st->value_loss = vl / n_mb;
-    st->entropy = en / n_mb;
-    st->grad_norm = gn / n_mb;
-    st->old_approx_kl = lo.old_approx_kl;
-    st->approx_kl = lo.approx_kl;
-    st->clipfrac = lo.clipfrac;
-    st->epochs = epochs;
-    return refresh_ctrl(t);
+    for (int64_t i = 0; i < Ml; i++) {
+        int64_t j = rows[i];
+        int nz = t->d_nz[j];
+        memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
+               (size_t)nz * sizeof *t->mb_idx);
+        memcpy(t->mb_val + i * nzm, t->d_val + t->d_off[j],
+               (size_t)nz * sizeof *t->mb_val);
+        for (int c = nz; c < nzm; c++) {
+            t->mb_idx[i * nzm + c] = -1;
+            t->mb_val[i * nzm + c] = 0.0f;
+        }
+        memcpy(t->mb_hc + i * d, t->d_hc + j * d,
+               (size_t)d * sizeof *t->mb_hc);
+        t->mb_first[i] = t->d_first[j];
+        t->mb_opt[i] = t->d_opt[j];
+        t->mb_logp[i] = t->d_logp[j];
+        t->mb_adv[i] = t->d_adv[j];
+        t->mb_ret[i] = t->d_ret[j];
+    }
+    struct ppo_minibatch b = {(int)Ml,   nzm,        t->mb_idx,  t->mb_val,
+                              t->mb_hc,  t->mb_first, t->mb_opt, t->mb_logp,
+                              t->mb_adv, t->mb_ret};
+    return loss_with(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
+                     t->cfg.ent_coef, t->cfg.norm_adv, mean, sd, lo);
+}
+
+static int update(struct ppo_trainer *t, struct ppo_stats *st)
+{
+    struct ppo_update u = {
+        .ctx = t->ctx,
+        .optim = t->optim,
+        .cfg = &t->cfg,
+        .prefix = "ctrl.",
+        .perm_tag = 0x5045524D,
+        .iteration = t->iteration,
+        .global_step = t->global_step,
+        .E = t->E,
+        .S = t->S,
+        .e0 = t->e0,
+        .e1 = t->e1,
+        .R = t->d_R,
+        .steps = t->d_n,
+        .value = t->d_value,
+        .term = t->d_term,
+        .trunc = t->d_trunc,
+        .boot = t->d_boot,
+        .last_value = t->last_value,
+        .adv = t->d_adv,
+        .ret = t->d_ret,
+        .perm = t->perm,
+        .rows = t->mb_rows,
+        .loss = minibatch_loss,
+        .self = t,
+    };
+    int rc = ppo_update_run(&u, st);
+    return rc < 0 ? rc : refresh_ctrl(t);
 }
 
 int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)

@@ -11,12 +11,14 @@
 
 #include "agents/bc.h"
 #include "agents/demos.h"
+#include "agents/ppo_internal.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/checkpoint.h"
 #include "kernels/layers.h"
 #include "kernels/optim.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
 #include "kernels/ops.h"
 #include "kernels/rng.h"
@@ -111,6 +113,10 @@ struct ppo_compile {
     struct ppo_config cfg;
     struct gr_ctx *ctx;
     int G, d, w, O, A, E, S;
+    /* with MPI (train/mpi.h) this process plays worlds [e0, e1) of the E
+     * (all of them in one process; the others stay skipped) and stores
+     * their decisions, world e's from (e − e0)·S */
+    int e0, e1;
     struct gr_ctx *mctx[PPO_COMPILE_MAX_MODELS];
     struct compile_model cm[PPO_COMPILE_MAX_MODELS];
     float theta[PPO_COMPILE_MAX_MODELS]; /* boundary thresholds */
@@ -132,7 +138,7 @@ struct ppo_compile {
     int32_t *count, *cur, *ep_dec; /* ep_dec: decisions of each world's
                                       running episode */
     uint8_t *term, *trunc, *hold, *skip;
-    int32_t *perm, *mb_idx, *mb_k;
+    int32_t *perm, *mb_rows, *mb_idx, *mb_k;
     float *mb_val, *mb_z, *mb_logp, *mb_adv, *mb_ret;
     int64_t iteration, global_step, total_episodes;
     struct gr_tensor *state;
@@ -496,14 +502,14 @@ static int frame(struct ppo_compile *t, struct cactor *a,
 static int rollout(struct ppo_compile *t, struct ppo_stats *st)
 {
     struct cactor *a = &t->a;
-    const int E = t->E, S = t->S, d = t->d;
+    const int E = t->E, S = t->S, d = t->d, e0 = t->e0;
     struct craft_log log = {0};
     int64_t frames = 0, dec_sum = 0;
-    int active = E, rc = 0;
+    int active = t->e1 - e0, rc = 0;
     int32_t *ep_dec = t->ep_dec;
     for (int e = 0; e < E; e++) {
         t->count[e] = 0;
-        t->skip[e] = 0;
+        t->skip[e] = e < e0 || e >= t->e1; /* another process's world */
         t->hold[e] = 0;
     }
     while (active > 0 && rc == 0) {
@@ -522,7 +528,7 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
                 continue;
             }
             if (a->decided[e] == 1) {
-                int64_t j = (int64_t)e * S + t->count[e]++;
+                int64_t j = (int64_t)(e - e0) * S + t->count[e]++;
                 memcpy(t->d_idx + j * PPO_NZ_MAX, a->idx + (size_t)e * PPO_NZ_MAX,
                        PPO_NZ_MAX * 4);
                 memcpy(t->d_val + j * PPO_NZ_MAX, a->val + (size_t)e * PPO_NZ_MAX,
@@ -567,38 +573,39 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
+    /* with MPI, the totals of every process's worlds */
+    double sums[6] = {(double)frames, (double)log.episodes, log.return_sum,
+                      (double)log.steps, (double)log.successes,
+                      (double)dec_sum};
+    rc = train_allreduce_sum(sums, 6);
+    if (rc < 0) {
+        return rc;
+    }
+    frames = (int64_t)sums[0];
     t->global_step += frames;
-    t->total_episodes += (int64_t)log.episodes;
+    t->total_episodes += (int64_t)sums[1];
     st->frames = frames;
     st->global_step = t->global_step;
     st->decisions = (int64_t)E * S;
-    st->episodes = (int64_t)log.episodes;
+    st->episodes = (int64_t)sums[1];
     st->total_episodes = t->total_episodes;
-    double ne = (double)log.episodes;
-    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
-    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
-    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
-    st->decisions_per_episode = ne > 0 ? (double)dec_sum / ne : NAN;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
+    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
     st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
     return 0;
 }
 
-/* The PPO loss of M stored decisions on the tape (agents/ppo.h's, with
- * the controller's log-probability log Cat(k) + log N(z; μ_k, σ²)). */
-static int loss_rows(struct ppo_compile *t, int64_t M, int nz,
-                     struct ppo_loss_out *out)
+/* The PPO loss of the M decisions gathered in mb_* on the tape
+ * (agents/ppo.h's, with the controller's log-probability log Cat(k) +
+ * log N(z; μ_k, σ²)), the advantage's statistics given. */
+static int loss_rows(struct ppo_compile *t, int64_t M, int nz, double mean,
+                     double sd, struct ppo_loss_out *out)
 {
     struct gr_ctx *ctx = t->ctx;
     const int G = t->G, d = t->d;
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < M; i++) {
-        mean += t->mb_adv[i];
-    }
-    mean /= (double)M;
-    for (int64_t i = 0; i < M; i++) {
-        var += (t->mb_adv[i] - mean) * (t->mb_adv[i] - mean);
-    }
-    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
     struct gr_tensor *idx =
         gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, nz), t->mb_idx);
     struct gr_tensor *val =
@@ -635,53 +642,37 @@ static int loss_rows(struct ppo_compile *t, int64_t M, int nz,
     } else {
         lp = ppo_gauss_logp(ctx, z, mu, t->log_std);
     }
-    struct gr_tensor *old =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), t->mb_logp);
-    struct gr_tensor *logratio = gr_sub(ctx, lp, old);
-    struct gr_tensor *ratio = gr_exp(ctx, logratio);
-    struct gr_tensor *adv =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), t->mb_adv);
-    if (t->cfg.norm_adv) {
-        float s = (float)(1.0 / (sd + 1e-8));
-        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
+    struct ppo_loss_head h = {lp, NULL, ent, v, NULL, NULL, NULL};
+    return ppo_loss_tail(ctx, &h, M, t->mb_logp, t->mb_adv, t->mb_ret,
+                         t->cfg.clip_coef, t->cfg.vf_coef, t->cfg.ent_coef,
+                         t->cfg.norm_adv, mean, sd, "PPO loss (compILE)",
+                         out);
+}
+
+/* One minibatch's loss (agents/ppo_internal.h): the rows gathered into
+ * mb_*, then loss_rows. */
+static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
+                          double mean, double sd, struct ppo_loss_out *lo)
+{
+    struct ppo_compile *t = self;
+    const int d = t->d;
+    int nzm = 1;
+    for (int64_t i = 0; i < M; i++) {
+        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
     }
-    const float clip = t->cfg.clip_coef;
-    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
-    struct gr_tensor *pg2 = gr_scale(
-        ctx, gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip, 1.0f + clip), adv),
-        -1.0f);
-    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
-    struct gr_tensor *ret =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), t->mb_ret);
-    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
-    struct gr_tensor *loss = gr_add(
-        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, t->cfg.vf_coef)),
-        gr_scale(ctx, ent, -t->cfg.ent_coef));
-    if (loss == NULL || gr_ctx_status(ctx) != 0) {
-        return gr_error(GR_EINVAL, "PPO loss (compILE): %s",
-                        gr_ctx_error(ctx));
+    for (int64_t i = 0; i < M; i++) {
+        int64_t j = rows[i];
+        memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
+               (size_t)nzm * 4);
+        memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
+               (size_t)nzm * 4);
+        memcpy(t->mb_z + i * d, t->d_z + j * d, (size_t)d * 4);
+        t->mb_k[i] = t->d_k[j];
+        t->mb_logp[i] = t->d_logp[j];
+        t->mb_adv[i] = t->d_adv[j];
+        t->mb_ret[i] = t->d_ret[j];
     }
-    out->loss = loss;
-    out->policy_loss = gr_tensor_item(pg);
-    out->value_loss = gr_tensor_item(vl);
-    out->entropy = gr_tensor_item(ent);
-    float *lr_h = malloc((size_t)M * sizeof *lr_h);
-    if (lr_h == NULL) {
-        return gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
-    }
-    int rc = gr_tensor_to_host(logratio, lr_h);
-    double okl = 0.0, akl = 0.0, cf = 0.0;
-    for (int64_t i = 0; rc == 0 && i < M; i++) {
-        double l = lr_h[i], r = exp(l);
-        okl += -l;
-        akl += (r - 1.0) - l;
-        cf += fabs(r - 1.0) > clip;
-    }
-    free(lr_h);
-    out->old_approx_kl = okl / (double)M;
-    out->approx_kl = akl / (double)M;
-    out->clipfrac = cf / (double)M;
-    return rc;
+    return loss_rows(t, M, nzm, mean, sd, lo);
 }
 
 static double now_s(void)
@@ -693,123 +684,34 @@ static double now_s(void)
 
 static int update(struct ppo_compile *t, struct ppo_stats *st)
 {
-    const int E = t->E, S = t->S, d = t->d;
-    const int64_t D = (int64_t)E * S, M = D / t->cfg.num_minibatches;
-    for (int e = 0; e < E; e++) {
-        int64_t o = (int64_t)e * S;
-        ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
-                     t->d_term + o, t->d_trunc + o, t->d_boot + o,
-                     t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
-                     t->d_adv + o, t->d_ret + o);
-    }
-    double mr = 0.0, md = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        mr += t->d_ret[j];
-        md += t->d_ret[j] - t->d_value[j];
-    }
-    mr /= (double)D;
-    md /= (double)D;
-    double vr = 0.0, vd = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        double r = t->d_ret[j] - mr, df = t->d_ret[j] - t->d_value[j] - md;
-        vr += r * r;
-        vd += df * df;
-    }
-    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
-    double frac = 1.0;
-    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
-        int64_t before = t->global_step - st->frames;
-        frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
-        frac = frac < 0.0 ? 0.0 : frac;
-    }
-    float lr = (float)(frac * t->cfg.learning_rate);
-    gr_optim_set_lr(t->optim, lr);
-    st->learning_rate = lr;
-    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
-    int n_mb = 0, epochs = 0, rc = 0;
-    struct ppo_loss_out lo = {0};
-    for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
-        uint64_t key = gr_rng_key_of(
-            t->cfg.seed, gr_rng_stream(0x43504552, (uint64_t)t->iteration,
-                                       (uint64_t)ep, 0));
-        for (int64_t j = 0; j < D; j++) {
-            t->perm[j] = (int32_t)j;
-        }
-        for (int64_t j = D - 1; j > 0; j--) {
-            uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
-                         gr_rng_u32(key, 2 * (uint64_t)j + 1);
-            int64_t i = (int64_t)(r % (uint64_t)(j + 1));
-            int32_t tmp = t->perm[j];
-            t->perm[j] = t->perm[i];
-            t->perm[i] = tmp;
-        }
-        for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
-            const int32_t *rows = t->perm + (int64_t)mb * M;
-            int nzm = 1;
-            for (int64_t i = 0; i < M; i++) {
-                nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-            }
-            for (int64_t i = 0; i < M; i++) {
-                int64_t j = rows[i];
-                memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
-                       (size_t)nzm * 4);
-                memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
-                       (size_t)nzm * 4);
-                memcpy(t->mb_z + i * d, t->d_z + j * d, (size_t)d * 4);
-                t->mb_k[i] = t->d_k[j];
-                t->mb_logp[i] = t->d_logp[j];
-                t->mb_adv[i] = t->d_adv[j];
-                t->mb_ret[i] = t->d_ret[j];
-            }
-            gr_step_reset(t->ctx);
-            gr_zero_grad(t->ctx);
-            memset(&lo, 0, sizeof lo);
-            rc = loss_rows(t, M, nzm, &lo);
-            if (rc == 0 && !isfinite(gr_tensor_item(lo.loss))) {
-                rc = gr_error(GR_EINVAL, "non-finite loss at iteration %lld "
-                                         "(epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_backward(t->ctx, lo.loss);
-            }
-            float norm = 0.0f;
-            if (rc == 0) {
-                rc = gr_clip_grad_norm(t->ctx, "ctl.", t->cfg.max_grad_norm,
-                                       &norm);
-            }
-            if (rc == 0 && !isfinite(norm)) {
-                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
-                                         "%lld (epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_optim_step(t->optim);
-            }
-            pl += lo.policy_loss;
-            vl += lo.value_loss;
-            en += lo.entropy;
-            gn += norm;
-            n_mb++;
-        }
-        epochs++;
-        if (t->cfg.target_kl > 0.0f && lo.approx_kl > t->cfg.target_kl) {
-            break;
-        }
-    }
-    gr_step_reset(t->ctx);
-    if (rc < 0) {
-        return rc;
-    }
-    st->policy_loss = pl / n_mb;
-    st->value_loss = vl / n_mb;
-    st->entropy = en / n_mb;
-    st->grad_norm = gn / n_mb;
-    st->old_approx_kl = lo.old_approx_kl;
-    st->approx_kl = lo.approx_kl;
-    st->clipfrac = lo.clipfrac;
-    st->epochs = epochs;
-    return gr_tensor_to_host(t->log_std, t->log_std_h);
+    struct ppo_update u = {
+        .ctx = t->ctx,
+        .optim = t->optim,
+        .cfg = &t->cfg,
+        .prefix = "ctl.",
+        .perm_tag = 0x43504552,
+        .iteration = t->iteration,
+        .global_step = t->global_step,
+        .E = t->E,
+        .S = t->S,
+        .e0 = t->e0,
+        .e1 = t->e1,
+        .R = t->d_R,
+        .steps = t->d_n,
+        .value = t->d_value,
+        .term = t->d_term,
+        .trunc = t->d_trunc,
+        .boot = t->d_boot,
+        .last_value = t->last_value,
+        .adv = t->d_adv,
+        .ret = t->d_ret,
+        .perm = t->perm,
+        .rows = t->mb_rows,
+        .loss = minibatch_loss,
+        .self = t,
+    };
+    int rc = ppo_update_run(&u, st);
+    return rc < 0 ? rc : gr_tensor_to_host(t->log_std, t->log_std_h);
 }
 
 int ppo_compile_iteration(struct ppo_compile *t, struct ppo_stats *st)
@@ -978,7 +880,7 @@ void ppo_compile_free(struct ppo_compile *t)
                  t->d_n, t->d_logp, t->d_value, t->d_R, t->d_adv, t->d_ret,
                  t->d_boot, t->d_term, t->d_trunc, t->last_value, t->disc,
                  t->reward, t->count, t->cur, t->ep_dec, t->term, t->trunc, t->hold,
-                 t->skip, t->perm, t->mb_idx, t->mb_k, t->mb_val, t->mb_z,
+                 t->skip, t->perm, t->mb_rows, t->mb_idx, t->mb_k, t->mb_val, t->mb_z,
                  t->mb_logp, t->mb_adv, t->mb_ret, t->state_host};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(p[i]);
@@ -1214,8 +1116,17 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         ocf.prefix = "ctl.";
         rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
     }
-    const size_t E = (size_t)t->E, D = E * (size_t)t->S,
-                 M = D / (size_t)cfg->num_minibatches;
+    train_mpi_share(t->E, &t->e0, &t->e1);
+    if (rc == 0 && t->e1 <= t->e0) {
+        rc = gr_error(GR_EINVAL, "PPO (compILE): %d worlds for %d MPI "
+                                 "processes",
+                      t->E, train_mpi_size());
+    }
+    /* D: this process's decisions; the permutation and a minibatch count
+     * every process's */
+    const size_t E = (size_t)t->E, Dall = E * (size_t)t->S,
+                 D = (size_t)(t->e1 - t->e0) * (size_t)t->S,
+                 M = Dall / (size_t)cfg->num_minibatches;
     if (rc == 0) {
         t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
         t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
@@ -1247,7 +1158,8 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         t->trunc = calloc(E, 1);
         t->hold = calloc(E, 1);
         t->skip = calloc(E, 1);
-        t->perm = malloc(D * 4);
+        t->perm = malloc(Dall * 4);
+        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_z = malloc(M * (size_t)d * 4);
@@ -1260,8 +1172,9 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
             !t->d_adv || !t->d_ret || !t->d_boot || !t->d_term ||
             !t->d_trunc || !t->last_value || !t->disc || !t->reward ||
             !t->count || !t->cur || !t->ep_dec || !t->term || !t->trunc || !t->hold ||
-            !t->skip || !t->perm || !t->mb_idx || !t->mb_val || !t->mb_z ||
-            !t->mb_k || !t->mb_logp || !t->mb_adv || !t->mb_ret) {
+            !t->skip || !t->perm || !t->mb_rows || !t->mb_idx ||
+            !t->mb_val || !t->mb_z || !t->mb_k || !t->mb_logp ||
+            !t->mb_adv || !t->mb_ret) {
             rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
         }
     }
@@ -1316,10 +1229,40 @@ char *ppo_compile_checkpoint_config(const struct ppo_compile *t)
     return text;
 }
 
+/* Every world's state on every process (with MPI each plays its share). */
+static int gather_worlds(struct ppo_compile *t)
+{
+    if (train_mpi_size() <= 1) {
+        return 0;
+    }
+    struct craft_batch *b = &t->a.b;
+    struct {
+        void *p;
+        size_t size;
+    } arrays[] = {
+        {t->a.ask, 1}, {t->a.draws, 8}, {t->ep_dec, 4},
+        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
+        {b->k, 1}, {b->task, 1}, {b->t, 2},
+        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
+        {b->seed, 8},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, t->E);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int ppo_compile_save(struct ppo_compile *t, const char *path, int force)
 {
+    int rc = gather_worlds(t);
+    if (rc < 0 || train_mpi_rank() != 0) {
+        return rc; /* process 0 writes */
+    }
     memset(t->state_host, 0, t->state_bytes + 4);
-    int rc = state_io(t, t->state_host, 0);
+    rc = state_io(t, t->state_host, 0);
     if (rc == 0) {
         rc = gr_tensor_set_host(t->state, t->state_host);
     }

@@ -67,7 +67,11 @@ void ppo_gauss_sample(const float *mu, const float *log_std, int d,
  * no whole demonstration to normalise over: grove's choice; the config
  * line "boundary_threshold θ" records it). SMDP GAE over decisions (ppo_smdp_gae); a truncated episode ends
  * its decision as a termination (no bootstrap). Rollouts count decisions
- * (num_steps per world, each world waits at its next decision point). */
+ * (num_steps per world, each world waits at its next decision point).
+ * MPI (train/mpi.h): a process of P plays and stores worlds [r·E/P,
+ * (r+1)·E/P) (the others are skipped in its loop), the update is the
+ * shared one (agents/ppo_internal.h), ppo_compile_save gathers every
+ * world before process 0 writes. */
 
 #define PPO_COMPILE_MAX_MODELS 4
 

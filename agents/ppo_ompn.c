@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agents/bc.h"
+#include "agents/ppo_internal.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/random.h"
@@ -18,36 +19,17 @@
 #include "kernels/optim.h"
 #include "kernels/rng.h"
 #include "kernels/tape.h"
+#include "train/mpi.h"
 
-static int ctx_fail(struct gr_ctx *ctx, const char *what)
-{
-    int rc = gr_ctx_status(ctx);
-    return gr_error(rc != 0 ? rc : GR_EINVAL, "%s: %s", what,
-                    gr_ctx_error(ctx));
-}
-
-/* ---- the loss --------------------------------------------------------------- */
-
-int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
-                  struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
-                  float clip_coef, float vf_coef, float ent_coef,
-                  int norm_adv, struct ppo_loss_out *out)
+/* ppo_ompn_loss with the advantage's statistics given (norm_adv). */
+static int loss_with(struct ompn_model *m, struct gr_tensor *vw,
+                     struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
+                     float clip_coef, float vf_coef, float ent_coef,
+                     int norm_adv, double mean, double sd,
+                     struct ppo_loss_out *out)
 {
     struct gr_ctx *ctx = m->ctx;
     const int64_t M = b->M;
-    if (m->cfg.n_tasks != 1 || M < 1) {
-        return gr_error(GR_EINVAL, "PPO loss (OMPN): the model needs one "
-                                   "task and the minibatch rows");
-    }
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < M; i++) {
-        mean += b->adv[i];
-    }
-    mean /= (double)M;
-    for (int64_t i = 0; i < M; i++) {
-        var += (b->adv[i] - mean) * (b->adv[i] - mean);
-    }
-    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
     int32_t *task = calloc((size_t)M, sizeof *task);
     if (task == NULL) {
         return gr_error(GR_ENOMEM, "PPO loss (OMPN): out of memory");
@@ -65,56 +47,33 @@ int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
     struct gr_tensor *ent =
         gr_scale(ctx, gr_mean(ctx, gr_sum_dim(ctx, gr_mul(ctx, p, lp), 1)),
                  -1.0f);
-    struct gr_tensor *a =
-        gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, 1), b->action);
-    struct gr_tensor *old =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->logp_old);
-    struct gr_tensor *logratio = gr_sub(ctx, gr_gather(ctx, lp, a), old);
-    struct gr_tensor *ratio = gr_exp(ctx, logratio);
-    struct gr_tensor *adv =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->adv);
-    if (norm_adv) {
-        float s = (float)(1.0 / (sd + 1e-8));
-        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
+    struct ppo_loss_head h = {lp, b->action, ent, NULL, feat, vw, vb};
+    return ppo_loss_tail(ctx, &h, M, b->logp_old, b->adv, b->ret, clip_coef,
+                         vf_coef, ent_coef, norm_adv, mean, sd,
+                         "PPO loss (OMPN)", out);
+}
+
+int ppo_ompn_loss(struct ompn_model *m, struct gr_tensor *vw,
+                  struct gr_tensor *vb, const struct ppo_ompn_minibatch *b,
+                  float clip_coef, float vf_coef, float ent_coef,
+                  int norm_adv, struct ppo_loss_out *out)
+{
+    const int64_t M = b->M;
+    if (m->cfg.n_tasks != 1 || M < 1) {
+        return gr_error(GR_EINVAL, "PPO loss (OMPN): the model needs one "
+                                   "task and the minibatch rows");
     }
-    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
-    struct gr_tensor *pg2 = gr_scale(
-        ctx,
-        gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip_coef, 1.0f + clip_coef),
-               adv),
-        -1.0f);
-    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
-    struct gr_tensor *v = gr_linear(ctx, feat, vw, vb); /* [M, 1] */
-    struct gr_tensor *ret =
-        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), b->ret);
-    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
-    struct gr_tensor *loss = gr_add(
-        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, vf_coef)),
-        gr_scale(ctx, ent, -ent_coef));
-    if (loss == NULL || gr_ctx_status(ctx) != 0) {
-        return ctx_fail(ctx, "PPO loss (OMPN)");
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < M; i++) {
+        mean += b->adv[i];
     }
-    out->loss = loss;
-    out->policy_loss = gr_tensor_item(pg);
-    out->value_loss = gr_tensor_item(vl);
-    out->entropy = gr_tensor_item(ent);
-    float *lr_h = malloc((size_t)M * sizeof *lr_h);
-    if (lr_h == NULL) {
-        return gr_error(GR_ENOMEM, "PPO loss (OMPN): out of memory");
+    mean /= (double)M;
+    for (int64_t i = 0; i < M; i++) {
+        var += (b->adv[i] - mean) * (b->adv[i] - mean);
     }
-    rc = gr_tensor_to_host(logratio, lr_h);
-    double okl = 0.0, akl = 0.0, cf = 0.0;
-    for (int64_t i = 0; rc == 0 && i < M; i++) {
-        double l = lr_h[i], r = exp(l);
-        okl += -l;
-        akl += (r - 1.0) - l;
-        cf += fabs(r - 1.0) > clip_coef;
-    }
-    free(lr_h);
-    out->old_approx_kl = okl / (double)M;
-    out->approx_kl = akl / (double)M;
-    out->clipfrac = cf / (double)M;
-    return rc;
+    double sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
+    return loss_with(m, vw, vb, b, clip_coef, vf_coef, ent_coef, norm_adv,
+                     mean, sd, out);
 }
 
 /* ---- the trainer ------------------------------------------------------------ */
@@ -128,12 +87,18 @@ struct ppo_ompn {
     struct craft_config world;
     struct craft_task task;
     int n, d, O, A, E, S, F; /* F = 3d */
+    /* with MPI (train/mpi.h) this process acts worlds [e0, e1) of the E
+     * (all of them in one process): the acting state and the storage hold
+     * only those, world e at row e − e0 */
+    int e0, e1;
     struct craft_batch batch;
     float *obs;             /* [E, O] */
-    struct ompn_act_state act;
+    struct ompn_act_state act; /* [e1 − e0] worlds */
+    float *mem_all;         /* [E, n, d]: every world's memory, for */
+    uint8_t *first_all;     /* [E]        the checkpoint */
     uint64_t *draws;        /* [E] sampling counters */
     uint64_t sample_seed, env_seed;
-    /* storage: frame s of world e at e·S + s */
+    /* storage: frame s of world e at (e − e0)·S + s, D = (e1 − e0)·S */
     int32_t *d_idx;         /* [D, PPO_NZ_MAX] */
     float *d_val;
     int32_t *d_nz, *d_act, *d_n;
@@ -147,10 +112,10 @@ struct ppo_ompn {
     uint8_t *actions;       /* [E] */
     float *reward;
     uint8_t *term, *trunc;
-    float *mem_keep;        /* [E, n, d] */
-    uint8_t *first_keep;    /* [E] */
+    float *mem_keep;        /* [e1 − e0, n, d] */
+    uint8_t *first_keep;    /* [e1 − e0] */
     float *vw_h;            /* [F + 1]: the value head on the host */
-    int32_t *perm, *mb_idx, *mb_act;
+    int32_t *perm, *mb_rows, *mb_idx, *mb_act;
     float *mb_val, *mb_mem, *mb_first, *mb_logp, *mb_adv, *mb_ret;
     int64_t iteration, global_step, total_episodes;
     char source[512];
@@ -234,22 +199,28 @@ static int sparse_row(const float *x, int O, int32_t *idx, float *val)
     return nz;
 }
 
+/* One rollout of this process's worlds [e0, e1) (all of them in one
+ * process): the acting state's row e − e0 is world e, its frames are
+ * stored from (e − e0)·S. */
 static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
 {
-    const int E = t->E, S = t->S, O = t->O, A = t->A;
+    const int S = t->S, O = t->O, A = t->A, e0 = t->e0, e1 = t->e1;
+    const int El = e1 - e0;
     const size_t nd = (size_t)t->n * t->d;
+    const float *obs_l = t->obs + (size_t)e0 * O;
     struct craft_log log = {0};
     int rc = 0;
     for (int s = 0; s < S && rc == 0; s++) {
-        for (int e = 0; e < E; e++) {
-            int64_t j = (int64_t)e * S + s;
+        for (int e = e0; e < e1; e++) {
+            const int le = e - e0;
+            int64_t j = (int64_t)le * S + s;
             float *mj = t->d_mem + (size_t)j * nd;
-            if (t->act.first[e]) {
+            if (t->act.first[le]) {
                 memset(mj, 0, nd * sizeof *mj);
             } else {
-                memcpy(mj, t->act.mem + (size_t)e * nd, nd * sizeof *mj);
+                memcpy(mj, t->act.mem + (size_t)le * nd, nd * sizeof *mj);
             }
-            t->d_first[j] = t->act.first[e] ? 1.0f : 0.0f;
+            t->d_first[j] = t->act.first[le] ? 1.0f : 0.0f;
             int nz = sparse_row(t->obs + (size_t)e * O,
                                 O, t->d_idx + (size_t)j * PPO_NZ_MAX,
                                 t->d_val + (size_t)j * PPO_NZ_MAX);
@@ -258,29 +229,31 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             }
             t->d_nz[j] = nz;
         }
-        rc = ompn_act_feat(&t->m, &t->act, t->obs, t->amax, t->probs, NULL,
+        rc = ompn_act_feat(&t->m, &t->act, obs_l, t->amax, t->probs, NULL,
                            t->feat);
         if (rc < 0) {
             break;
         }
-        host_values(t, t->feat, E, t->vtmp);
-        for (int e = 0; e < E; e++) {
-            int64_t j = (int64_t)e * S + s;
-            const float *p = t->probs + (size_t)e * A;
+        host_values(t, t->feat, El, t->vtmp);
+        for (int e = e0; e < e1; e++) {
+            const int le = e - e0;
+            int64_t j = (int64_t)le * S + s;
+            const float *p = t->probs + (size_t)le * A;
             int a = sample_a(t, e, p);
             t->actions[e] = (uint8_t)a;
             t->d_act[j] = a;
             t->d_logp[j] = logf(fmaxf(p[a], 1e-30f));
-            t->d_value[j] = t->vtmp[e];
+            t->d_value[j] = t->vtmp[le];
         }
         struct craft_batch_out out = {0};
         out.obs = t->obs;
         out.reward = t->reward;
         out.terminated = t->term;
         out.truncated = t->trunc;
-        rc = craft_batch_step(&t->batch, t->actions, &out, &log);
-        for (int e = 0; rc == 0 && e < E; e++) {
-            int64_t j = (int64_t)e * S + s;
+        rc = craft_batch_step_range(&t->batch, e0, e1, t->actions, &out,
+                                    &log);
+        for (int e = e0; rc == 0 && e < e1; e++) {
+            int64_t j = (int64_t)(e - e0) * S + s;
             t->d_R[j] = t->reward[e];
             t->d_n[j] = 1;
             /* a truncation ends the episode as a termination does (the
@@ -289,38 +262,46 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             t->d_trunc[j] = 0;
             t->d_boot[j] = 0.0f;
             if (t->term[e] || t->trunc[e]) {
-                ompn_act_reset(&t->act, e, 0);
+                ompn_act_reset(&t->act, e - e0, 0);
             }
         }
     }
     if (rc == 0) {
         /* the value of the observation each world waits at: one step on
          * a copy of the memories */
-        memcpy(t->mem_keep, t->act.mem, (size_t)E * nd * sizeof(float));
-        memcpy(t->first_keep, t->act.first, (size_t)E);
-        rc = ompn_act_feat(&t->m, &t->act, t->obs, t->amax, t->probs, NULL,
+        memcpy(t->mem_keep, t->act.mem, (size_t)El * nd * sizeof(float));
+        memcpy(t->first_keep, t->act.first, (size_t)El);
+        rc = ompn_act_feat(&t->m, &t->act, obs_l, t->amax, t->probs, NULL,
                            t->feat);
-        memcpy(t->act.mem, t->mem_keep, (size_t)E * nd * sizeof(float));
-        memcpy(t->act.first, t->first_keep, (size_t)E);
+        memcpy(t->act.mem, t->mem_keep, (size_t)El * nd * sizeof(float));
+        memcpy(t->act.first, t->first_keep, (size_t)El);
         if (rc == 0) {
-            host_values(t, t->feat, E, t->last_value);
+            host_values(t, t->feat, El, t->last_value + e0);
         }
     }
     if (rc < 0) {
         return rc;
     }
-    int64_t frames = (int64_t)E * S;
+    /* with MPI, the totals of every process's worlds */
+    double sums[5] = {(double)((int64_t)El * S), (double)log.episodes,
+                      log.return_sum, (double)log.steps,
+                      (double)log.successes};
+    rc = train_allreduce_sum(sums, 5);
+    if (rc < 0) {
+        return rc;
+    }
+    int64_t frames = (int64_t)sums[0];
     t->global_step += frames;
-    t->total_episodes += (int64_t)log.episodes;
+    t->total_episodes += (int64_t)sums[1];
     st->frames = frames;
     st->global_step = t->global_step;
     st->decisions = frames;
-    st->episodes = (int64_t)log.episodes;
+    st->episodes = (int64_t)sums[1];
     st->total_episodes = t->total_episodes;
-    double ne = (double)log.episodes;
-    st->episodic_return = ne > 0 ? log.return_sum / ne : NAN;
-    st->episodic_length = ne > 0 ? (double)log.steps / ne : NAN;
-    st->success_rate = ne > 0 ? (double)log.successes / ne : NAN;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
     st->decisions_per_episode = st->episodic_length;
     st->mean_option_duration = 1.0;
     return 0;
@@ -333,133 +314,69 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One minibatch's loss (agents/ppo_internal.h): the rows gathered from
+ * the storage, then loss_with. */
+static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
+                          double mean, double sd, struct ppo_loss_out *lo)
+{
+    struct ppo_ompn *t = self;
+    const size_t nd = (size_t)t->n * t->d;
+    int nzm = 1;
+    for (int64_t i = 0; i < M; i++) {
+        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
+    }
+    for (int64_t i = 0; i < M; i++) {
+        int64_t j = rows[i];
+        memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
+               (size_t)nzm * sizeof *t->mb_idx);
+        memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
+               (size_t)nzm * sizeof *t->mb_val);
+        memcpy(t->mb_mem + (size_t)i * nd, t->d_mem + (size_t)j * nd,
+               nd * sizeof *t->mb_mem);
+        t->mb_first[i] = t->d_first[j];
+        t->mb_act[i] = t->d_act[j];
+        t->mb_logp[i] = t->d_logp[j];
+        t->mb_adv[i] = t->d_adv[j];
+        t->mb_ret[i] = t->d_ret[j];
+    }
+    struct ppo_ompn_minibatch b = {
+        (int)M,      nzm,       t->mb_idx,  t->mb_val, t->mb_mem,
+        t->mb_first, t->mb_act, t->mb_logp, t->mb_adv, t->mb_ret};
+    return loss_with(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
+                     t->cfg.vf_coef, t->cfg.ent_coef, t->cfg.norm_adv, mean,
+                     sd, lo);
+}
+
 static int update(struct ppo_ompn *t, struct ppo_stats *st)
 {
-    const int E = t->E, S = t->S;
-    const int64_t D = (int64_t)E * S, M = D / t->cfg.num_minibatches;
-    const size_t nd = (size_t)t->n * t->d;
-    for (int e = 0; e < E; e++) {
-        int64_t o = (int64_t)e * S;
-        ppo_smdp_gae(S, t->d_R + o, t->d_n + o, t->d_value + o,
-                     t->d_term + o, t->d_trunc + o, t->d_boot + o,
-                     t->last_value[e], t->cfg.gamma, t->cfg.gae_lambda,
-                     t->d_adv + o, t->d_ret + o);
-    }
-    double mr = 0.0, md = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        mr += t->d_ret[j];
-        md += t->d_ret[j] - t->d_value[j];
-    }
-    mr /= (double)D;
-    md /= (double)D;
-    double vr = 0.0, vd = 0.0;
-    for (int64_t j = 0; j < D; j++) {
-        double r = t->d_ret[j] - mr, df = t->d_ret[j] - t->d_value[j] - md;
-        vr += r * r;
-        vd += df * df;
-    }
-    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
-    double frac = 1.0;
-    if (t->cfg.anneal_lr && t->cfg.total_timesteps > 0) {
-        int64_t before = t->global_step - st->frames;
-        frac = 1.0 - (double)before / (double)t->cfg.total_timesteps;
-        frac = frac < 0.0 ? 0.0 : frac;
-    }
-    float lr = (float)(frac * t->cfg.learning_rate);
-    gr_optim_set_lr(t->optim, lr);
-    st->learning_rate = lr;
-    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
-    int n_mb = 0, epochs = 0, rc = 0;
-    struct ppo_loss_out lo = {0};
-    for (int ep = 0; ep < t->cfg.update_epochs && rc == 0; ep++) {
-        uint64_t key = gr_rng_key_of(
-            t->cfg.seed, gr_rng_stream(0x4F504552, (uint64_t)t->iteration,
-                                       (uint64_t)ep, 0));
-        for (int64_t j = 0; j < D; j++) {
-            t->perm[j] = (int32_t)j;
-        }
-        for (int64_t j = D - 1; j > 0; j--) {
-            uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
-                         gr_rng_u32(key, 2 * (uint64_t)j + 1);
-            int64_t i = (int64_t)(r % (uint64_t)(j + 1));
-            int32_t tmp = t->perm[j];
-            t->perm[j] = t->perm[i];
-            t->perm[i] = tmp;
-        }
-        for (int mb = 0; mb < t->cfg.num_minibatches && rc == 0; mb++) {
-            const int32_t *rows = t->perm + (int64_t)mb * M;
-            int nzm = 1;
-            for (int64_t i = 0; i < M; i++) {
-                nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-            }
-            for (int64_t i = 0; i < M; i++) {
-                int64_t j = rows[i];
-                memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
-                       (size_t)nzm * sizeof *t->mb_idx);
-                memcpy(t->mb_val + i * nzm, t->d_val + j * PPO_NZ_MAX,
-                       (size_t)nzm * sizeof *t->mb_val);
-                memcpy(t->mb_mem + (size_t)i * nd, t->d_mem + (size_t)j * nd,
-                       nd * sizeof *t->mb_mem);
-                t->mb_first[i] = t->d_first[j];
-                t->mb_act[i] = t->d_act[j];
-                t->mb_logp[i] = t->d_logp[j];
-                t->mb_adv[i] = t->d_adv[j];
-                t->mb_ret[i] = t->d_ret[j];
-            }
-            struct ppo_ompn_minibatch b = {
-                (int)M,      nzm,        t->mb_idx,  t->mb_val, t->mb_mem,
-                t->mb_first, t->mb_act,  t->mb_logp, t->mb_adv, t->mb_ret};
-            gr_step_reset(t->ctx);
-            gr_zero_grad(t->ctx);
-            memset(&lo, 0, sizeof lo);
-            rc = ppo_ompn_loss(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
-                               t->cfg.vf_coef, t->cfg.ent_coef,
-                               t->cfg.norm_adv, &lo);
-            if (rc == 0 && !isfinite(gr_tensor_item(lo.loss))) {
-                rc = gr_error(GR_EINVAL, "non-finite loss at iteration %lld "
-                                         "(epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_backward(t->ctx, lo.loss);
-            }
-            float norm = 0.0f;
-            if (rc == 0) {
-                rc = gr_clip_grad_norm(t->ctx, "ompn.", t->cfg.max_grad_norm,
-                                       &norm);
-            }
-            if (rc == 0 && !isfinite(norm)) {
-                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
-                                         "%lld (epoch %d, minibatch %d)",
-                              (long long)t->iteration + 1, ep, mb);
-            }
-            if (rc == 0) {
-                rc = gr_optim_step(t->optim);
-            }
-            pl += lo.policy_loss;
-            vl += lo.value_loss;
-            en += lo.entropy;
-            gn += norm;
-            n_mb++;
-        }
-        epochs++;
-        if (t->cfg.target_kl > 0.0f && lo.approx_kl > t->cfg.target_kl) {
-            break;
-        }
-    }
-    gr_step_reset(t->ctx);
-    if (rc < 0) {
-        return rc;
-    }
-    st->policy_loss = pl / n_mb;
-    st->value_loss = vl / n_mb;
-    st->entropy = en / n_mb;
-    st->grad_norm = gn / n_mb;
-    st->old_approx_kl = lo.old_approx_kl;
-    st->approx_kl = lo.approx_kl;
-    st->clipfrac = lo.clipfrac;
-    st->epochs = epochs;
-    return refresh_value(t);
+    struct ppo_update u = {
+        .ctx = t->ctx,
+        .optim = t->optim,
+        .cfg = &t->cfg,
+        .prefix = "ompn.",
+        .perm_tag = 0x4F504552,
+        .iteration = t->iteration,
+        .global_step = t->global_step,
+        .E = t->E,
+        .S = t->S,
+        .e0 = t->e0,
+        .e1 = t->e1,
+        .R = t->d_R,
+        .steps = t->d_n,
+        .value = t->d_value,
+        .term = t->d_term,
+        .trunc = t->d_trunc,
+        .boot = t->d_boot,
+        .last_value = t->last_value,
+        .adv = t->d_adv,
+        .ret = t->d_ret,
+        .perm = t->perm,
+        .rows = t->mb_rows,
+        .loss = minibatch_loss,
+        .self = t,
+    };
+    int rc = ppo_update_run(&u, st);
+    return rc < 0 ? rc : refresh_value(t);
 }
 
 /* The acting state keeps LN(g) from the parameters at its creation: after
@@ -468,10 +385,11 @@ static int rebuild_act(struct ppo_ompn *t, const float *mem,
                        const uint8_t *first)
 {
     ompn_act_state_free(&t->act);
-    int rc = ompn_act_state_init(&t->act, &t->m, t->E);
+    const int El = t->e1 - t->e0;
+    int rc = ompn_act_state_init(&t->act, &t->m, El);
     if (rc == 0) {
-        memcpy(t->act.mem, mem, (size_t)t->E * t->n * t->d * sizeof(float));
-        memcpy(t->act.first, first, (size_t)t->E);
+        memcpy(t->act.mem, mem, (size_t)El * t->n * t->d * sizeof(float));
+        memcpy(t->act.first, first, (size_t)El);
     }
     return rc;
 }
@@ -486,9 +404,9 @@ int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
         return rc;
     }
     /* keep the memories across the act state's rebuild */
-    const size_t nd = (size_t)t->n * t->d;
-    memcpy(t->mem_keep, t->act.mem, (size_t)t->E * nd * sizeof(float));
-    memcpy(t->first_keep, t->act.first, (size_t)t->E);
+    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
+    memcpy(t->mem_keep, t->act.mem, El * nd * sizeof(float));
+    memcpy(t->first_keep, t->act.first, El);
     rc = update(t, st);
     int rc2 = rebuild_act(t, t->mem_keep, t->first_keep);
     if (rc < 0 || rc2 < 0) {
@@ -626,8 +544,8 @@ static int state_io(struct ppo_ompn *t, uint8_t *buf, int dir)
     at = 64;
     size_t E = (size_t)t->E;
     struct craft_batch *b = &t->batch;
-    IO(t->act.mem, E * (size_t)t->n * t->d * 4);
-    IO(t->act.first, E);
+    IO(t->mem_all, E * (size_t)t->n * t->d * 4);
+    IO(t->first_all, E);
     IO(t->draws, E * 8);
     IO(b->grid, E * (size_t)b->cells);
     IO(b->x, E);
@@ -659,9 +577,10 @@ void ppo_ompn_free(struct ppo_ompn *t)
                     t->d_trunc, t->last_value, t->probs, t->feat,
                     t->vtmp,    t->amax,    t->actions,  t->reward,
                     t->term,    t->trunc,   t->mem_keep, t->first_keep,
-                    t->vw_h,    t->perm,    t->mb_idx,   t->mb_act,
-                    t->mb_val,  t->mb_mem,  t->mb_first, t->mb_logp,
-                    t->mb_adv,  t->mb_ret,  t->state_host};
+                    t->mem_all, t->first_all,
+                    t->vw_h,    t->perm,    t->mb_rows,  t->mb_idx,
+                    t->mb_act,  t->mb_val,  t->mb_mem,   t->mb_first,
+                    t->mb_logp, t->mb_adv,  t->mb_ret,   t->state_host};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -799,11 +718,20 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         ocf.prefix = "ompn.";
         rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
     }
-    const size_t E = (size_t)t->E, D = E * (size_t)t->S,
+    train_mpi_share(t->E, &t->e0, &t->e1);
+    if (rc == 0 && t->e1 <= t->e0) {
+        rc = gr_error(GR_EINVAL, "PPO (OMPN): %d worlds for %d MPI "
+                                 "processes",
+                      t->E, train_mpi_size());
+    }
+    /* D: this process's frames; the permutation and a minibatch count
+     * every process's */
+    const size_t E = (size_t)t->E, El = (size_t)(t->e1 - t->e0),
+                 D = El * (size_t)t->S, Dall = E * (size_t)t->S,
                  nd = (size_t)t->n * t->d,
-                 M = D / (size_t)cfg->num_minibatches;
+                 M = Dall / (size_t)cfg->num_minibatches;
     if (rc == 0) {
-        rc = ompn_act_state_init(&t->act, &t->m, t->E);
+        rc = ompn_act_state_init(&t->act, &t->m, (int)El);
     }
     if (rc == 0) {
         t->obs = malloc(E * t->O * sizeof(float));
@@ -832,10 +760,13 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         t->reward = calloc(E, 4);
         t->term = calloc(E, 1);
         t->trunc = calloc(E, 1);
-        t->mem_keep = malloc(E * nd * sizeof(float));
-        t->first_keep = malloc(E);
+        t->mem_keep = malloc(El * nd * sizeof(float));
+        t->first_keep = malloc(El);
+        t->mem_all = calloc(E * nd, sizeof(float));
+        t->first_all = calloc(E, 1);
         t->vw_h = malloc(((size_t)t->F + 1) * sizeof(float));
-        t->perm = malloc(D * 4);
+        t->perm = malloc(Dall * 4);
+        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_mem = malloc(M * nd * sizeof(float));
@@ -850,7 +781,8 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
             !t->d_term || !t->d_trunc || !t->last_value || !t->probs ||
             !t->feat || !t->vtmp || !t->amax || !t->actions || !t->reward ||
             !t->term || !t->trunc || !t->mem_keep || !t->first_keep ||
-            !t->vw_h || !t->perm || !t->mb_idx || !t->mb_val || !t->mb_mem ||
+            !t->mem_all || !t->first_all || !t->vw_h || !t->perm ||
+            !t->mb_rows || !t->mb_idx || !t->mb_val || !t->mb_mem ||
             !t->mb_act || !t->mb_first || !t->mb_logp || !t->mb_adv ||
             !t->mb_ret) {
             rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for %zu "
@@ -864,7 +796,7 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, t->E,
                               t->env_seed, t->obs);
     }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
+    for (int e = 0; rc == 0 && e < (int)El; e++) {
         ompn_act_reset(&t->act, e, 0);
     }
     if (rc == 0) {
@@ -920,10 +852,46 @@ char *ppo_ompn_checkpoint_config(const struct ppo_ompn *t)
     return text;
 }
 
+/* Every world's state on every process (with MPI each acts its share):
+ * the memories from the acting state, then the gathers. */
+static int gather_worlds(struct ppo_ompn *t)
+{
+    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
+    memcpy(t->mem_all + (size_t)t->e0 * nd, t->act.mem,
+           El * nd * sizeof(float));
+    memcpy(t->first_all + t->e0, t->act.first, El);
+    if (train_mpi_size() <= 1) {
+        return 0;
+    }
+    const int E = t->E;
+    struct craft_batch *b = &t->batch;
+    struct {
+        void *p;
+        size_t size;
+    } arrays[] = {
+        {t->mem_all, nd * 4}, {t->first_all, 1}, {t->draws, 8},
+        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
+        {b->k, 1}, {b->task, 1}, {b->t, 2},
+        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
+        {b->seed, 8},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int ppo_ompn_save(struct ppo_ompn *t, const char *path, int force)
 {
+    int rc = gather_worlds(t);
+    if (rc < 0 || train_mpi_rank() != 0) {
+        return rc; /* process 0 writes */
+    }
     memset(t->state_host, 0, t->state_bytes + 4);
-    int rc = state_io(t, t->state_host, 0);
+    rc = state_io(t, t->state_host, 0);
     if (rc == 0) {
         rc = gr_tensor_set_host(t->state, t->state_host);
     }
@@ -968,13 +936,21 @@ int ppo_ompn_load(struct ppo_ompn *t, const char *path)
     if (rc == 0) {
         /* the acting copies from the loaded parameters, then the state */
         ompn_act_state_free(&t->act);
-        rc = ompn_act_state_init(&t->act, &t->m, t->E);
+        rc = ompn_act_state_init(&t->act, &t->m, t->e1 - t->e0);
     }
     if (rc == 0) {
         rc = state_io(t, t->state_host, 1);
         if (rc < 0) {
             rc = gr_error_wrap(rc, "%s", path);
         }
+    }
+    if (rc == 0) {
+        /* this process's worlds into the acting state */
+        const size_t nd = (size_t)t->n * t->d;
+        const size_t El = (size_t)(t->e1 - t->e0);
+        memcpy(t->act.mem, t->mem_all + (size_t)t->e0 * nd,
+               El * nd * sizeof(float));
+        memcpy(t->act.first, t->first_all + t->e0, El);
     }
     for (int e = 0; rc == 0 && e < t->E; e++) {
         craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);

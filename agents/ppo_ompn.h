@@ -29,6 +29,11 @@
  * worlds, memories, sampling counters); ppo_ompn_load resumes bit for bit
  * (same device and threads).
  *
+ * MPI (train/mpi.h): as agents/ppo.h's trainer, a process of P acts
+ * worlds [r·E/P, (r+1)·E/P) (its acting state and storage hold only
+ * those), the update is the shared one (agents/ppo_internal.h), and
+ * ppo_ompn_save gathers every world before process 0 writes.
+ *
  * Memory: storage allocated once by ppo_ompn_new; an iteration allocates
  * step tensors and rebuilds the acting state (ompn_act_state: LN(g) of
  * the updated task code) and a few small host buffers. Threads: one per trainer. Errors: 0 or a negative GR_E* code

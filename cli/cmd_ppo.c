@@ -419,14 +419,6 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                                     "processes (each acts at least one world)",
                                num_envs, n_ranks);
     }
-    if (is_ompn && n_ranks > 1) {
-        if (!writer) {
-            return CLI_EXIT_USAGE;
-        }
-        return cli_usage_error(cmd, "--policy %s runs in one process (no "
-                                    "mpirun)",
-                               policy);
-    }
     if (!writer) {
         common.quiet = 1;
     }
@@ -592,11 +584,11 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                 m->cfg.width, (double)m->cfg.tau, num_envs, num_steps,
                 gr_device_name(gr_ctx_device(ctx)),
                 resume ? " (resumed)" : "");
-        if (n_ranks > 1) {
-            fprintf(stderr, "MPI: %d processes, %d or %d worlds each\n",
-                    n_ranks, num_envs / n_ranks,
-                    (num_envs + n_ranks - 1) / n_ranks);
-        }
+    }
+    if (rc == 0 && !common.quiet && n_ranks > 1) {
+        fprintf(stderr, "MPI: %d processes, %d or %d worlds each\n",
+                n_ranks, num_envs / n_ranks,
+                (num_envs + n_ranks - 1) / n_ranks);
     }
     struct gr_progress prog;
     gr_progress_start(&prog, "ppo", (uint64_t)total, "frames", common.quiet);

@@ -13,7 +13,9 @@
  *         expert demonstrations: each decoder is better with its own
  *         model's latents than with the other's, and decoding model A's z
  *         with B's decoder gives other action distributions than with A's
- *         (mean total variation). */
+ *         (mean total variation);
+ *   - the greedy evaluation plays what a reference written from the public
+ *     pieces plays on the worlds' current observations. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "kernels/checkpoint.h"
 #include "agents/ppo_compile.h"
 #include "core/error.h"
+#include "envs/craft.h"
 #include "kernels/ops.h"
 #include "kernels/optim.h"
 #include "kernels/rng.h"
@@ -361,7 +364,18 @@ static void test_latents(void)
 }
 
 /* A tiny compILE BC checkpoint (random weights) in the S1 world. */
+static int write_bc_scaled(const char *path, uint64_t seed,
+                           float boundary_bias, float enc_scale);
+
 static int write_bc(const char *path, uint64_t seed, float boundary_bias)
+{
+    return write_bc_scaled(path, seed, boundary_bias, 1.0f);
+}
+
+/* write_bc with the observation encoder's weights multiplied by
+ * enc_scale (> 1: the decoder's actions depend more on the observation) */
+static int write_bc_scaled(const char *path, uint64_t seed,
+                           float boundary_bias, float enc_scale)
 {
     struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
     struct compile_config c;
@@ -375,6 +389,18 @@ static int write_bc(const char *path, uint64_t seed, float boundary_bias)
     if (rc == 0 && boundary_bias != 0.0f) {
         rc = gr_tensor_set_host(gr_ctx_find(ctx, "cmp.b2.bias"),
                                 &boundary_bias);
+    }
+    struct gr_tensor *enc = gr_ctx_find(ctx, "cmp.enc.wx");
+    if (rc == 0 && enc_scale != 1.0f && enc != NULL) {
+        float *h = malloc((size_t)enc->numel * sizeof *h);
+        rc = h != NULL ? gr_tensor_to_host(enc, h) : -1;
+        for (int64_t i = 0; rc == 0 && i < enc->numel; i++) {
+            h[i] *= enc_scale;
+        }
+        if (rc == 0) {
+            rc = gr_tensor_set_host(enc, h);
+        }
+        free(h);
     }
     char text[4096];
     int n = rc == 0 ? compile_config_format(&c, text, sizeof text) : -1;
@@ -552,6 +578,233 @@ static void test_run(const char *dir, int G)
     }
 }
 
+/* What the reference plays on one map (below). */
+struct ref_play {
+    struct gr_ctx *ctx;          /* the trainer's: C' */
+    struct gr_tensor *wx, *b1, *wmu, *bmu;
+    struct compile_model *m;     /* the decoder, loaded here */
+    float theta;
+    const struct craft_config *world;
+    const struct craft_task *task;
+};
+
+/* One greedy episode of world 0 of a batch of base seed `base` (as the
+ * evaluation builds it): C' decides z = μ(x) when asked, the decoder's
+ * argmax acts, a segment ends before its step t >= 1 where ℓ >= θ. With
+ * stale, every decision and action reads the episode's first observation
+ * (the world still steps). Writes actions/decided [max_steps], returns the
+ * length; *ret the return. */
+static int ref_episode(const struct ref_play *r, uint64_t base, int stale,
+                       uint8_t *actions, uint8_t *decided_out, double *ret)
+{
+    const int A = CRAFT_N_ACTIONS, O = CRAFT_OBS_SIZE;
+    const int T = r->world->max_steps;
+    struct craft_batch b;
+    float obs[CRAFT_OBS_SIZE], seen[CRAFT_OBS_SIZE], rew = 0.0f;
+    uint8_t te[2] = {0, 0};
+    CHECK(craft_batch_init(&b, r->world, r->task, 1, 1, base, obs) == 0);
+    memcpy(seen, obs, sizeof obs);
+    float z[64], h[64], cs[64], hh[64], cc2[64], probs[8], lg = 0.0f;
+    int32_t idx[CRAFT_OBS_SIZE];
+    float val[CRAFT_OBS_SIZE];
+    int ask = 1, seg_len = 0, step = 0;
+    *ret = 0.0;
+    while (step < T) {
+        if (!stale) {
+            memcpy(seen, obs, sizeof obs);
+        }
+        int nz = 0;
+        for (int i = 0; i < O; i++) {
+            if (seen[i] != 0.0f) {
+                idx[nz] = i;
+                val[nz++] = seen[i];
+            }
+        }
+        if (nz == 0) {
+            idx[0] = -1;
+            val[0] = 0.0f;
+            nz = 1;
+        }
+        int32_t a = 0;
+        int decided = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            if (ask) {
+                struct gr_ctx *ctx = r->ctx;
+                int was = gr_set_grad_enabled(ctx, 0);
+                struct gr_tensor *ti =
+                    gr_tensor_from_host(ctx, GR_I32, gr_shape2(1, nz), idx);
+                struct gr_tensor *tv =
+                    gr_tensor_from_host(ctx, GR_F32, gr_shape2(1, nz), val);
+                struct gr_tensor *u = gr_tanh(
+                    ctx, gr_add(ctx, gr_sparse_matmul(ctx, ti, tv, r->wx), r->b1));
+                CHECK(gr_tensor_to_host(gr_linear(ctx, u, r->wmu, r->bmu), z) ==
+                      0);
+                gr_step_reset(ctx);
+                gr_set_grad_enabled(ctx, was);
+                memset(h, 0, sizeof h);
+                memset(cs, 0, sizeof cs);
+                seg_len = 0;
+                ask = 0;
+                decided = 1;
+            }
+            CHECK(compile_decode(r->m, idx, val, 1, nz, z, probs) == 0);
+            a = 0;
+            for (int i = 1; i < A; i++) {
+                a = probs[i] > probs[a] ? i : a;
+            }
+            memcpy(hh, h, sizeof h);
+            memcpy(cc2, cs, sizeof cs);
+            CHECK(compile_boundary_step(r->m, idx, val, 1, nz, &a, hh, cc2,
+                                        &lg) == 0);
+            if (!decided && seg_len >= 1 && lg >= r->theta) {
+                ask = 1; /* the segment ends before this step */
+                continue;
+            }
+            memcpy(h, hh, sizeof h);
+            memcpy(cs, cc2, sizeof cs);
+            seg_len++;
+            break;
+        }
+        actions[step] = (uint8_t)a;
+        decided_out[step] = (uint8_t)decided;
+        uint8_t a8 = (uint8_t)a;
+        struct craft_batch_out o = {0};
+        o.obs = obs;
+        o.reward = &rew;
+        o.terminated = te;
+        o.truncated = te + 1;
+        CHECK(craft_batch_step_range(&b, 0, 1, &a8, &o, NULL) == 0);
+        *ret += rew;
+        step++;
+        if (te[0] || te[1]) {
+            break;
+        }
+    }
+    craft_batch_free(&b);
+    return step;
+}
+
+/* The greedy evaluation (ppo_compile_evaluate, one model) equals a
+ * reference written here from the public pieces, playing one world on its
+ * current observation: C' from its "ctl." parameters (z = μ), the
+ * decoder's argmax (compile_decode), the boundary rule ℓ ≥ θ at a
+ * segment's step t ≥ 1 (compile_boundary_step, θ from the checkpoint's
+ * config). Same ops on the same rows, so the actions, decisions and
+ * returns are compared exactly. The same reference on the episode's first
+ * observation plays otherwise on some map, so an evaluation that did not
+ * read its worlds' new observations (as ppo_compile_evaluate once did:
+ * greedy success 0) fails here. */
+static void test_greedy_reference(const char *dir)
+{
+    char p0[512];
+    snprintf(p0, sizeof p0, "%s/g0.ckpt", dir);
+    /* the observation weighs 8x: the decoder's argmax follows the map */
+    CHECK(write_bc_scaled(p0, 5, 0.0f, 100.0f) == 0);
+    const char *paths[1] = {p0};
+    struct ppo_config c;
+    ppo_config_default(&c);
+    c.policy = PPO_POLICY_COMPILE;
+    snprintf(c.task, sizeof c.task, "DCA");
+    c.num_envs = 2;
+    c.num_steps = 8;
+    c.num_minibatches = 1;
+    c.width = 16;
+    c.seed = 11;
+    struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
+    struct ppo_compile *t = NULL;
+    CHECK_MSG(ppo_compile_new(&t, ctx, &c, paths, 1) == 0, "%s",
+              gr_last_error());
+    if (t == NULL) {
+        gr_ctx_free(ctx);
+        return;
+    }
+    /* the decoder and boundary encoder: the same checkpoint, loaded here */
+    struct gr_ctx *mx = tu_ctx(GR_DEVICE_CPU);
+    char *text = NULL;
+    struct compile_config cc;
+    struct compile_model m;
+    CHECK(gr_checkpoint_read_config(p0, &text) == 0);
+    CHECK(text != NULL && compile_config_parse(text, &cc) == 0);
+    CHECK(cc.hidden <= 64); /* the reference's state arrays */
+    free(text);
+    CHECK(compile_model_init(&m, mx, &cc, 0) == 0);
+    CHECK(gr_checkpoint_load(mx, p0, GR_CKPT_PARAMS, NULL) == 0);
+    char *ptext = ppo_compile_checkpoint_config(t);
+    const char *th = ptext != NULL ? strstr(ptext, "boundary_threshold ") : NULL;
+    CHECK(th != NULL);
+    struct craft_task task;
+    CHECK(craft_task_parse(c.task, &task) == 0);
+    struct ref_play r = {
+        ctx,
+        gr_ctx_find(ctx, "ctl.l1.wx"),
+        gr_ctx_find(ctx, "ctl.l1.bias"),
+        gr_ctx_find(ctx, "ctl.mu.weight"),
+        gr_ctx_find(ctx, "ctl.mu.bias"),
+        &m,
+        th != NULL ? strtof(th + strlen("boundary_threshold "), NULL) : 0.0f,
+        ppo_compile_world(t),
+        &task,
+    };
+    free(ptext);
+    CHECK(r.wx != NULL && r.b1 != NULL && r.wmu != NULL && r.bmu != NULL);
+    const int T = r.world->max_steps;
+    uint8_t *act_e = calloc((size_t)T, 1), *dec_e = calloc((size_t)T, 1);
+    uint8_t *act_r = calloc((size_t)T, 1), *dec_r = calloc((size_t)T, 1);
+    uint8_t *act_s = calloc((size_t)T, 1), *dec_s = calloc((size_t)T, 1);
+    CHECK(act_e && dec_e && act_r && dec_r && act_s && dec_s);
+    int bad = 0, stale_differs = 0, decisions = 0;
+    for (uint64_t base = 1; base <= 4 && r.wx != NULL && act_s != NULL;
+         base++) {
+        int32_t len_e = 0;
+        struct ppo_trace tr = {0};
+        tr.action = act_e;
+        tr.decided = dec_e;
+        tr.length = &len_e;
+        struct ppo_eval ev;
+        CHECK(ppo_compile_evaluate(t, 1, base, &ev, &tr) == 0);
+        double ret_r = 0.0, ret_s = 0.0;
+        int len_r = ref_episode(&r, base, 0, act_r, dec_r, &ret_r);
+        int len_s = ref_episode(&r, base, 1, act_s, dec_s, &ret_s);
+        stale_differs |= len_s != len_r ||
+                         memcmp(act_s, act_r, (size_t)len_r) != 0;
+        int same = len_e == len_r && memcmp(act_e, act_r, (size_t)len_r) == 0 &&
+                   memcmp(dec_e, dec_r, (size_t)len_r) == 0 &&
+                   fabs(ev.mean_return - ret_r) < 1e-6;
+        for (int s = 0; s < len_r; s++) {
+            decisions += dec_r[s];
+        }
+        if (!same) {
+            bad++;
+            int s = 0;
+            while (s < len_r && s < len_e && act_e[s] == act_r[s] &&
+                   dec_e[s] == dec_r[s]) {
+                s++;
+            }
+            printf("  map %llu: evaluation %d steps, return %.3f; reference "
+                   "%d, %.3f; first difference at step %d\n",
+                   (unsigned long long)base, len_e, ev.mean_return, len_r,
+                   ret_r, s);
+        }
+    }
+    CHECK_MSG(bad == 0, "the greedy evaluation differs from the reference "
+                        "on %d of 4 maps",
+              bad);
+    CHECK_MSG(stale_differs, "the reference plays the same on stale "
+                             "observations: this test could not fail");
+    printf("compILE greedy evaluation = the reference on 4 maps (%d "
+           "decisions)\n",
+           decisions);
+    free(act_e);
+    free(dec_e);
+    free(act_r);
+    free(dec_r);
+    free(act_s);
+    free(dec_s);
+    ppo_compile_free(t);
+    gr_ctx_free(ctx);
+    gr_ctx_free(mx);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/grove_compile_ppo_XXXXXX";
@@ -562,6 +815,7 @@ int main(void)
     test_latents();
     test_run(dir, 1);
     test_run(dir, 2);
+    test_greedy_reference(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) {

@@ -4,8 +4,9 @@
 # updates: every parameter and Adam moment to 1e-6 relative, and the
 # validation metrics. Loopback only (one machine). Skips (77) when this
 # build has no MPI or mpirun is missing.
-# ppo: 2 processes with 2 worlds each equal 1 process with 4 worlds.
-#   test_mpi.sh GROVE CKPT_DIGEST bc|lm|ppo
+# ppo: 2 processes with 2 worlds each equal 1 process with 4 worlds;
+# ppo_baselines: the same for --policy ompn and --policy compile.
+#   test_mpi.sh GROVE CKPT_DIGEST bc|lm|ppo|ppo_baselines
 set -u
 grove=$1
 digest=$2
@@ -134,6 +135,39 @@ ppo)
     [ "$(grep -c 'fewer than the 2 MPI processes' "$tmp/few.out")" -eq 1 ] ||
         fail "no single message for 1 world on 2 processes: $(cat "$tmp/few.out")"
     [ -e "$tmp/few" ] && fail "a refused run left its folder"
+    ;;
+ppo_baselines)
+    # --policy ompn and --policy compile (issue 26 §2) split their worlds
+    # as the OCN's policies do: 2 processes with 2 worlds each equal 1
+    # process with 4 (the same episodes, the losses and weights to rounding)
+    cpu=(--device cpu --threads 1 --quiet)
+    "$grove" train bc --model ompn --tasks AC,CD --hidden 16 --demos-per-task 40 \
+        --batch 16 --updates 4 --eval-every 4 --return-every 0 "${cpu[@]}" \
+        --out "$tmp/bc_ompn" >/dev/null || fail "OMPN BC failed"
+    "$grove" train bc --model compile --tasks AC,CD --hidden 16 --demos-per-task 40 \
+        --batch 16 --updates 4 --eval-every 4 "${cpu[@]}" \
+        --out "$tmp/bc_compile" >/dev/null || fail "compILE BC failed"
+    for pol in ompn compile; do
+        args=(train ppo --policy "$pol" --init "$tmp/bc_$pol/best.ckpt" --task DCA
+              --num-envs 4 --num-steps 16 --num-minibatches 4 --update-epochs 2
+              --target-kl 0.02 --eval-every 2 --eval-episodes 4 --seed 3 "${cpu[@]}")
+        [ "$pol" = compile ] && args+=(--width 16 --total-timesteps 5000) || args+=(--total-timesteps 320)
+        "$grove" "${args[@]}" --out "$tmp/one_$pol" >/dev/null || fail "$pol: 1 process failed"
+        "${mpi[@]}" "$grove" "${args[@]}" --out "$tmp/two_$pol" >"$tmp/two_$pol.out" 2>&1 ||
+            { fail "$pol: 2 processes failed"; cat "$tmp/two_$pol.out"; }
+        [ "$(grep -c '^run ' "$tmp/two_$pol.out")" -eq 1 ] || fail "$pol: the report is not printed once"
+        # ppo.state holds OMPN's memories (floats of rounding-equal weights)
+        "$digest" --compare "$tmp/one_$pol/last.ckpt" "$tmp/two_$pol/last.ckpt" 1e-6 --skip ppo.state ||
+            fail "$pol: last.ckpt of 2 processes differs from 1 process's"
+        cmp <(cut -d, -f1-7,14-16 "$tmp/one_$pol/metrics.csv") <(cut -d, -f1-7,14-16 "$tmp/two_$pol/metrics.csv") ||
+            fail "$pol: the episodes of 2 processes differ from 1 process's"
+        [ "$(wc -l <"$tmp/one_$pol/metrics.csv")" -ge 5 ] || fail "$pol: fewer than 4 iterations"
+        paste -d, <(cut -d, -f8-13 "$tmp/one_$pol/metrics.csv") <(cut -d, -f8-13 "$tmp/two_$pol/metrics.csv") |
+            awk -F, 'NR > 1 { for (i = 1; i <= 6; i++) { d = $i - $(i + 6); if (d < 0) d = -d; if (d > 1e-5 * (1 + ($i < 0 ? -$i : $i))) bad = 1 } }
+                     END { exit bad }' || fail "$pol: losses differ beyond rounding"
+        "$grove" "${args[@]}" --out "$tmp/two_$pol" --resume >/dev/null ||
+            fail "$pol: --resume of the 2 processes' run on 1 failed"
+    done
     ;;
 esac
 echo "train_mpi $what: $fails failed"

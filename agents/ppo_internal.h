@@ -1,0 +1,98 @@
+/* agents/ppo_internal.h — the PPO update the three trainers share
+ * (agents/ppo.c: ocn, moe, flat, oracle; agents/ppo_ompn.c;
+ * agents/ppo_compile.c), internal to agents/.
+ *
+ * A trainer's rollout fills its decision storage; ppo_update_run then does
+ * what is the same for every policy: SMDP GAE per world (ppo_smdp_gae),
+ * the explained variance, the learning rate (linear decay), and the epochs
+ * of shuffled minibatches (a Fisher-Yates permutation per (iteration,
+ * epoch) from the trainer's stream tag), each with the advantage's
+ * statistics, the loss on the tape (the trainer's callback), the
+ * non-finite checks, backward, the MPI gradient all-reduce, the global-norm
+ * clip over the trained parameters, the Adam step, and the statistics of
+ * ppo_stats (means over minibatches; approx_kl, clipfrac of the last; the
+ * target-KL stop). The callback builds the policy's log-probabilities,
+ * entropy and values and hands them to ppo_loss_tail, the clipped objective
+ * every policy shares.
+ *
+ * MPI (train/mpi.h): a process holds the decisions of worlds [e0, e1) of
+ * E; a minibatch's rows that fall on it are its share, its loss is their
+ * mean and every sum is all-reduced (weighted by the share), so each
+ * process takes the one-process step. In one process nothing changes
+ * (share 1, the all-reduces do nothing).
+ *
+ * Errors: 0 or a negative GR_E* code with a message (core/error.h). */
+#ifndef GROVE_AGENTS_PPO_INTERNAL_H
+#define GROVE_AGENTS_PPO_INTERNAL_H
+
+#include <stdint.h>
+
+#include "agents/ppo.h"
+#include "kernels/optim.h"
+#include "kernels/tensor.h"
+
+/* What a policy's loss computed before the shared tail, on the tape. */
+struct ppo_loss_head {
+    /* log-probabilities: [M, A] of A discrete choices, read at action[M]
+     * (then action != NULL), or [M, 1] of the choice taken (action NULL) */
+    struct gr_tensor *lp;
+    const int32_t *action;
+    struct gr_tensor *ent;   /* mean entropy, a scalar */
+    /* the values [M, 1]; or NULL, and v = linear(v_in, vw, vb) is made
+     * after the policy loss */
+    struct gr_tensor *v;
+    struct gr_tensor *v_in, *vw, *vb;
+};
+
+/* The tail of ppo_loss (agents/ppo.h) over M rows, the same ops in the
+ * same order for every policy: log ρ = lp[a] − logp_old, Â normalised by
+ * (mean, sd) when norm_adv, L_pi, L_V, loss = L_pi + vf_coef·L_V −
+ * ent_coef·H, and the host statistics of out. `what` names the loss in an
+ * error ("PPO loss (OMPN)"). */
+int ppo_loss_tail(struct gr_ctx *ctx, const struct ppo_loss_head *h,
+                  int64_t M, const float *logp_old, const float *adv,
+                  const float *ret, float clip_coef, float vf_coef,
+                  float ent_coef, int norm_adv, double mean, double sd,
+                  const char *what, struct ppo_loss_out *out);
+
+/* One minibatch's loss on the tape: rows[0..n) are this process's
+ * decisions of the minibatch (indices into the storage of ppo_update, in
+ * the permutation's order; n >= 1), mean and sd the advantage's over the
+ * whole minibatch (all processes). Fills out (out->loss on the tape). */
+typedef int (*ppo_minibatch_loss_fn)(void *self, const int32_t *rows,
+                                     int64_t n, double mean, double sd,
+                                     struct ppo_loss_out *out);
+
+struct ppo_update {
+    struct gr_ctx *ctx;
+    struct gr_optim *optim;
+    const struct ppo_config *cfg;
+    const char *prefix;      /* the trained parameters ("ctrl.") */
+    uint32_t perm_tag;       /* the permutation's RNG stream tag */
+    int64_t iteration;       /* iterations done before this one */
+    int64_t global_step;     /* frames after this rollout */
+    int E, S;                /* worlds (all processes), decisions a world */
+    int e0, e1;              /* this process's worlds */
+    /* this process's decisions, world e's S at (e − e0)·S */
+    const float *R;
+    const int32_t *steps;
+    const float *value;
+    const uint8_t *term, *trunc;
+    const float *boot;
+    const float *last_value; /* [E], world e at e */
+    float *adv, *ret;        /* written: GAE's advantages and returns */
+    int32_t *perm;           /* scratch [E·S] */
+    int32_t *rows;           /* scratch [E·S / num_minibatches] */
+    ppo_minibatch_loss_fn loss;
+    void *self;
+};
+
+/* GAE, then the epochs (above); st->frames must hold the rollout's frames
+ * (all processes). Fills st's learning_rate, explained_variance, the
+ * losses, approx_kl, clipfrac, grad_norm and epochs. A non-finite loss or
+ * gradient is GR_EINVAL "non-finite loss at iteration N (epoch E,
+ * minibatch B)" with no step taken for that minibatch. Ends with the step
+ * arena reset. */
+int ppo_update_run(const struct ppo_update *u, struct ppo_stats *st);
+
+#endif

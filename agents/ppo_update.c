@@ -1,0 +1,284 @@
+/* The PPO update the trainers share (see agents/ppo_internal.h). */
+#include "agents/ppo_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "kernels/rng.h"
+#include "kernels/tape.h"
+#include "train/mpi.h"
+
+/* ---- the loss's tail --------------------------------------------------------- */
+
+int ppo_loss_tail(struct gr_ctx *ctx, const struct ppo_loss_head *h,
+                  int64_t M, const float *logp_old, const float *adv_h,
+                  const float *ret_h, float clip_coef, float vf_coef,
+                  float ent_coef, int norm_adv, double mean, double sd,
+                  const char *what, struct ppo_loss_out *out)
+{
+    struct gr_tensor *lp = h->lp;
+    struct gr_tensor *k =
+        h->action != NULL
+            ? gr_tensor_from_host(ctx, GR_I32, gr_shape2(M, 1), h->action)
+            : NULL;
+    struct gr_tensor *old =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), logp_old);
+    if (k != NULL) {
+        lp = gr_gather(ctx, lp, k);
+    }
+    struct gr_tensor *logratio = gr_sub(ctx, lp, old);
+    struct gr_tensor *ratio = gr_exp(ctx, logratio);
+    struct gr_tensor *adv =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), adv_h);
+    if (norm_adv) {
+        float s = (float)(1.0 / (sd + 1e-8));
+        adv = gr_affine(ctx, adv, s, (float)(-mean) * s);
+    }
+    struct gr_tensor *pg1 = gr_scale(ctx, gr_mul(ctx, ratio, adv), -1.0f);
+    struct gr_tensor *pg2 = gr_scale(
+        ctx,
+        gr_mul(ctx, gr_clamp(ctx, ratio, 1.0f - clip_coef, 1.0f + clip_coef),
+               adv),
+        -1.0f);
+    struct gr_tensor *pg = gr_mean(ctx, gr_maximum(ctx, pg1, pg2));
+    struct gr_tensor *v =
+        h->v != NULL ? h->v : gr_linear(ctx, h->v_in, h->vw, h->vb);
+    struct gr_tensor *ret =
+        gr_tensor_from_host(ctx, GR_F32, gr_shape2(M, 1), ret_h);
+    struct gr_tensor *vl = gr_mean(ctx, gr_square(ctx, gr_sub(ctx, v, ret)));
+    struct gr_tensor *loss = gr_add(
+        ctx, gr_add(ctx, pg, gr_scale(ctx, vl, vf_coef)),
+        gr_scale(ctx, h->ent, -ent_coef));
+    if (loss == NULL || gr_ctx_status(ctx) != 0) {
+        int rc = gr_ctx_status(ctx);
+        return gr_error(rc != 0 ? rc : GR_EINVAL, "%s: %s", what,
+                        gr_ctx_error(ctx));
+    }
+    out->loss = loss;
+    out->policy_loss = gr_tensor_item(pg);
+    out->value_loss = gr_tensor_item(vl);
+    out->entropy = gr_tensor_item(h->ent);
+    float *lr_h = malloc((size_t)M * sizeof *lr_h);
+    if (lr_h == NULL) {
+        return gr_error(GR_ENOMEM, "%s: out of memory", what);
+    }
+    int rc = gr_tensor_to_host(logratio, lr_h);
+    double okl = 0.0, akl = 0.0, cf = 0.0;
+    for (int64_t i = 0; rc == 0 && i < M; i++) {
+        double l = lr_h[i], r = exp(l);
+        okl += -l;
+        akl += (r - 1.0) - l;
+        cf += fabs(r - 1.0) > clip_coef;
+    }
+    free(lr_h);
+    out->old_approx_kl = okl / (double)M;
+    out->approx_kl = akl / (double)M;
+    out->clipfrac = cf / (double)M;
+    return rc;
+}
+
+/* ---- the update ------------------------------------------------------------ */
+
+/* GAE per world of this process, then the explained variance of the
+ * rollout's values (sums of every process). */
+static int gae(const struct ppo_update *u, struct ppo_stats *st)
+{
+    const int S = u->S;
+    const int64_t D = (int64_t)u->E * S;
+    const int64_t Dl = (int64_t)(u->e1 - u->e0) * S;
+    for (int e = u->e0; e < u->e1; e++) {
+        int64_t o = (int64_t)(e - u->e0) * S;
+        ppo_smdp_gae(S, u->R + o, u->steps + o, u->value + o, u->term + o,
+                     u->trunc + o, u->boot + o, u->last_value[e],
+                     u->cfg->gamma, u->cfg->gae_lambda, u->adv + o,
+                     u->ret + o);
+    }
+    double mean2[2] = {0.0, 0.0};
+    for (int64_t j = 0; j < Dl; j++) {
+        mean2[0] += u->ret[j];
+        mean2[1] += u->ret[j] - u->value[j];
+    }
+    int rc = train_allreduce_sum(mean2, 2);
+    double mr = mean2[0] / (double)D, mdiff = mean2[1] / (double)D;
+    double var2[2] = {0.0, 0.0};
+    for (int64_t j = 0; j < Dl; j++) {
+        double r = u->ret[j] - mr;
+        double df = u->ret[j] - u->value[j] - mdiff;
+        var2[0] += r * r;
+        var2[1] += df * df;
+    }
+    if (rc == 0) {
+        rc = train_allreduce_sum(var2, 2);
+    }
+    double vr = var2[0], vd = var2[1];
+    st->explained_variance = vr > 0.0 ? 1.0 - vd / vr : NAN;
+    return rc;
+}
+
+/* A fresh permutation of the D decisions of every process per (iteration,
+ * epoch). */
+static void permute(const struct ppo_update *u, int ep, int64_t D)
+{
+    uint64_t key = gr_rng_key_of(
+        u->cfg->seed, gr_rng_stream(u->perm_tag, (uint64_t)u->iteration,
+                                    (uint64_t)ep, 0));
+    int32_t *perm = u->perm;
+    for (int64_t j = 0; j < D; j++) {
+        perm[j] = (int32_t)j;
+    }
+    for (int64_t j = D - 1; j > 0; j--) {
+        uint64_t r = ((uint64_t)gr_rng_u32(key, 2 * (uint64_t)j) << 32) |
+                     gr_rng_u32(key, 2 * (uint64_t)j + 1);
+        int64_t i = (int64_t)(r % (uint64_t)(j + 1));
+        int32_t tmp = perm[j];
+        perm[j] = perm[i];
+        perm[i] = tmp;
+    }
+}
+
+/* The advantage's mean and standard deviation (Bessel) over a minibatch of
+ * M rows whose rows here are rows[0..n): the sums are all-reduced (in one
+ * process n = M). */
+static int adv_stats(const struct ppo_update *u, const int32_t *rows,
+                     int64_t n, int64_t M, double *mean, double *sd)
+{
+    double sum = 0.0, var = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        sum += u->adv[rows[i]];
+    }
+    int rc = train_allreduce_sum(&sum, 1);
+    *mean = sum / (double)M;
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        double a = u->adv[rows[i]];
+        var += (a - *mean) * (a - *mean);
+    }
+    if (rc == 0) {
+        rc = train_allreduce_sum(&var, 1);
+    }
+    *sd = M > 1 ? sqrt(var / (double)(M - 1)) : 0.0;
+    return rc;
+}
+
+int ppo_update_run(const struct ppo_update *u, struct ppo_stats *st)
+{
+    const struct ppo_config *cfg = u->cfg;
+    const int S = u->S;
+    const int64_t D = (int64_t)u->E * S;
+    const int64_t M = D / cfg->num_minibatches;
+    /* this process's decisions are the global ones [g0, g1) */
+    const int64_t g0 = (int64_t)u->e0 * S, g1 = (int64_t)u->e1 * S;
+    int rc = gae(u, st);
+    /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
+    double frac = 1.0;
+    if (cfg->anneal_lr && cfg->total_timesteps > 0) {
+        int64_t before = u->global_step - st->frames;
+        frac = 1.0 - (double)before / (double)cfg->total_timesteps;
+        frac = frac < 0.0 ? 0.0 : frac;
+    }
+    float lr = (float)(frac * cfg->learning_rate);
+    gr_optim_set_lr(u->optim, lr);
+    st->learning_rate = lr;
+    double pl = 0.0, vl = 0.0, en = 0.0, gn = 0.0;
+    int n_mb = 0, epochs = 0;
+    struct ppo_loss_out lo = {0};
+    for (int ep = 0; ep < cfg->update_epochs && rc == 0; ep++) {
+        permute(u, ep, D);
+        for (int mb = 0; mb < cfg->num_minibatches && rc == 0; mb++) {
+            /* the minibatch's decisions of this process's worlds (all of
+             * them in one process), in the permutation's order */
+            const int32_t *rows = u->perm + (int64_t)mb * M;
+            int64_t Ml = 0;
+            for (int64_t i = 0; i < M; i++) {
+                if (rows[i] >= g0 && rows[i] < g1) {
+                    u->rows[Ml++] = (int32_t)(rows[i] - g0);
+                }
+            }
+            gr_step_reset(u->ctx);
+            gr_zero_grad(u->ctx);
+            double mean = 0.0, sd = 0.0;
+            rc = adv_stats(u, u->rows, Ml, M, &mean, &sd);
+            if (rc < 0) {
+                break;
+            }
+            /* each process's loss is its rows' mean: weighted by its share
+             * of the minibatch, the sums over processes are the whole
+             * minibatch's (a process without rows adds nothing) */
+            double share = (double)Ml / (double)M;
+            memset(&lo, 0, sizeof lo);
+            if (Ml > 0) {
+                rc = u->loss(u->self, u->rows, Ml, mean, sd, &lo);
+            }
+            double sums[7] = {0.0};
+            if (rc == 0 && Ml > 0) {
+                sums[0] = gr_tensor_item(lo.loss) * share;
+                sums[1] = lo.policy_loss * share;
+                sums[2] = lo.value_loss * share;
+                sums[3] = lo.entropy * share;
+                sums[4] = lo.old_approx_kl * share;
+                sums[5] = lo.approx_kl * share;
+                sums[6] = lo.clipfrac * share;
+            }
+            if (rc == 0) {
+                rc = train_allreduce_sum(sums, 7);
+            }
+            if (rc == 0) {
+                lo.policy_loss = sums[1];
+                lo.value_loss = sums[2];
+                lo.entropy = sums[3];
+                lo.old_approx_kl = sums[4];
+                lo.approx_kl = sums[5];
+                lo.clipfrac = sums[6];
+                if (!isfinite(sums[0])) {
+                    rc = gr_error(GR_EINVAL, "non-finite loss at iteration "
+                                             "%lld (epoch %d, minibatch %d)",
+                                  (long long)u->iteration + 1, ep, mb);
+                    break;
+                }
+                if (Ml > 0) {
+                    rc = gr_backward(u->ctx, lo.loss);
+                }
+            }
+            if (rc == 0 && train_mpi_size() > 1) {
+                rc = train_allreduce_grads(u->ctx, share);
+            }
+            float norm = 0.0f;
+            if (rc == 0) {
+                rc = gr_clip_grad_norm(u->ctx, u->prefix, cfg->max_grad_norm,
+                                       &norm);
+            }
+            if (rc == 0 && !isfinite(norm)) {
+                rc = gr_error(GR_EINVAL, "non-finite gradient at iteration "
+                                         "%lld (epoch %d, minibatch %d)",
+                              (long long)u->iteration + 1, ep, mb);
+            }
+            if (rc == 0) {
+                rc = gr_optim_step(u->optim);
+            }
+            pl += lo.policy_loss;
+            vl += lo.value_loss;
+            en += lo.entropy;
+            gn += norm;
+            n_mb++;
+        }
+        epochs++;
+        if (cfg->target_kl > 0.0f && lo.approx_kl > cfg->target_kl) {
+            break;
+        }
+    }
+    gr_step_reset(u->ctx);
+    if (rc < 0) {
+        return rc;
+    }
+    st->policy_loss = pl / n_mb;
+    st->value_loss = vl / n_mb;
+    st->entropy = en / n_mb;
+    st->grad_norm = gn / n_mb;
+    st->old_approx_kl = lo.old_approx_kl;
+    st->approx_kl = lo.approx_kl;
+    st->clipfrac = lo.clipfrac;
+    st->epochs = epochs;
+    return 0;
+}
