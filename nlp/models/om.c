@@ -772,9 +772,24 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                  * slot, which padded rows are) */
                 p = gr_mul(ctx, p, vm);
             }
-            if (fused) {
-                /* lerp(0, x, valid): the same zeros, one pass, and a
-                 * gradient written rather than zeroed and accumulated */
+            /* The fused path zeroes only what can be seen. A padded row's
+             * y is 0 and its p is 0 (no allowed slot), so nothing of its
+             * state reaches an output or a gradient while it stays
+             * padded. When it turns real at t + 1 (left padding), p = 0
+             * forces rcp_{t+1} = 1 on every slot, so M_{t+1} = Mh_t
+             * exactly (0·M_t; M_t is finite) and only Mh_t must be 0.
+             * So M is never zeroed and Mh only before such a step: the
+             * same outputs and gradients as the rule, without two
+             * [N, B, D] passes a step on right-padded batches. */
+            int turns_real = 0;
+            for (int64_t b = 0; fused && valid != NULL && t + 1 < T &&
+                                b < B;
+                 b++) {
+                turns_real |= !valid[t * B + b] && valid[(t + 1) * B + b];
+            }
+            if (fused && turns_real) {
+                /* lerp(0, x, valid): the zeros in one pass, a gradient
+                 * written rather than zeroed and accumulated */
                 if (zeros_nbd == NULL) {
                     zeros_nbd = gr_zeros(ctx, gr_shape3(N, B, D));
                 }
@@ -784,9 +799,8 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                 }
                 struct gr_tensor *vmn = gr_tensor_from_host(
                     ctx, GR_F32, gr_shape3(N, B, 1), s.vmn);
-                M = gr_lerp(ctx, zeros_nbd, M, vmn);
                 Mh = gr_lerp(ctx, zeros_nbd, Mh, vmn);
-            } else {
+            } else if (!fused) {
                 M = gr_mul(ctx, M, vm3);
                 Mh = gr_mul(ctx, Mh, vm3);
             }
