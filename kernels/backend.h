@@ -185,6 +185,22 @@ struct gr_backend {
      * dropout, so a > 0 exactly where both let the gradient through). */
     int (*om_cell_mask)(void *st, const float *a, float *g, int64_t n,
                         float scale);
+    /* gr_om_attend's pointer (ordered_memory.md eqs 3.5.10-3.5.11 and
+     * 3.5.3-3.5.4), per row r of b over n slots: s the scores, bpos [b, n]
+     * the index in s of each allowed slot's score (-1: masked), pprev
+     * [b, n]. Writes p [b, n], cp and rcp [n, b] (transposed) and save
+     * [b, 3n + 1] = (softmax over the allowed slots, mask c_{i+1} (1 at
+     * n-1), scratch, the sum before the 1e-12 floor). The backward takes
+     * gp [b, n], gcp and grcp [n, b] (each NULL: zero), WRITES gs[k] =
+     * sscale · ∂L/∂s[k] for every k named in bpos and accumulates into
+     * gpprev [b, n] (NULL: not wanted); it uses save's scratch. */
+    int (*om_pointer_fwd)(void *st, const float *s, const int32_t *bpos,
+                          const float *pprev, float *p, float *cp,
+                          float *rcp, float *save, int64_t b, int64_t n);
+    int (*om_pointer_bwd)(void *st, const int32_t *bpos, float *save,
+                          const float *gp, const float *gcp,
+                          const float *grcp, float *gs, float *gpprev,
+                          float sscale, int64_t b, int64_t n);
     /* gr_lerp / gr_lerp_rows over rows × d: y[r] = (1 - w[r])·a[r] +
      * w[r]·b[j] with j = idx[r] (idx NULL: j = r; idx[r] < 0: y[r] = a[r]).
      * The backward accumulates into gw [rows] and into ga [rows, d] and gb

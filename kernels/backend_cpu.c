@@ -1141,6 +1141,129 @@ static int cpu_om_cell_mask(void *st, const float *a, float *g, int64_t n,
     return 0;
 }
 
+/* gr_om_attend's pointer, one row (see backend.h). */
+static void om_pointer_row(const float *s, const int32_t *bp,
+                           const float *pp, float *pr, float *cp, float *rcp,
+                           float *sm, int64_t b, int64_t n)
+{
+    float *m = sm + n, *raw = sm + 3 * n;
+    float c = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        c += pp[i];
+        m[i] = c;
+    }
+    for (int64_t i = 0; i + 1 < n; i++) {
+        m[i] = bp[i] >= 0 ? m[i + 1] : 0.0f; /* c_{i+1}, cut where masked */
+    }
+    m[n - 1] = 1.0f;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (bp[i] >= 0 && s[bp[i]] > mx) {
+            mx = s[bp[i]];
+        }
+    }
+    if (mx == -INFINITY) {
+        for (int64_t i = 0; i < n; i++) {
+            sm[i] = 0.0f;
+        }
+    } else {
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (bp[i] >= 0) {
+                sum += (double)expf(s[bp[i]] - mx);
+            }
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < n; i++) {
+            sm[i] = bp[i] >= 0 ? expf(s[bp[i]] - mx) * inv : 0.0f;
+        }
+    }
+    double tot = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        tot += sm[i] * m[i];
+    }
+    float t = (float)tot;
+    float S = t > 1e-12f ? t : 1e-12f;
+    *raw = t;
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        pr[i] = sm[i] * m[i] / S;
+        acc += pr[i];
+        cp[i * b] = acc;
+    }
+    acc = 0.0f;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        acc += pr[i];
+        rcp[i * b] = acc;
+    }
+}
+
+static int cpu_om_pointer_fwd(void *st, const float *s, const int32_t *bpos,
+                              const float *pprev, float *p, float *cp,
+                              float *rcp, float *save, int64_t b, int64_t n)
+{
+    (void)st;
+    for (int64_t r = 0; r < b; r++) {
+        om_pointer_row(s, bpos + r * n, pprev + r * n, p + r * n, cp + r,
+                       rcp + r, save + r * (3 * n + 1), b, n);
+    }
+    return 0;
+}
+
+static int cpu_om_pointer_bwd(void *st, const int32_t *bpos, float *save,
+                              const float *gp, const float *gcp,
+                              const float *grcp, float *gs, float *gpprev,
+                              float sscale, int64_t b, int64_t n)
+{
+    (void)st;
+    for (int64_t r = 0; r < b; r++) {
+        const int32_t *bp = bpos + r * n;
+        const float *sm = save + r * (3 * n + 1), *m = sm + n;
+        float *g = save + r * (3 * n + 1) + 2 * n;
+        const float raw = sm[3 * n];
+        const float S = raw > 1e-12f ? raw : 1e-12f;
+        /* ∂L/∂p: p's own gradient, cp[j] for j >= i, rcp[j] for j <= i */
+        float acc = 0.0f;
+        for (int64_t i = n - 1; i >= 0; i--) {
+            acc += gcp ? gcp[i * b + r] : 0.0f;
+            g[i] = (gp ? gp[r * n + i] : 0.0f) + acc;
+        }
+        acc = 0.0f;
+        for (int64_t i = 0; i < n; i++) {
+            acc += grcp ? grcp[i * b + r] : 0.0f;
+            g[i] += acc;
+        }
+        /* p = e / max(Σe, floor), e = softmax ⊙ mask */
+        double dot = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            dot += (double)g[i] * (sm[i] * m[i]);
+        }
+        const float gsum = raw > 1e-12f ? -(float)dot / (S * S) : 0.0f;
+        double dot2 = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            g[i] = g[i] / S + gsum; /* ∂L/∂e */
+            dot2 += (double)sm[i] * (g[i] * m[i]);
+        }
+        for (int64_t i = 0; i < n; i++) {
+            if (bp[i] >= 0) {
+                gs[bp[i]] = sscale * sm[i] * (g[i] * m[i] - (float)dot2);
+            }
+        }
+        if (gpprev != NULL) {
+            /* m_i = c_{i+1} on allowed i < n-1; c = cumsum(pprev) */
+            acc = 0.0f;
+            for (int64_t j = n - 1; j >= 1; j--) {
+                if (bp[j - 1] >= 0) {
+                    acc += g[j - 1] * sm[j - 1];
+                }
+                gpprev[r * n + j] += acc;
+            }
+            gpprev[r * n] += acc;
+        }
+    }
+    return 0;
+}
+
 static int cpu_lerp_fwd(void *st, const float *a, const float *b,
                         const float *w, const int32_t *idx, float *y,
                         int64_t rows, int64_t d)
@@ -1641,6 +1764,8 @@ static const struct gr_backend cpu_backend = {
     .om_gate_fwd = cpu_om_gate_fwd,
     .om_gate_bwd = cpu_om_gate_bwd,
     .om_cell_mask = cpu_om_cell_mask,
+    .om_pointer_fwd = cpu_om_pointer_fwd,
+    .om_pointer_bwd = cpu_om_pointer_bwd,
     .lerp_fwd = cpu_lerp_fwd,
     .lerp_bwd = cpu_lerp_bwd,
     .lstm_fwd = cpu_lstm_fwd,

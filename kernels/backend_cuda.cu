@@ -1541,6 +1541,138 @@ int cu_om_cell_mask(void *st, const float *a, float *g, int64_t n,
     LAUNCH(k_om_cell_mask, n, a, g, n, scale);
 }
 
+/* gr_om_attend's pointer: one thread per row (rows are short: n slots). */
+__global__ void k_om_pointer_fwd(const float *s, const int32_t *bpos,
+                                 const float *pprev, float *p, float *cp,
+                                 float *rcp, float *save, int64_t b,
+                                 int64_t n)
+{
+    GRID_STRIDE(r, b)
+    {
+        const int32_t *bp = bpos + r * n;
+        const float *pp = pprev + r * n;
+        float *pr = p + r * n;
+        float *sm = save + r * (3 * n + 1), *m = sm + n;
+        float c = 0.0f;
+        for (int64_t i = 0; i < n; i++) {
+            c += pp[i];
+            m[i] = c;
+        }
+        for (int64_t i = 0; i + 1 < n; i++) {
+            m[i] = bp[i] >= 0 ? m[i + 1] : 0.0f;
+        }
+        m[n - 1] = 1.0f;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            if (bp[i] >= 0 && s[bp[i]] > mx) {
+                mx = s[bp[i]];
+            }
+        }
+        if (mx == -INFINITY) {
+            for (int64_t i = 0; i < n; i++) {
+                sm[i] = 0.0f;
+            }
+        } else {
+            double sum = 0.0;
+            for (int64_t i = 0; i < n; i++) {
+                if (bp[i] >= 0) {
+                    sum += (double)expf(s[bp[i]] - mx);
+                }
+            }
+            float inv = (float)(1.0 / sum);
+            for (int64_t i = 0; i < n; i++) {
+                sm[i] = bp[i] >= 0 ? expf(s[bp[i]] - mx) * inv : 0.0f;
+            }
+        }
+        double tot = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            tot += sm[i] * m[i];
+        }
+        float t = (float)tot;
+        float S = t > 1e-12f ? t : 1e-12f;
+        sm[3 * n] = t;
+        float acc = 0.0f;
+        for (int64_t i = 0; i < n; i++) {
+            pr[i] = sm[i] * m[i] / S;
+            acc += pr[i];
+            cp[i * b + r] = acc;
+        }
+        acc = 0.0f;
+        for (int64_t i = n - 1; i >= 0; i--) {
+            acc += pr[i];
+            rcp[i * b + r] = acc;
+        }
+    }
+}
+
+int cu_om_pointer_fwd(void *st, const float *s, const int32_t *bpos,
+                      const float *pprev, float *p, float *cp, float *rcp,
+                      float *save, int64_t b, int64_t n)
+{
+    (void)st;
+    LAUNCH(k_om_pointer_fwd, b, s, bpos, pprev, p, cp, rcp, save, b, n);
+}
+
+__global__ void k_om_pointer_bwd(const int32_t *bpos, float *save,
+                                 const float *gp, const float *gcp,
+                                 const float *grcp, float *gs, float *gpprev,
+                                 float sscale, int64_t b, int64_t n)
+{
+    GRID_STRIDE(r, b)
+    {
+        const int32_t *bp = bpos + r * n;
+        const float *sm = save + r * (3 * n + 1), *m = sm + n;
+        float *g = save + r * (3 * n + 1) + 2 * n;
+        const float raw = sm[3 * n];
+        const float S = raw > 1e-12f ? raw : 1e-12f;
+        float acc = 0.0f;
+        for (int64_t i = n - 1; i >= 0; i--) {
+            acc += gcp ? gcp[i * b + r] : 0.0f;
+            g[i] = (gp ? gp[r * n + i] : 0.0f) + acc;
+        }
+        acc = 0.0f;
+        for (int64_t i = 0; i < n; i++) {
+            acc += grcp ? grcp[i * b + r] : 0.0f;
+            g[i] += acc;
+        }
+        double dot = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            dot += (double)g[i] * (sm[i] * m[i]);
+        }
+        const float gsum = raw > 1e-12f ? -(float)dot / (S * S) : 0.0f;
+        double dot2 = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            g[i] = g[i] / S + gsum;
+            dot2 += (double)sm[i] * (g[i] * m[i]);
+        }
+        for (int64_t i = 0; i < n; i++) {
+            if (bp[i] >= 0) {
+                gs[bp[i]] = sscale * sm[i] * (g[i] * m[i] - (float)dot2);
+            }
+        }
+        if (gpprev != NULL) {
+            acc = 0.0f;
+            for (int64_t j = n - 1; j >= 1; j--) {
+                if (bp[j - 1] >= 0) {
+                    acc += g[j - 1] * sm[j - 1];
+                }
+                gpprev[r * n + j] += acc;
+            }
+            gpprev[r * n] += acc;
+        }
+    }
+}
+
+int cu_om_pointer_bwd(void *st, const int32_t *bpos, float *save,
+                      const float *gp, const float *gcp, const float *grcp,
+                      float *gs, float *gpprev, float sscale, int64_t b,
+                      int64_t n)
+{
+    (void)st;
+    LAUNCH(k_om_pointer_bwd, b, bpos, save, gp, gcp, grcp, gs, gpprev,
+           sscale, b, n);
+}
+
 __global__ void k_lerp_fwd(const float *a, const float *b, const float *w,
                            const int32_t *idx, float *y, int64_t rows,
                            int64_t d)
@@ -2070,6 +2202,8 @@ gr_backend make_table()
     t.om_gate_fwd = cu_om_gate_fwd;
     t.om_gate_bwd = cu_om_gate_bwd;
     t.om_cell_mask = cu_om_cell_mask;
+    t.om_pointer_fwd = cu_om_pointer_fwd;
+    t.om_pointer_bwd = cu_om_pointer_bwd;
     t.lerp_fwd = cu_lerp_fwd;
     t.lerp_bwd = cu_lerp_bwd;
     t.lstm_fwd = cu_lstm_fwd;

@@ -1942,6 +1942,266 @@ struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
     return y;
 }
 
+/* gr_om_attend: one step buffer (aux[0]) holds x [K, D] (the dropped
+ * candidate rows during the forward, then the gathered query rows; free
+ * scratch afterwards), kl = W_k drop(mh[kidx]) + b_k [K, D], ad =
+ * drop(ReLU(LN(kl) + q[qidx])) [K, D], mean and rstd [K] of the LayerNorm,
+ * the scores s [K], then the pointer kernel's save [B, 3N + 1]. The
+ * backward reuses x, kl and ad as its scratch once they are consumed and
+ * draws the dropped candidate rows again, so that it allocates only gs [K]
+ * (each node's backward runs once). */
+static int om_attend_bwd(struct gr_ctx *ctx, struct gr_node *nd)
+{
+    struct gr_tensor *mh = nd->in[0], *q = nd->in[1], *pp = nd->in[2];
+    struct gr_tensor *kidx = nd->in[3], *qidx = nd->in[4];
+    struct gr_tensor *bpos = nd->in[5], *wk = nd->in[6], *bk = nd->in[7];
+    struct gr_tensor *lg = nd->in[8], *lb = nd->in[9], *wb = nd->in[10];
+    struct gr_tensor *bb = nd->in[11];
+    struct gr_tensor *po = nd->out[0], *cpo = nd->out[1], *rcpo = nd->out[2];
+    const struct gr_backend *be = ctx->be;
+    const int64_t K = nd->i[0], d = nd->i[1], B = nd->i[2], N = nd->i[3];
+    const uint64_t key_k = (uint64_t)nd->i[4];
+    const float pdrop = nd->f[0], scale = nd->f[1], sscale = nd->f[2];
+    float *x = nd->aux[0];
+    float *kl = x + K * d, *ad = kl + K * d, *mean = ad + K * d;
+    float *rstd = mean + K, *save = rstd + 2 * K;
+    float *gpp = gr_grad_buf(ctx, pp);
+    float *gmh = K > 0 ? gr_grad_buf(ctx, mh) : NULL;
+    float *gq = K > 0 ? gr_grad_buf(ctx, q) : NULL;
+    float *gwk = K > 0 ? gr_grad_buf(ctx, wk) : NULL;
+    float *gbk = K > 0 ? gr_grad_buf(ctx, bk) : NULL;
+    float *glg = K > 0 ? gr_grad_buf(ctx, lg) : NULL;
+    float *glb = K > 0 ? gr_grad_buf(ctx, lb) : NULL;
+    float *gwb = K > 0 ? gr_grad_buf(ctx, wb) : NULL;
+    float *gbb = K > 0 ? gr_grad_buf(ctx, bb) : NULL;
+    /* gs [K]: written by the pointer kernel at every score */
+    float *gs = gr_step_floats(ctx, K > 0 ? K : 1);
+    if (ctx->status < 0 || gs == NULL) {
+        return ctx->status < 0 ? ctx->status : GR_ENOMEM;
+    }
+    CALLB(be->om_pointer_bwd(ctx->st, I(bpos), save,
+                             po->grad ? F(po->grad) : NULL,
+                             cpo->grad ? F(cpo->grad) : NULL,
+                             rcpo->grad ? F(rcpo->grad) : NULL, gs, gpp,
+                             sscale, B, N));
+    if (K == 0 || !(gmh || gq || gwk || gbk || glg || glb || gwb || gbb)) {
+        return 0;
+    }
+    const int Ki = (int)K, D = (int)d;
+    if (gwb) {
+        CALLB(be->gemm(ctx->st, 1, 0, 1, D, Ki, 1.0f, gs, 1, 0, ad, D, 0,
+                       1.0f, gwb, D, 0, 1));
+    }
+    if (gbb) {
+        CALLB(be->reduce(ctx->st, gs, gbb, 1, K, 1, 1.0f, 1));
+    }
+    if (!(gmh || gq || gwk || gbk || glg || glb)) {
+        return 0;
+    }
+    /* ga (in x) = gs wβ, then through the β dropout and the ReLU (ad > 0
+     * exactly where both let the gradient through) */
+    float *ga = x;
+    CALLB(be->gemm(ctx->st, 0, 0, Ki, D, 1, 1.0f, gs, 1, 0, F(wb), D, 0,
+                   0.0f, ga, D, 0, 1));
+    CALLB(be->om_cell_mask(ctx->st, ad, ga, K * d, scale));
+    if (gq) {
+        CALLB(be->rows_scatter_add(ctx->st, ga, I(qidx), gq, K, d));
+    }
+    if (!(gmh || gwk || gbk || glg || glb)) {
+        return 0;
+    }
+    /* gkl in ad (consumed), accumulated into: zeroed */
+    float *gkl = ad;
+    CALLB(be->zero(ctx->st, gkl, (size_t)(K * d) * sizeof(float)));
+    CALLB(be->layernorm_bwd(ctx->st, kl, F(lg), mean, rstd, ga, gkl, glg,
+                            glb, K, d));
+    struct gr_bcast bc;
+    om_cell_bcast(&bc, K, d);
+    if (gwk) {
+        /* the dropped candidate rows again, in x (ga is consumed) */
+        CALLB(be->rows_gather(ctx->st, F(mh), I(kidx), x, K, d));
+        if (pdrop > 0.0f) {
+            CALLB(be->dropout(ctx->st, x, x, &bc, key_k, pdrop, scale, 0));
+        }
+        CALLB(be->gemm(ctx->st, 1, 0, D, D, Ki, 1.0f, gkl, D, 0, x, D, 0,
+                       1.0f, gwk, D, 0, 1));
+    }
+    if (gbk) {
+        CALLB(be->reduce(ctx->st, gkl, gbk, 1, K, d, 1.0f, 1));
+    }
+    if (gmh) {
+        /* the gradient of the dropped rows, in kl (consumed) */
+        CALLB(be->gemm(ctx->st, 0, 0, Ki, D, D, 1.0f, gkl, D, 0, F(wk), D,
+                       0, 0.0f, kl, D, 0, 1));
+        if (pdrop > 0.0f) {
+            CALLB(be->dropout(ctx->st, kl, kl, &bc, key_k, pdrop, scale, 0));
+        }
+        CALLB(be->rows_scatter_add(ctx->st, kl, I(kidx), gmh, K, d));
+    }
+    return 0;
+}
+
+static int om_attend_fail(struct gr_ctx *ctx)
+{
+    return ctx->status < 0 ? ctx->status : GR_EINVAL;
+}
+
+int gr_om_attend(struct gr_ctx *ctx, struct gr_tensor *mh,
+                 struct gr_tensor *q, struct gr_tensor *p_prev,
+                 struct gr_tensor *kidx, struct gr_tensor *qidx,
+                 struct gr_tensor *bpos, const struct gr_om_attend_w *w,
+                 float eps, float p_drop, struct gr_rng rng_key,
+                 struct gr_rng rng_beta, struct gr_tensor **p_out,
+                 struct gr_tensor **cp_out, struct gr_tensor **rcp_out)
+{
+    const char *op = "gr_om_attend";
+    *p_out = *cp_out = *rcp_out = NULL;
+    if (w == NULL) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: no weights", op);
+    }
+    if (!arg_ok(ctx, op, mh, "mh", GR_F32) ||
+        !arg_ok(ctx, op, q, "q", GR_F32) ||
+        !arg_ok(ctx, op, p_prev, "p_prev", GR_F32) ||
+        !arg_ok(ctx, op, bpos, "bpos", GR_I32) ||
+        !arg_ok(ctx, op, w->wk, "wk", GR_F32) ||
+        !arg_ok(ctx, op, w->bk, "bk", GR_F32) ||
+        !arg_ok(ctx, op, w->ln_g, "ln_g", GR_F32) ||
+        !arg_ok(ctx, op, w->ln_b, "ln_b", GR_F32) ||
+        !arg_ok(ctx, op, w->wb, "wb", GR_F32) ||
+        !arg_ok(ctx, op, w->bb, "bb", GR_F32)) {
+        return om_attend_fail(ctx);
+    }
+    if ((kidx == NULL) != (qidx == NULL) ||
+        (kidx != NULL && (!arg_ok(ctx, op, kidx, "kidx", GR_I32) ||
+                          !arg_ok(ctx, op, qidx, "qidx", GR_I32)))) {
+        if (ctx->status == 0) {
+            gr_fail(ctx, GR_EINVAL, "%s: kidx and qidx must be given "
+                    "together (or both NULL for K = 0)", op);
+        }
+        return om_attend_fail(ctx);
+    }
+    char s1[96], s2[96], s3[96], s4[96];
+    if (mh->ndim != 3 || q->ndim != 2 || p_prev->ndim != 2 ||
+        bpos->ndim != 2 || q->shape[0] != mh->shape[1] ||
+        q->shape[1] != mh->shape[2] || p_prev->shape[0] != mh->shape[1] ||
+        p_prev->shape[1] != mh->shape[0] ||
+        bpos->shape[0] != p_prev->shape[0] ||
+        bpos->shape[1] != p_prev->shape[1]) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: want mh [N, B, D], q [B, "
+                            "D], p_prev and bpos [B, N] (got mh %s, q %s, "
+                            "p_prev %s, bpos %s)", op, SHAPE_STR(mh, s1),
+                            SHAPE_STR(q, s2), SHAPE_STR(p_prev, s3),
+                            SHAPE_STR(bpos, s4));
+    }
+    const int64_t N = mh->shape[0], B = mh->shape[1], d = mh->shape[2];
+    const int64_t K = kidx ? kidx->numel : 0;
+    if (kidx && (kidx->ndim != 1 || qidx->ndim != 1 ||
+                 qidx->numel != K || K > N * B)) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: kidx %s and qidx %s must "
+                            "both be [K] with K <= N·B = %lld", op,
+                            SHAPE_STR(kidx, s1), SHAPE_STR(qidx, s2),
+                            (long long)(N * B));
+    }
+    if (w->wk->ndim != 2 || w->wk->shape[0] != d || w->wk->shape[1] != d ||
+        w->bk->numel != d || w->ln_g->numel != d || w->ln_b->numel != d ||
+        w->wb->numel != d || w->bb->numel != 1) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: for D = %lld want wk [D, "
+                            "D], bk, ln_g, ln_b [D], wb [1, D] and bb [1] "
+                            "(got wk %s, wb %s)", op, (long long)d,
+                            SHAPE_STR(w->wk, s1), SHAPE_STR(w->wb, s2));
+    }
+    if (!(p_drop >= 0.0f && p_drop < 1.0f) || !(eps >= 0.0f)) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: p = %g outside [0, 1) or "
+                            "eps = %g < 0", op, (double)p_drop, (double)eps);
+    }
+    if (K * d > INT32_MAX || d * d > INT32_MAX) {
+        return gr_fail_code(ctx, GR_EINVAL, "%s: dimensions too large", op);
+    }
+    GR_NEED_DEVICE(ctx->be->gemm && ctx->be->rows_set &&
+                       ctx->be->rows_gather && ctx->be->rows_scatter_add &&
+                       ctx->be->dropout && ctx->be->layernorm_fwd &&
+                       ctx->be->layernorm_bwd && ctx->be->binary_fwd &&
+                       ctx->be->unary_fwd && ctx->be->om_cell_mask &&
+                       ctx->be->reduce && ctx->be->scale &&
+                       ctx->be->zero && ctx->be->om_pointer_fwd &&
+                       ctx->be->om_pointer_bwd,
+                   gr_fail_code);
+    const struct gr_backend *be = ctx->be;
+    const float scale = p_drop > 0.0f ? 1.0f / (1.0f - p_drop) : 1.0f;
+    const float sscale = 1.0f / sqrtf((float)d);
+    const uint64_t key_k = gr_rng_key(rng_key), key_b = gr_rng_key(rng_beta);
+    struct gr_tensor *po = gr_new_step(ctx, GR_F32, gr_shape2(B, N), 0);
+    struct gr_tensor *cpo =
+        po ? gr_new_step(ctx, GR_F32, gr_shape3(N, B, 1), 0) : NULL;
+    struct gr_tensor *rcpo =
+        cpo ? gr_new_step(ctx, GR_F32, gr_shape3(N, B, 1), 0) : NULL;
+    float *x = rcpo ? gr_step_floats(ctx, 3 * K * d + 3 * K +
+                                              B * (3 * N + 1))
+                    : NULL;
+    if (!x) {
+        return om_attend_fail(ctx);
+    }
+    float *kl = x + K * d, *ad = kl + K * d, *mean = ad + K * d;
+    float *rstd = mean + K, *s = rstd + K, *save = s + K;
+    const int Ki = (int)K, D = (int)d;
+    if (K > 0) {
+        struct gr_bcast bc;
+        om_cell_bcast(&bc, K, d);
+        CALLB(be->rows_gather(ctx->st, F(mh), I(kidx), x, K, d));
+        if (p_drop > 0.0f) {
+            CALLB(be->dropout(ctx->st, x, x, &bc, key_k, p_drop, scale, 0));
+        }
+        CALLB(be->rows_set(ctx->st, kl, F(w->bk), K, d));
+        CALLB(be->gemm(ctx->st, 0, 1, Ki, D, D, 1.0f, x, D, 0, F(w->wk), D,
+                       0, 1.0f, kl, D, 0, 1));
+        CALLB(be->layernorm_fwd(ctx->st, kl, F(w->ln_g), F(w->ln_b), ad,
+                                mean, rstd, K, d, eps));
+        /* x is free: the query rows */
+        CALLB(be->rows_gather(ctx->st, F(q), I(qidx), x, K, d));
+        CALLB(be->binary_fwd(ctx->st, GR_B_ADD, ad, x, ad, &bc));
+        CALLB(be->unary_fwd(ctx->st, GR_U_RELU, ad, ad, K * d, 0.0f, 0.0f));
+        if (p_drop > 0.0f) {
+            CALLB(be->dropout(ctx->st, ad, ad, &bc, key_b, p_drop, scale,
+                              0));
+        }
+        CALLB(be->rows_set(ctx->st, s, F(w->bb), K, 1));
+        CALLB(be->gemm(ctx->st, 0, 1, Ki, 1, D, 1.0f, ad, D, 0, F(w->wb), D,
+                       0, 1.0f, s, 1, 0, 1));
+        CALLB(be->scale(ctx->st, s, K, sscale));
+    }
+    CALLB(be->om_pointer_fwd(ctx->st, s, I(bpos), F(p_prev), F(po), F(cpo),
+                             F(rcpo), save, B, N));
+    struct gr_tensor *ins[12] = {mh,         q,          p_prev,
+                                 kidx ? kidx : bpos,     qidx ? qidx : bpos,
+                                 bpos,       w->wk,      w->bk,
+                                 w->ln_g,    w->ln_b,    w->wb,
+                                 w->bb};
+    if (wants_grad(ctx, 12, ins)) {
+        struct gr_node *nd = record(ctx, op, om_attend_bwd, 12, ins, po);
+        if (!nd) {
+            return om_attend_fail(ctx);
+        }
+        nd->out[1] = cpo;
+        nd->out[2] = rcpo;
+        nd->n_out = 3;
+        cpo->requires_grad = rcpo->requires_grad = 1;
+        cpo->node_ = rcpo->node_ = po->node_;
+        nd->aux[0] = x;
+        nd->i[0] = K;
+        nd->i[1] = d;
+        nd->i[2] = B;
+        nd->i[3] = N;
+        nd->i[4] = (int64_t)key_k;
+        nd->f[0] = p_drop;
+        nd->f[1] = scale;
+        nd->f[2] = sscale;
+    }
+    *p_out = po;
+    *cp_out = cpo;
+    *rcp_out = rcpo;
+    return 0;
+}
+
 static int lerp_bwd(struct gr_ctx *ctx, struct gr_node *nd)
 {
     struct gr_tensor *a = nd->in[0], *b = nd->in[1], *w = nd->in[2];

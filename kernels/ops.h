@@ -293,6 +293,41 @@ struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
                              struct gr_tensor *beta, float eps, float p,
                              struct gr_rng rng_in, struct gr_rng rng_hid);
 
+/* The weights of gr_om_attend: the key projection W_k [D, D], b_k [D],
+ * its LayerNorm (ln_g, ln_b [D]) and the β projection w_β [1, D], b_β [1]. */
+struct gr_om_attend_w {
+    struct gr_tensor *wk, *bk, *ln_g, *ln_b, *wb, *bb;
+};
+
+/* Ordered Memory's attention over slots (ordered_memory.md eqs 3.5.8-
+ * 3.5.11 and 3.5.3-3.5.4) as one op: from the previous candidates mh
+ * [N, B, D], the query q [B, D] (already LN_q(W_q drop(xt) + b_q)) and the
+ * previous pointer p_prev [B, N], the K allowed (slot, row) pairs only:
+ *   k = LN(W_k drop(mh[kidx]) + b_k), β = (w_β drop(ReLU(k + q[qidx]))
+ *   + b_β) / √D, rows kidx [K] of mh viewed [N·B, D], qidx [K] of q;
+ * bpos [B, N] (i32) says where the score of slot i of row b is among the K
+ * (each of 0..K-1 exactly once), or -1 where the slot is masked (cut, or a
+ * padded row). Then, per row, the softmax of β over the allowed slots,
+ * times the mask m_i = c_{i+1} (c = cumsum(p_prev); m_{N-1} = 1), divided
+ * by max(Σ, 1e-12): *p_out [B, N]; with its cumulative sums
+ * *cp_out[i, b] = Σ_{j<=i} p[b, j] and *rcp_out[i, b] = Σ_{j>=i} p[b, j],
+ * both [N, B, 1] (the layout the memory and candidate updates take).
+ * A row with no allowed slot gets p = cp = rcp = 0. Dropout rate p_drop (0:
+ * none) with the masks gr_dropout draws over [K, D] from rng_key (the
+ * gathered candidates) and rng_beta (the ReLU output): the same numbers as
+ * the composition in nlp/models/om.c (GROVE_OM_UNFUSED=1), with one tape
+ * node and 3·K·D + 3·K + B·(3N + 1) floats of step memory (its backward
+ * adds K; the composition takes ~20·K·D). K = 0 (kidx and qidx NULL) is
+ * allowed. Gradients reach mh, q, p_prev and the six weights.
+ * Returns 0 or a negative code (outputs NULL). */
+int gr_om_attend(struct gr_ctx *ctx, struct gr_tensor *mh,
+                 struct gr_tensor *q, struct gr_tensor *p_prev,
+                 struct gr_tensor *kidx, struct gr_tensor *qidx,
+                 struct gr_tensor *bpos, const struct gr_om_attend_w *w,
+                 float eps, float p_drop, struct gr_rng rng_key,
+                 struct gr_rng rng_beta, struct gr_tensor **p_out,
+                 struct gr_tensor **cp_out, struct gr_tensor **rcp_out);
+
 /* LSTM cell, PyTorch gate order: gates [B, 4H] = pre-activations of
  * (i, f, g, o) (x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), c_prev [B, H] ->
  * *c_out = σ(f)⊙c_prev + σ(i)⊙tanh(g), *h_out = σ(o)⊙tanh(c), both [B, H].

@@ -536,11 +536,26 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             y = xt;
         } else {
             struct gr_tensor *q = gr_select(ctx, q_all, t); /* [B, D] */
-            /* mask from the previous cumulative pointer (eq. 3.5.10) */
-            struct gr_tensor *c = gr_cumsum(ctx, p);
-            if (c == NULL || gr_tensor_to_host(c, s.c) < 0) {
-                rc = -1;
-                break;
+            /* mask from the previous cumulative pointer (eq. 3.5.10); the
+             * fused op takes p itself, so its cumulative sum is only
+             * needed here, on the host (the same float sums) */
+            struct gr_tensor *c = NULL;
+            if (fused) {
+                if (gr_tensor_to_host(p, s.c) < 0) {
+                    rc = -1;
+                    break;
+                }
+                for (int64_t b = 0; b < B; b++) {
+                    for (int i = 1; i < N; i++) {
+                        s.c[b * N + i] += s.c[b * N + i - 1];
+                    }
+                }
+            } else {
+                c = gr_cumsum(ctx, p);
+                if (c == NULL || gr_tensor_to_host(c, s.c) < 0) {
+                    rc = -1;
+                    break;
+                }
             }
             /* The allowed (slot, row) pairs: m_i > 0 on a real row. Only
              * their scores matter: p_t is 0 at a masked slot and does not
@@ -563,64 +578,107 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     }
                 }
             }
-            for (int64_t j = 0; j < B * N; j++) {
-                if (s.bpos[j] < 0) {
-                    s.bpos[j] = K; /* the zero row */
+            struct gr_tensor *pn = NULL, *cpT = NULL, *rcpT = NULL;
+            if (fused) {
+                /* keys, β, the masked softmax and both cumulative
+                 * pointers as one op (kernels/ops.h, gr_om_attend) */
+                const struct gr_om_attend_w aw = {
+                    d->k.weight, d->k.bias,     d->ln_k_g,
+                    d->ln_k_b,   d->beta.weight, d->beta.bias};
+                struct gr_tensor *kidx = NULL, *qidx = NULL;
+                if (K > 0) {
+                    kidx = gr_tensor_from_host(ctx, GR_I32, gr_shape1(K),
+                                               s.kidx);
+                    qidx = gr_tensor_from_host(ctx, GR_I32, gr_shape1(K),
+                                               s.qidx);
+                }
+                struct gr_tensor *bpos = gr_tensor_from_host(
+                    ctx, GR_I32, gr_shape2(B, N), s.bpos);
+                if ((K > 0 && (kidx == NULL || qidx == NULL)) ||
+                    gr_om_attend(
+                        ctx, Mh, q, p, kidx, qidx, bpos, &aw, OM_LN_EPS,
+                        run->training ? rm : 0.0f,
+                        nlp_om_rng(run->seed, run->batch, t, 0,
+                                   NLP_OM_RNG_KEY, dir),
+                        nlp_om_rng(run->seed, run->batch, t, 0,
+                                   NLP_OM_RNG_BETA, dir),
+                        &pn, &cpT, &rcpT) < 0 ||
+                    gr_tensor_to_host(cpT, s.c) < 0) {
+                    rc = -1;
+                    break;
+                }
+                /* cp [N, B] -> s.cp [B, N] */
+                for (int64_t b = 0; b < B; b++) {
+                    for (int i = 0; i < N; i++) {
+                        s.cp[b * N + i] = s.c[(int64_t)i * B + b];
+                    }
+                }
+            } else {
+                for (int64_t j = 0; j < B * N; j++) {
+                    if (s.bpos[j] < 0) {
+                        s.bpos[j] = K; /* the zero row */
+                    }
+                }
+                struct gr_tensor *beta = NULL;
+                if (K > 0) {
+                    /* keys from the previous candidates (eqs 3.5.8-3.5.9) */
+                    struct gr_tensor *kidx = gr_tensor_from_host(
+                        ctx, GR_I32, gr_shape1(K), s.kidx);
+                    struct gr_tensor *qidx = gr_tensor_from_host(
+                        ctx, GR_I32, gr_shape1(K), s.qidx);
+                    struct gr_tensor *mh_rows = gr_embedding(
+                        ctx, gr_reshape(ctx, Mh, gr_shape2(N * B, D)), kidx);
+                    struct gr_tensor *k = gr_layer_norm(
+                        ctx,
+                        gr_linear_forward(ctx, &d->k,
+                                          drop(ctx, mh_rows, rm, run, t, 0,
+                                               NLP_OM_RNG_KEY, dir)),
+                        d->ln_k_g, d->ln_k_b, OM_LN_EPS); /* [K, D] */
+                    struct gr_tensor *a = drop(
+                        ctx, gr_relu(ctx, gr_add(ctx, k, gr_embedding(ctx, q,
+                                                                      qidx))),
+                        rm, run, t, 0, NLP_OM_RNG_BETA, dir);
+                    struct gr_tensor *bk = gr_scale(
+                        ctx, gr_linear_forward(ctx, &d->beta, a),
+                        1.0f / sqrtf((float)D)); /* [K, 1] */
+                    struct gr_tensor *cat[2] = {bk, zero_one};
+                    struct gr_tensor *bpos = gr_tensor_from_host(
+                        ctx, GR_I32, gr_shape1(B * N), s.bpos);
+                    beta = gr_reshape(
+                        ctx, gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), bpos),
+                        gr_shape2(B, N));
+                } else {
+                    beta = gr_zeros(ctx, gr_shape2(B, N));
+                }
+                struct gr_tensor *smask = gr_tensor_from_host(
+                    ctx, GR_F32, gr_shape2(B, N), s.smask);
+                struct gr_tensor *cut = gr_tensor_from_host(
+                    ctx, GR_F32, gr_shape2(B, N - 1), s.cut);
+                struct gr_tensor *mparts[2] = {
+                    gr_mul(ctx, gr_slice(ctx, c, 1, 1, N - 1), cut), ones_col};
+                struct gr_tensor *mask =
+                    gr_concat(ctx, 2, mparts, 1); /* [B, N] */
+                /* masked softmax (eq. 3.5.11) */
+                struct gr_tensor *e = gr_mul(ctx, gr_softmax(ctx, beta, smask),
+                                             mask);
+                struct gr_tensor *sum = gr_maximum(
+                    ctx,
+                    gr_reshape(ctx, gr_sum_dim(ctx, e, 1), gr_shape2(B, 1)),
+                    floor_t);
+                pn = gr_div(ctx, e, sum); /* p_t [B, N] */
+                /* cumulative pointers (eqs 3.5.3-3.5.4) */
+                struct gr_tensor *cp = gr_cumsum(ctx, pn);
+                struct gr_tensor *rcp = gr_gather(
+                    ctx, gr_cumsum(ctx, gr_gather(ctx, pn, rev)), rev);
+                cpT = gr_reshape(ctx, gr_transpose(ctx, cp, 0, 1),
+                                 gr_shape3(N, B, 1));
+                rcpT = gr_reshape(ctx, gr_transpose(ctx, rcp, 0, 1),
+                                  gr_shape3(N, B, 1));
+                if (cp == NULL || gr_tensor_to_host(cp, s.cp) < 0) {
+                    rc = -1;
+                    break;
                 }
             }
-            struct gr_tensor *beta = NULL;
-            if (K > 0) {
-                /* keys from the previous candidates (eqs 3.5.8-3.5.9) */
-                struct gr_tensor *kidx = gr_tensor_from_host(
-                    ctx, GR_I32, gr_shape1(K), s.kidx);
-                struct gr_tensor *qidx = gr_tensor_from_host(
-                    ctx, GR_I32, gr_shape1(K), s.qidx);
-                struct gr_tensor *mh_rows = gr_embedding(
-                    ctx, gr_reshape(ctx, Mh, gr_shape2(N * B, D)), kidx);
-                struct gr_tensor *k = gr_layer_norm(
-                    ctx,
-                    gr_linear_forward(ctx, &d->k,
-                                      drop(ctx, mh_rows, rm, run, t, 0,
-                                           NLP_OM_RNG_KEY, dir)),
-                    d->ln_k_g, d->ln_k_b, OM_LN_EPS); /* [K, D] */
-                struct gr_tensor *a = drop(
-                    ctx, gr_relu(ctx, gr_add(ctx, k, gr_embedding(ctx, q,
-                                                                  qidx))),
-                    rm, run, t, 0, NLP_OM_RNG_BETA, dir);
-                struct gr_tensor *bk = gr_scale(
-                    ctx, gr_linear_forward(ctx, &d->beta, a),
-                    1.0f / sqrtf((float)D)); /* [K, 1] */
-                struct gr_tensor *cat[2] = {bk, zero_one};
-                struct gr_tensor *bpos = gr_tensor_from_host(
-                    ctx, GR_I32, gr_shape1(B * N), s.bpos);
-                beta = gr_reshape(
-                    ctx, gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), bpos),
-                    gr_shape2(B, N));
-            } else {
-                beta = gr_zeros(ctx, gr_shape2(B, N));
-            }
-            struct gr_tensor *smask = gr_tensor_from_host(
-                ctx, GR_F32, gr_shape2(B, N), s.smask);
-            struct gr_tensor *cut = gr_tensor_from_host(
-                ctx, GR_F32, gr_shape2(B, N - 1), s.cut);
-            struct gr_tensor *mparts[2] = {
-                gr_mul(ctx, gr_slice(ctx, c, 1, 1, N - 1), cut), ones_col};
-            struct gr_tensor *mask = gr_concat(ctx, 2, mparts, 1); /* [B,N] */
-            /* masked softmax (eq. 3.5.11) */
-            struct gr_tensor *e = gr_mul(ctx, gr_softmax(ctx, beta, smask),
-                                         mask);
-            struct gr_tensor *sum = gr_maximum(
-                ctx, gr_reshape(ctx, gr_sum_dim(ctx, e, 1), gr_shape2(B, 1)),
-                floor_t);
-            struct gr_tensor *pn = gr_div(ctx, e, sum); /* p_t [B, N] */
-            /* cumulative pointers (eqs 3.5.3-3.5.4) */
-            struct gr_tensor *cp = gr_cumsum(ctx, pn);
-            struct gr_tensor *rcp = gr_gather(
-                ctx, gr_cumsum(ctx, gr_gather(ctx, pn, rev)), rev);
-            struct gr_tensor *cpT = gr_reshape(
-                ctx, gr_transpose(ctx, cp, 0, 1), gr_shape3(N, B, 1));
-            struct gr_tensor *rcpT = gr_reshape(
-                ctx, gr_transpose(ctx, rcp, 0, 1), gr_shape3(N, B, 1));
             struct gr_tensor *omcT =
                 fused ? cpT : gr_affine(ctx, cpT, -1.0f, 1.0f);
             /* memory update (eq. 3.5.5) */
@@ -630,8 +688,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                                gr_mul(ctx, M,
                                       gr_affine(ctx, rcpT, -1.0f, 1.0f)),
                                gr_mul(ctx, Mh, rcpT));
-            if (cp == NULL || Mt == NULL || omcT == NULL ||
-                gr_tensor_to_host(cp, s.cp) < 0) {
+            if (Mt == NULL || omcT == NULL) {
                 rc = -1;
                 break;
             }
@@ -710,10 +767,29 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                                                        gr_shape2(B, 1), s.vm);
             struct gr_tensor *vm3 = gr_reshape(ctx, vm, gr_shape3(1, B, 1));
             y = gr_mul(ctx, y, vm);
-            p = gr_mul(ctx, p, vm);
-            if (fused) {
-                /* lerp(0, x, valid): the same zeros, one pass, and a
-                 * gradient written rather than zeroed and accumulated */
+            if (!fused || t == 0) {
+                /* (gr_om_attend gives p = 0 on rows without an allowed
+                 * slot, which padded rows are) */
+                p = gr_mul(ctx, p, vm);
+            }
+            /* The fused path zeroes only what can be seen. A padded row's
+             * y is 0 and its p is 0 (no allowed slot), so nothing of its
+             * state reaches an output or a gradient while it stays
+             * padded. When it turns real at t + 1 (left padding), p = 0
+             * forces rcp_{t+1} = 1 on every slot, so M_{t+1} = Mh_t
+             * exactly (0·M_t; M_t is finite) and only Mh_t must be 0.
+             * So M is never zeroed and Mh only before such a step: the
+             * same outputs and gradients as the rule, without two
+             * [N, B, D] passes a step on right-padded batches. */
+            int turns_real = 0;
+            for (int64_t b = 0; fused && valid != NULL && t + 1 < T &&
+                                b < B;
+                 b++) {
+                turns_real |= !valid[t * B + b] && valid[(t + 1) * B + b];
+            }
+            if (fused && turns_real) {
+                /* lerp(0, x, valid): the zeros in one pass, a gradient
+                 * written rather than zeroed and accumulated */
                 if (zeros_nbd == NULL) {
                     zeros_nbd = gr_zeros(ctx, gr_shape3(N, B, D));
                 }
@@ -723,9 +799,8 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                 }
                 struct gr_tensor *vmn = gr_tensor_from_host(
                     ctx, GR_F32, gr_shape3(N, B, 1), s.vmn);
-                M = gr_lerp(ctx, zeros_nbd, M, vmn);
                 Mh = gr_lerp(ctx, zeros_nbd, Mh, vmn);
-            } else {
+            } else if (!fused) {
                 M = gr_mul(ctx, M, vm3);
                 Mh = gr_mul(ctx, Mh, vm3);
             }

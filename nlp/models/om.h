@@ -29,10 +29,12 @@
  * are active the step reads cp_t to the host (free on CPU, one small copy
  * per step on CUDA).
  *
- * By default the cell is one op (gr_om_cell) and the memory and candidate
- * updates are gr_lerp / gr_lerp_rows (kernels/ops.h), the same numbers
- * with less step memory; GROVE_OM_UNFUSED=1 (nlp_om_unfused) selects the
- * composition of primitive ops.
+ * By default the cell is one op (gr_om_cell), the attention (keys, β, the
+ * masked softmax and both cumulative pointers) is one op (gr_om_attend)
+ * and the memory and candidate updates are gr_lerp / gr_lerp_rows
+ * (kernels/ops.h), the same numbers with less step memory;
+ * GROVE_OM_UNFUSED=1 (nlp_om_unfused) selects the composition of
+ * primitive ops.
  *
  * The one difference from the reference's arithmetic: the masked softmax
  * is computed as softmax(β) ⊙ m / max(Σ softmax(β) ⊙ m, 1e-12), i.e. the
@@ -222,9 +224,10 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
 struct gr_tensor *nlp_om_input(struct nlp_om *m, int dir, struct gr_tensor *x);
 
 /* Whether the plain composition of ops is used instead of the fused cell
- * (gr_om_cell, kernels/ops.h): the environment variable GROVE_OM_UNFUSED
- * set to anything but "" or "0". Same numbers either way; kept for
- * comparison and so that the fixture tests check both. */
+ * and attention (gr_om_cell, gr_om_attend, kernels/ops.h): the
+ * environment variable GROVE_OM_UNFUSED set to anything but "" or "0".
+ * Same numbers either way; kept for comparison and so that the fixture
+ * tests check both. */
 int nlp_om_unfused(void);
 
 /* The gated recursive cell (eqs 3.5.12-3.5.13) without dropout:
