@@ -3,7 +3,11 @@
  * The only part of kernels/ outside the .cu files that speaks of CUDA, in
  * plain C: counts and descriptions, no CUDA types. Safe to call from any
  * thread; no allocation. Nothing here fails: with no CUDA compiled in, or
- * no driver, or no GPU, the count is 0 and gr_cuda_status says why.
+ * no driver, or no GPU, or no loadable libgrove_cuda.so, the count is 0 and
+ * gr_cuda_status says why. In a CUDA build the first call of
+ * gr_cuda_device_count, gr_cuda_device_describe or gr_cuda_status loads
+ * the CUDA backend (libgrove_cuda.so, cudart, cuBLAS: about a second)
+ * when a CUDA driver is present; gr_cuda_compiled loads nothing.
  *
  *   if (gr_cuda_device_count() > 0) { ... }
  */

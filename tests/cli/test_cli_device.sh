@@ -3,9 +3,10 @@
 # version says whether CUDA is compiled in and how many GPUs it sees;
 # without a usable GPU, --device cuda is refused by every trainer with one
 # line naming the reason and leaves no run folder; --device auto runs on the
-# CPU and says so. A short test on purpose: the CUDA build's ci run (no GPU)
-# pays about a second of cuBLAS start-up per grove process, so the full cli
-# test runs in ci-cpu only.
+# CPU and says so. In a CUDA build, a process that asks for no GPU loads no
+# CUDA library (the backend is libgrove_cuda.so, loaded on first GPU use:
+# kernels/README.md), and a missing backend library is refused like a
+# missing GPU.
 #   test_cli_device.sh PATH/TO/grove
 set -u
 grove=$1
@@ -61,6 +62,50 @@ if [ "$gpus" = 0 ]; then
     refused nlp mlm train --data "$tmp/ptb" --epochs 0 --trees "$tmp/gold.conll"
 else
     echo "skip: --device cuda refusals ($gpus GPUs visible)"
+fi
+
+# CUDA build: a process that asks for no GPU does not load the CUDA backend
+# (cuBLAS alone costs about a second of start-up); the dynamic loader's own
+# log says which libraries a process opened.
+cuda_libs='libgrove_cuda|libcublas|libcudart'
+if grep -q "^cuda: *compiled in" "$tmp/v"; then
+    for args in "--help" "nlp classify train --help" \
+        "nlp classify train --task listops --model lstm --epochs 0 --device cpu --out $tmp/cpu"; do
+        checks=$((checks + 1))
+        # shellcheck disable=SC2086
+        LD_DEBUG=libs "$grove" $args >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" -eq 0 ] || fail "grove $args: exit $rc"
+        if grep -Eq "find library=($cuda_libs)" "$tmp/err"; then
+            fail "grove $args loaded a CUDA library: $(grep -Eo "find library=($cuda_libs)[^ ]*" "$tmp/err" | sort -u | tr '\n' ' ')"
+        else
+            echo "ok: grove $args loads no CUDA library"
+        fi
+    done
+    # A backend library that is not there: no GPU, and the reason named.
+    checks=$((checks + 1))
+    GROVE_CUDA_LIB="$tmp/missing/libgrove_cuda.so" "$grove" version >"$tmp/v2"
+    grep -q "^gpus: *0 visible" "$tmp/v2" ||
+        fail "missing backend: grove version does not say 0 GPUs: $(cat "$tmp/v2")"
+    grep -q "^cuda: .*GROVE_CUDA_LIB=$tmp/missing/libgrove_cuda.so cannot be read" "$tmp/v2" ||
+        fail "missing backend: grove version does not name it: $(grep '^cuda:' "$tmp/v2")"
+    checks=$((checks + 1))
+    rm -rf "$tmp/run"
+    GROVE_CUDA_LIB="$tmp/missing/libgrove_cuda.so" "$grove" nlp lm train \
+        --data "$tmp/ptb" --epochs 0 --device cuda --out "$tmp/run" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then
+        fail "missing backend: nlp lm train --device cuda: exit $rc"
+    elif ! tail -1 "$tmp/err" | grep -q "no GPU is visible.*GROVE_CUDA_LIB"; then
+        fail "missing backend: the error line does not name it: $(cat "$tmp/err")"
+    elif [ -e "$tmp/run" ]; then
+        fail "missing backend: left $tmp/run behind"
+    else
+        echo "ok: missing backend -> $(tail -1 "$tmp/err")"
+    fi
+else
+    echo "skip: CUDA library loading (no CUDA backend in this build)"
 fi
 
 # --device auto: the device it resolves to is named
