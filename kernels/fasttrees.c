@@ -182,7 +182,7 @@ int gr_cft_init(struct gr_cft *l, struct gr_ctx *ctx, const char *prefix,
     if (in < m) {
         return gr_error(GR_EINVAL, "conv. fasttrees '%s': the convolution "
                         "reads the first 2n = %lld input features, the "
-                        "input has %d (fasttrees.md §3.2)",
+                        "input has %d (docs/models.md, FastTrees)",
                         prefix, (long long)m, in);
     }
     if ((rc = gr_ft_init(&l->ft, ctx, prefix, in, hidden, chunk, rng)) < 0) {

@@ -296,7 +296,7 @@ const struct nlp_encoder_kind nlp_encoder_lstm = {
 
 const struct nlp_encoder_kind nlp_encoder_onlstm = {
     "onlstm",
-    "one ON-LSTM layer, chunk 10 (on_lstm.md §11's logic classifier)",
+    "one ON-LSTM layer, chunk 10 (the ON-LSTM paper's logic classifier)",
     onlstm_defaults,
     onlstm_init,
     rnn_encode,
@@ -307,7 +307,7 @@ const struct nlp_encoder_kind nlp_encoder_onlstm = {
 
 const struct nlp_encoder_kind nlp_encoder_ft = {
     "ft",
-    "one FastTrees layer: master gates from x_t only (fasttrees.md §2)",
+    "one FastTrees layer: master gates from x_t only (docs/models.md)",
     fasttrees_defaults,
     ft_init,
     rnn_encode,
@@ -319,7 +319,7 @@ const struct nlp_encoder_kind nlp_encoder_ft = {
 const struct nlp_encoder_kind nlp_encoder_cft = {
     "cft",
     "one Conv. FastTrees layer: causal conv (k 2, dilation 2) on the first "
-    "2n inputs, then FastTrees (fasttrees.md §3.3)",
+    "2n inputs, then FastTrees (docs/models.md)",
     fasttrees_defaults,
     cft_init,
     rnn_encode,
@@ -331,7 +331,7 @@ const struct nlp_encoder_kind nlp_encoder_cft = {
 const struct nlp_encoder_kind nlp_encoder_fft = {
     "fft",
     "one Faster FastTrees layer: every gate from x_t, the recurrence a "
-    "linear scan (fasttrees.md §4)",
+    "linear scan (docs/models.md)",
     fasttrees_defaults,
     fft_init,
     rnn_encode,

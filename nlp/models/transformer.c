@@ -737,7 +737,7 @@ const struct nlp_encoder_kind nlp_encoder_transformer = {
 const struct nlp_encoder_kind nlp_encoder_ftt = {
     "ftt",
     "FastTrees-Transformer: the transformer with the FastTrees gate on "
-    "every attention output (fasttrees.md §7)",
+    "every attention output (docs/models.md)",
     tf_defaults,
     ftt_init,
     tf_encode,
@@ -749,7 +749,7 @@ const struct nlp_encoder_kind nlp_encoder_ftt = {
 const struct nlp_encoder_kind nlp_encoder_ftt_conv = {
     "ftt-conv",
     "FastTrees-Transformer with the Conv. FastTrees form of F (width-3 "
-    "convolution over positions, fasttrees.md §7)",
+    "convolution over positions; docs/models.md)",
     tf_defaults,
     ftt_conv_init,
     tf_encode,

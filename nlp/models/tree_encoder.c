@@ -193,7 +193,7 @@ static struct gr_tensor *tree_nodes(struct nlp_encoder *e)
 const struct nlp_encoder_kind nlp_encoder_treelstm = {
     "treelstm",
     "binary constituency Tree-LSTM over the given trees (Tai et al. 2015; "
-    "hybrid_and_trees.md §3.2), batched by tree level",
+    "docs/nlp/trees.md), batched by tree level",
     treelstm_defaults,
     treelstm_init,
     tree_encode,
@@ -205,7 +205,7 @@ const struct nlp_encoder_kind nlp_encoder_treelstm = {
 const struct nlp_encoder_kind nlp_encoder_childsum = {
     "childsum",
     "Child-Sum Tree-LSTM over the given trees, children unordered (Tai et "
-    "al. 2015; hybrid_and_trees.md §3.1), batched by tree level",
+    "al. 2015; docs/nlp/trees.md), batched by tree level",
     childsum_defaults,
     childsum_init,
     tree_encode,
