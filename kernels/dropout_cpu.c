@@ -15,6 +15,9 @@
 #define GR_DROP_AVX2 1
 #include <immintrin.h>
 #endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static void blocks_scalar(const uint32_t pkey[2], uint64_t b0, int64_t nb,
                           uint32_t *out)
@@ -140,13 +143,31 @@ void gr_cpu_dropout_run(uint64_t key, uint64_t m0, int64_t n, float p,
         take = take < n ? take : n;
         gr_cpu_philox_blocks(key, m0 >> 2, (off + take + 3) >> 2, words);
         const uint32_t *w = words + off;
+        int64_t i0 = 0;
+#if defined(__SSE2__)
+        /* Branch-free: a random mask made the scalar loop's branch
+         * mispredict on a third of the elements. Kept: x·scale, the same
+         * product; dropped: +0 (the and-mask), as the scalar 0.0f. */
+        const __m128i tm1 = _mm_set1_epi32(t - 1);
+        const __m128 vs = _mm_set1_ps(scale);
+        for (; i0 + 4 <= take; i0 += 4) {
+            __m128i wv = _mm_srli_epi32(
+                _mm_loadu_si128((const __m128i *)(w + i0)), 8);
+            __m128 keep = _mm_castsi128_ps(_mm_cmpgt_epi32(wv, tm1));
+            __m128 v = _mm_and_ps(_mm_mul_ps(_mm_loadu_ps(x + i0), vs), keep);
+            if (acc) {
+                v = _mm_add_ps(_mm_loadu_ps(y + i0), v);
+            }
+            _mm_storeu_ps(y + i0, v);
+        }
+#endif
         if (acc) {
-            for (int64_t i = 0; i < take; i++) {
+            for (int64_t i = i0; i < take; i++) {
                 float v = (int32_t)(w[i] >> 8) >= t ? x[i] * scale : 0.0f;
                 y[i] += v;
             }
         } else {
-            for (int64_t i = 0; i < take; i++) {
+            for (int64_t i = i0; i < take; i++) {
                 y[i] = (int32_t)(w[i] >> 8) >= t ? x[i] * scale : 0.0f;
             }
         }

@@ -98,7 +98,8 @@ static void test_runs(void)
     free(z);
 }
 
-/* u == p exactly: gr_rng_keep keeps it, and the next float up drops it. */
+/* u == p exactly: gr_rng_keep keeps it, and the next float up drops it;
+ * alone (the scalar tail) and first of four (the vector lanes). */
 static void test_boundary(void)
 {
     const uint64_t key = gr_rng_key(gr_rng_make(11, 5));
@@ -111,13 +112,19 @@ static void test_boundary(void)
         tried++;
         float p = (float)(w >> 8) * (1.0f / 16777216.0f);
         float up = nextafterf(p, 1.0f);
-        float one = 1.0f, y[2];
+        float one[4] = {1.0f, 1.0f, 1.0f, 1.0f}, y[2], y4[2][4];
         CHECK(gr_rng_keep(key, m, p) && !gr_rng_keep(key, m, up));
-        gr_cpu_dropout_run(key, m, 1, p, 1.0f, &one, &y[0], 0);
-        gr_cpu_dropout_run(key, m, 1, up, 1.0f, &one, &y[1], 0);
+        gr_cpu_dropout_run(key, m, 1, p, 1.0f, one, &y[0], 0);
+        gr_cpu_dropout_run(key, m, 1, up, 1.0f, one, &y[1], 0);
         CHECK_MSG(y[0] == 1.0f && y[1] == 0.0f, "element %llu at u == p: "
                   "kept %g, at the next p up %g",
                   (unsigned long long)m, (double)y[0], (double)y[1]);
+        gr_cpu_dropout_run(key, m, 4, p, 1.0f, one, y4[0], 0);
+        gr_cpu_dropout_run(key, m, 4, up, 1.0f, one, y4[1], 0);
+        CHECK_MSG(y4[0][0] == 1.0f && y4[1][0] == 0.0f, "element %llu at "
+                  "u == p in a vector: kept %g, at the next p up %g",
+                  (unsigned long long)m, (double)y4[0][0],
+                  (double)y4[1][0]);
     }
     CHECK(tried == 8);
 }
