@@ -12,6 +12,16 @@
  *   double g[R], b[R];              // round r: grove, then the baseline
  *   struct bench_pair p = bench_pair_summary(g, b, R);  // rates (higher
  *   char cell[96]; bench_spread_cell(&p, cell, sizeof cell);  // better)
+ *
+ * The harness the benchmarks against a PyTorch script share (the end of
+ * this header; bench/bench_util.c, library grove_bench_util): the CPU's
+ * name, the clocks of the timed steps (wall and process CPU time) and the
+ * peak RSS, running the script with its threads pinned and reading its
+ * result and "baseline_blas" lines, and the rounds alternating the sides.
+ *
+ *   struct bench_clock c = {0};
+ *   for (k ...) { bench_clock_start(&c); step(); bench_clock_stop(&c, k >= warmup); }
+ *   bench_alternate(rounds, run_grove_side, run_baseline_side, arg, 0, g, b);
  */
 #ifndef GROVE_BENCH_UTIL_H
 #define GROVE_BENCH_UTIL_H
@@ -151,5 +161,64 @@ static inline const char *bench_baseline_blas_line(const char *line)
     return strncmp(line, key, sizeof key - 1) == 0 ? line + sizeof key - 1
                                                    : "";
 }
+
+/* ---- the shared harness (bench/bench_util.c, grove_bench_util) -------- */
+
+/* The CPU's "model name" from /proc/cpuinfo, or "unknown CPU". */
+void bench_cpu_name(char *out, size_t cap);
+
+/* Monotonic wall seconds; this process's CPU seconds (user + system, all
+ * threads). */
+double bench_wall_seconds(void);
+double bench_cpu_seconds(void);
+
+/* This process's peak resident set so far, MiB. */
+double bench_peak_rss_mib(void);
+
+/* The timed part of a run: wall seconds (monotonic) and process CPU
+ * seconds summed over the steps stopped with count != 0 (the warm-up
+ * steps are stopped with count 0). Start from {0}. */
+struct bench_clock {
+    double wall, cpu;   /* the sums */
+    double wall0, cpu0; /* the running step's start */
+};
+void bench_clock_start(struct bench_clock *c);
+void bench_clock_stop(struct bench_clock *c, int count);
+
+/* "OMP_NUM_THREADS=N OPENBLAS_NUM_THREADS=N " when threads > 0, else "":
+ * the prefix of a baseline's command line that pins its threads
+ * (torch.set_num_threads does not reach the BLAS). */
+void bench_thread_env(int threads, char *out, size_t cap);
+
+/* "$TMPDIR/grove_bench_<tag>_<pid>.txt" (TMPDIR unset or empty: /tmp):
+ * where a benchmark writes the batches its baseline reads. */
+void bench_temp_file(const char *tag, char *out, size_t cap);
+
+/* 1 when `line` is the baseline's result line (parsed into arg), else 0. */
+typedef int (*bench_line_fn)(const char *line, void *arg);
+
+/* Runs `cmd` (a shell command; give it "2>&1") and reads its output:
+ * the first line `parse` accepts is the result; a "baseline_blas ..." line
+ * is copied (without its key) into blas[blas_cap]; the last other
+ * non-empty line is kept for the error. Returns 0 when the result came
+ * and the command exited 0; otherwise -1 with why = "cannot run <python>"
+ * (no process) or "<who> failed (<that line, or no output>)". */
+int bench_run_baseline(const char *cmd, const char *python, const char *who,
+                       bench_line_fn parse, void *arg, char *blas,
+                       size_t blas_cap, char *why, size_t why_cap);
+
+/* One round of one side: its rates (higher is faster) into rate[0] (wall)
+ * and rate[1] (process CPU time; set it to rate[0] where there is one
+ * clock); 0, or negative when it failed. */
+typedef int (*bench_side_fn)(void *arg, double rate[2]);
+
+/* Rounds of grove then the baseline, alternating: g[k][r], b[k][r] for
+ * the clock k and round r < rounds (at most BENCH_MAX_ROUNDS); b is -1 in
+ * a round whose baseline failed or was not run (baseline NULL; with
+ * give_up, every round after the first failure). A failing grove side
+ * stops the rounds and its code is returned; 0 otherwise. */
+int bench_alternate(int rounds, bench_side_fn grove, bench_side_fn baseline,
+                    void *arg, int give_up, double g[2][BENCH_MAX_ROUNDS],
+                    double b[2][BENCH_MAX_ROUNDS]);
 
 #endif

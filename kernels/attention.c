@@ -601,7 +601,12 @@ struct gr_tensor *gr_ffn_forward(struct gr_ctx *ctx, const struct gr_ffn *m,
                                  struct gr_tensor *x, float dropout,
                                  struct gr_rng rng)
 {
-    struct gr_tensor *h = gr_relu(ctx, gr_linear(ctx, x, m->w1, m->b1));
+    struct gr_tensor *h = gr_linear(ctx, x, m->w1, m->b1);
+    if (m->neg_slope > 0.0f) {
+        h = gr_maximum(ctx, h, gr_scale(ctx, h, m->neg_slope)); /* LeakyReLU */
+    } else {
+        h = gr_relu(ctx, h);
+    }
     if (dropout > 0 && h) {
         h = gr_dropout(ctx, h, dropout, rng);
     }

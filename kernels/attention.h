@@ -150,10 +150,13 @@ struct gr_tensor *gr_mha_forward(struct gr_ctx *ctx, const struct gr_mha *m,
 /* Position-wise feed-forward network: linear D -> F, ReLU, dropout,
  * linear F -> D. Parameters <prefix>.linear1.{weight,bias} [F, D], [F] and
  * <prefix>.linear2.{weight,bias} [D, F], [D] (PyTorch's
- * TransformerEncoderLayer names), PyTorch's Linear initialisation. */
+ * TransformerEncoderLayer names), PyTorch's Linear initialisation.
+ * neg_slope (0 after gr_ffn_init: ReLU) > 0 makes the activation a
+ * LeakyReLU max(h, neg_slope·h) (udgn.md §7's MLM layers use 0.01). */
 struct gr_ffn {
     struct gr_tensor *w1, *b1, *w2, *b2;
     int d, f;
+    float neg_slope;
 };
 
 int gr_ffn_init(struct gr_ffn *m, struct gr_ctx *ctx, const char *prefix,

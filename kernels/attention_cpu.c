@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/attention_internal.h"
+#include "kernels/dropout_cpu_internal.h"
 #include "kernels/rng.h"
 
 /* The keys a query row may see: j < lim. */
@@ -73,11 +74,9 @@ static int cpu_dropout(void *st, float *p, const struct gr_attn_rows *a)
             uint64_t base = (uint64_t)(((a->bh0 + bl) * a->tq + a->i0 + il) *
                                        a->tk);
             float *row = p + (bl * a->r + il) * a->tk;
-            for (int64_t j = 0; j < a->tk; j++) {
-                row[j] = gr_rng_keep(a->key, base + (uint64_t)j, a->p_drop)
-                             ? row[j] * keep_scale
-                             : 0.0f;
-            }
+            /* the bits of gr_rng_keep(key, base + j, p), many at a time */
+            gr_cpu_dropout_run(a->key, base, a->tk, a->p_drop, keep_scale,
+                               row, row, 0);
         }
     }
     return 0;
@@ -96,14 +95,13 @@ static int cpu_softmax_bwd(void *st, const float *p, float *dp,
             uint64_t base = (uint64_t)((bh * a->tq + i) * a->tk);
             const float *pr = p + (bl * a->r + il) * a->tk;
             float *gr = dp + (bl * a->r + il) * a->tk;
+            if (a->p_drop > 0) {
+                /* dP through the dropout: the forward's mask, redrawn */
+                gr_cpu_dropout_run(a->key, base, a->tk, a->p_drop,
+                                   keep_scale, gr, gr, 0);
+            }
             for (int64_t j = 0; j < a->tk; j++) {
-                float g = gr[j];
-                if (a->p_drop > 0) {
-                    g = gr_rng_keep(a->key, base + (uint64_t)j, a->p_drop)
-                            ? g * keep_scale
-                            : 0.0f;
-                }
-                gr[j] = pr[j] * (g - dl);
+                gr[j] = pr[j] * (gr[j] - dl);
             }
         }
     }

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "kernels/backend.h"
+#include "kernels/dropout_cpu_internal.h"
 #include "kernels/scan.h"
 #include "kernels/rng.h"
 
@@ -924,10 +925,41 @@ static int cpu_dropout(void *st, const float *x, float *y,
 {
     (void)st;
     const int64_t *s = mbc->shape, *bs = mbc->bstride;
+    /* The trailing dimensions over which the mask is laid out like x
+     * (mask index = element index + a constant) are one run of
+     * consecutive mask words: gr_cpu_dropout_run draws those many at a
+     * time (the same bits as gr_rng_keep). A [B, n, n, C] weight with
+     * its own mask is one run; a locked [T, B, D] mask gives runs of
+     * B·D. */
+    int k = 4;
+    int64_t run = 1;
+    while (k > 0 && (s[k - 1] == 1 || bs[k - 1] == run)) {
+        k--;
+        run *= s[k];
+    }
+    if (run >= 16) {
+        int64_t i = 0;
+        int64_t o[3] = {0, 0, 0}; /* the outer indices d0..d(k-1) */
+        int64_t lim[3] = {k > 0 ? s[0] : 1, k > 1 ? s[1] : 1,
+                          k > 2 ? s[2] : 1};
+        int64_t st3[3] = {k > 0 ? bs[0] : 0, k > 1 ? bs[1] : 0,
+                          k > 2 ? bs[2] : 0};
+        for (o[0] = 0; o[0] < lim[0]; o[0]++) {
+            for (o[1] = 0; o[1] < lim[1]; o[1]++) {
+                for (o[2] = 0; o[2] < lim[2]; o[2]++, i += run) {
+                    int64_t m = o[0] * st3[0] + o[1] * st3[1] +
+                                o[2] * st3[2];
+                    gr_cpu_dropout_run(key, (uint64_t)m, run, p, scale,
+                                       x + i, y + i, acc);
+                }
+            }
+        }
+        return 0;
+    }
+    /* Short runs (a mask broadcast along the last dimension, tiny
+     * tensors): element by element, one Philox block per four
+     * consecutive mask words. */
     int64_t i = 0;
-    /* Word m of the draw is word m & 3 of Philox block m >> 2: consecutive
-     * mask elements share a block, so compute each block once (the same
-     * bits as gr_rng_keep, a quarter of the Philox work). */
     const uint32_t pkey[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
     uint64_t have = UINT64_MAX;
     uint32_t words[4] = {0, 0, 0, 0};

@@ -9,9 +9,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -120,20 +117,6 @@ struct result {
     int64_t params;
 };
 
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double rss_mib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss / 1024.0;
-}
-
 static void model_options(const struct bench_mlm_options *o,
                           struct nlp_mlm_options *mo)
 {
@@ -171,14 +154,13 @@ static int run_grove(const struct bench_mlm_options *o,
         oc.weight_decay = 1.2e-6f;
         rc = gr_optim_new(&opt, ctx, "adam", &oc);
     }
-    double secs = 0.0, cpu = 0.0;
+    struct bench_clock clk = {0.0, 0.0, 0.0, 0.0};
     int64_t tokens = 0;
     for (int k = 0; rc == 0 && k < n; k++) {
         const struct batch *b = &bs[k];
         struct nlp_mlm_input in = {b->ids, b->lens, b->tg, b->B, b->n};
         gr_ctx_sync(ctx);
-        double t0 = gr_now_seconds();
-        double c0 = cpu_seconds();
+        bench_clock_start(&clk);
         gr_step_reset(ctx);
         gr_zero_grad(ctx);
         struct gr_tensor *loss = NULL;
@@ -196,16 +178,17 @@ static int run_grove(const struct bench_mlm_options *o,
             }
         }
         gr_ctx_sync(ctx);
+        bench_clock_stop(&clk, k >= o->warmup);
         if (k >= o->warmup) {
-            secs += gr_now_seconds() - t0;
-            cpu += cpu_seconds() - c0;
             tokens += b->tokens;
         }
     }
     if (rc == 0) {
-        res->tokens_per_s = secs > 0.0 ? (double)tokens / secs : 0.0;
-        res->cpu_tokens_per_s = cpu > 0.0 ? (double)tokens / cpu : 0.0;
-        res->rss_mib = rss_mib();
+        res->tokens_per_s =
+            clk.wall > 0.0 ? (double)tokens / clk.wall : 0.0;
+        res->cpu_tokens_per_s =
+            clk.cpu > 0.0 ? (double)tokens / clk.cpu : 0.0;
+        res->rss_mib = bench_peak_rss_mib();
         res->params = gr_param_count(ctx, NULL);
     }
     gr_optim_free(opt);
@@ -248,6 +231,25 @@ static int write_batches(const char *path, const struct batch *bs, int n)
     return 0;
 }
 
+/* The reference's result line: tokens/s by both clocks, peak RSS and
+ * its parameter count. */
+static int parse_result(const char *line, void *arg)
+{
+    struct result *res = arg;
+    double tps = 0.0, s = 0.0, kb = 0.0, ctps = 0.0;
+    if (sscanf(line, "tokens_per_s %lf seconds %lf peak_rss_kb %lf "
+                     "cpu_tokens_per_s %lf",
+               &tps, &s, &kb, &ctps) != 4) {
+        return 0;
+    }
+    res->tokens_per_s = tps;
+    res->cpu_tokens_per_s = ctps;
+    res->rss_mib = kb / 1024.0;
+    const char *pc = strstr(line, " params ");
+    res->params = pc ? strtoll(pc + 8, NULL, 10) : 0;
+    return 1;
+}
+
 static int run_baseline(const struct bench_mlm_options *o, const char *file,
                         struct result *res, char *info, size_t icap,
                         char *why, size_t cap)
@@ -264,11 +266,8 @@ static int run_baseline(const struct bench_mlm_options *o, const char *file,
         snprintf(why, cap, "udgn_ref.py runs on the CPU only");
         return -1;
     }
-    char env[96] = "";
-    if (o->threads > 0) {
-        snprintf(env, sizeof env, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d ",
-                 o->threads, o->threads);
-    }
+    char env[96];
+    bench_thread_env(o->threads, env, sizeof env);
     char cmd[GR_PATH_MAX * 3 + 512];
     snprintf(cmd, sizeof cmd,
              "%s'%s' '%s' speed --model %s --batches '%s' --vocab %d "
@@ -278,63 +277,53 @@ static int run_baseline(const struct bench_mlm_options *o, const char *file,
              env, o->python, script, o->model, file, o->vocab, o->nemb,
              o->nlayers, o->nheads, o->head_size, o->parser_layers,
              o->pos_classes, o->warmup, o->threads);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        snprintf(why, cap, "cannot run %.300s", o->python);
-        return -1;
-    }
-    char line[2048], last[1024] = "";
-    int found = 0;
-    while (fgets(line, sizeof line, p) != NULL) {
-        double tps = 0.0, s = 0.0, kb = 0.0, ctps = 0.0;
-        if (sscanf(line, "tokens_per_s %lf seconds %lf peak_rss_kb %lf "
-                         "cpu_tokens_per_s %lf",
-                   &tps, &s, &kb, &ctps) == 4) {
-            res->tokens_per_s = tps;
-            res->cpu_tokens_per_s = ctps;
-            res->rss_mib = kb / 1024.0;
-            const char *pc = strstr(line, " params ");
-            res->params = pc ? strtoll(pc + 8, NULL, 10) : 0;
-            found = 1;
-        } else if (bench_baseline_blas_line(line)[0]) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(info, icap, "%.1000s", bench_baseline_blas_line(line));
-        } else {
-            line[strcspn(line, "\n")] = '\0';
-            if (line[0]) {
-                snprintf(last, sizeof last, "%.1000s", line);
-            }
-        }
-    }
-    int status = pclose(p);
-    if (!found || status != 0) {
-        snprintf(why, cap, "the PyTorch reference failed (%.300s)",
-                 last[0] ? last : "no output");
-        return -1;
-    }
-    return 0;
+    return bench_run_baseline(cmd, o->python, "the PyTorch reference",
+                              parse_result, res, info, icap, why, cap);
 }
 
-static void cpu_name(char *out, size_t cap)
+/* The two sides of a round (bench_alternate): tokens/s by the wall and
+ * by process CPU time; the peak RSS and parameter counts kept aside. */
+struct sides {
+    const struct bench_mlm_options *o;
+    const struct nlp_mlm_model_entry *e;
+    const struct batch *bs;
+    int n;
+    const char *file;
+    char *info, *why;
+    size_t icap, cap;
+    double g_rss, b_rss;
+    int64_t params, b_params;
+};
+
+static int grove_side(void *arg, double rate[2])
 {
-    snprintf(out, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL) {
-        return;
+    struct sides *s = arg;
+    struct result r;
+    memset(&r, 0, sizeof r);
+    int rc = run_grove(s->o, s->e, s->bs, s->n, &r);
+    if (rc == 0) {
+        rate[0] = r.tokens_per_s;
+        rate[1] = r.cpu_tokens_per_s;
+        s->g_rss = fmax(s->g_rss, r.rss_mib);
+        s->params = r.params;
     }
-    char line[512];
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c != NULL) {
-                c += 2;
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(out, cap, "%s", c);
-            }
-            break;
-        }
+    return rc;
+}
+
+static int baseline_side(void *arg, double rate[2])
+{
+    struct sides *s = arg;
+    struct result r;
+    memset(&r, 0, sizeof r);
+    if (run_baseline(s->o, s->file, &r, s->info, s->icap, s->why, s->cap) <
+        0) {
+        return -1;
     }
-    fclose(f);
+    rate[0] = r.tokens_per_s;
+    rate[1] = r.cpu_tokens_per_s;
+    s->b_rss = fmax(s->b_rss, r.rss_mib);
+    s->b_params = r.params;
+    return 0;
 }
 
 int bench_mlm_run(const struct bench_mlm_options *in, FILE *out)
@@ -421,7 +410,7 @@ int bench_mlm_run(const struct bench_mlm_options *in, FILE *out)
         timed_cells += (int64_t)bs[k].B * bs[k].n;
     }
     char cpu[256];
-    cpu_name(cpu, sizeof cpu);
+    bench_cpu_name(cpu, sizeof cpu);
     if (rc == 0) {
         fprintf(out, "# %s MLM training throughput (forward with dropout, "
                      "masked cross entropy, backward, clip 0.25, Adam)\n",
@@ -452,9 +441,7 @@ int bench_mlm_run(const struct bench_mlm_options *in, FILE *out)
     }
     char why[512] = "", info[1024] = "";
     char file[GR_PATH_MAX];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(file, sizeof file, "%s/grove_bench_mlm_%ld.txt",
-             tmp && tmp[0] ? tmp : "/tmp", (long)getpid());
+    bench_temp_file("mlm", file, sizeof file);
     int wrote = 0;
     if (rc == 0 && o.baseline) {
         wrote = write_batches(file, bs, n) == 0;
@@ -466,33 +453,17 @@ int bench_mlm_run(const struct bench_mlm_options *in, FILE *out)
     if (rounds > BENCH_MAX_ROUNDS) {
         rounds = BENCH_MAX_ROUNDS;
     }
-    double gw[BENCH_MAX_ROUNDS], gc[BENCH_MAX_ROUNDS];
-    double bw[BENCH_MAX_ROUNDS], bc[BENCH_MAX_ROUNDS];
-    double g_rss = 0.0, b_rss = 0.0;
-    int64_t params = 0, b_params = 0;
-    for (int round = 0; rc == 0 && round < rounds; round++) {
-        struct result gr, br;
-        memset(&gr, 0, sizeof gr);
-        memset(&br, 0, sizeof br);
-        rc = run_grove(&o, e, bs, n, &gr);
-        if (rc == 0) {
-            gw[round] = gr.tokens_per_s;
-            gc[round] = gr.cpu_tokens_per_s;
-            g_rss = fmax(g_rss, gr.rss_mib);
-            params = gr.params;
-        }
-        bw[round] = bc[round] = -1.0;
-        if (rc == 0 && wrote &&
-            run_baseline(&o, file, &br, info, sizeof info, why,
-                         sizeof why) == 0) {
-            bw[round] = br.tokens_per_s;
-            bc[round] = br.cpu_tokens_per_s;
-            b_rss = fmax(b_rss, br.rss_mib);
-            b_params = br.params;
-        }
+    double g[2][BENCH_MAX_ROUNDS], b[2][BENCH_MAX_ROUNDS];
+    struct sides sd = {&o, e, bs, n, file, info, why, sizeof info,
+                       sizeof why, 0.0, 0.0, 0, 0};
+    if (rc == 0) {
+        rc = bench_alternate(rounds, grove_side, wrote ? baseline_side : NULL,
+                             &sd, 0, g, b);
     }
-    struct bench_pair pw = bench_pair_summary(gw, bw, rc == 0 ? rounds : 0);
-    struct bench_pair pc = bench_pair_summary(gc, bc, rc == 0 ? rounds : 0);
+    double g_rss = sd.g_rss, b_rss = sd.b_rss;
+    int64_t params = sd.params, b_params = sd.b_params;
+    struct bench_pair pw = bench_pair_summary(g[0], b[0], rc == 0 ? rounds : 0);
+    struct bench_pair pc = bench_pair_summary(g[1], b[1], rc == 0 ? rounds : 0);
     int have_b = pw.baseline > 0;
     if (wrote) {
         remove(file);

@@ -62,12 +62,6 @@ const char *bench_nlp_case_names(void)
     return "published,batch1,small";
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* grove: median seconds per training window. */
 static int run_grove(const struct bench_case *bc,
                      const struct bench_nlp_options *o, enum nlp_lm_kind kind,
@@ -139,7 +133,7 @@ static int run_grove(const struct bench_case *bc,
     }
     if (rc == 0) {
         qsort(times + o->warmup, (size_t)o->windows, sizeof *times,
-              cmp_double);
+              bench_cmp_double);
         *sec = times[o->warmup + o->windows / 2];
     }
     gr_optim_free(opt);
@@ -147,6 +141,18 @@ static int run_grove(const struct bench_case *bc,
     free(times);
     free(ids);
     return rc;
+}
+
+/* The reference's result line: its median seconds per window. */
+static int parse_result(const char *line, void *arg)
+{
+    double tps = 0.0, s = 0.0;
+    if (sscanf(line, "tokens_per_s %lf seconds_per_window %lf", &tps, &s) !=
+        2) {
+        return 0;
+    }
+    *(double *)arg = s;
+    return 1;
 }
 
 /* The PyTorch reference: median seconds per window, or a reason. */
@@ -165,11 +171,8 @@ static int run_baseline(const struct bench_case *bc,
     }
     /* torch.set_num_threads does not reach the BLAS: pin its threads
      * through the environment too. */
-    char env[96] = "";
-    if (o->threads > 0) {
-        snprintf(env, sizeof env, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d ",
-                 o->threads, o->threads);
-    }
+    char env[96];
+    bench_thread_env(o->threads, env, sizeof env);
     char cmd[GR_PATH_MAX * 2 + 640];
     snprintf(cmd, sizeof cmd,
              "%s'%s' '%s' speed --vocab %d --emsize %d --nhid %d --nlayers %d "
@@ -178,58 +181,8 @@ static int run_baseline(const struct bench_case *bc,
              env, o->python, script, bc->vocab, bc->emsize, bc->nhid, bc->nlayers,
              bc->chunk, bc->batch, bc->bptt, o->windows, o->warmup,
              o->threads, o->device == GR_DEVICE_CUDA ? "cuda" : "cpu", cell);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        snprintf(why, cap, "cannot run %.300s", o->python);
-        return -1;
-    }
-    char line[1024], last[1024] = "";
-    int found = 0;
-    while (fgets(line, sizeof line, p) != NULL) {
-        double tps = 0.0, s = 0.0;
-        if (sscanf(line, "tokens_per_s %lf seconds_per_window %lf", &tps,
-                   &s) == 2) {
-            *sec = s;
-            found = 1;
-        } else if (bench_baseline_blas_line(line)[0]) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(blas, blas_cap, "%s", bench_baseline_blas_line(line));
-        } else {
-            line[strcspn(line, "\n")] = '\0';
-            if (line[0]) {
-                snprintf(last, sizeof last, "%s", line);
-            }
-        }
-    }
-    int status = pclose(p);
-    if (!found || status != 0) {
-        snprintf(why, cap, "the PyTorch reference failed (%.300s)",
-                 last[0] ? last : "no output");
-        return -1;
-    }
-    return 0;
-}
-
-static void cpu_name(char *out, size_t cap)
-{
-    snprintf(out, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL) {
-        return;
-    }
-    char line[512];
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c != NULL) {
-                c += 2;
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(out, cap, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
+    return bench_run_baseline(cmd, o->python, "the PyTorch reference",
+                              parse_result, sec, blas, blas_cap, why, cap);
 }
 
 static int selected(const char *list, const char *name)
@@ -320,7 +273,7 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out)
         }
     }
     char cpu[256], blas[1024];
-    cpu_name(cpu, sizeof cpu);
+    bench_cpu_name(cpu, sizeof cpu);
     bench_process_blas(blas, sizeof blas);
     fprintf(out, "# ON-LSTM LM training throughput (tokens/s: forward, "
                  "backward, clip, SGD step of one window)\n");

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -266,20 +264,6 @@ struct result {
     double rss_mib;
 };
 
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double rss_mib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss / 1024.0;
-}
-
 static int run_grove(const struct bench_om_options *o,
                      const struct batch *bs, int n, struct result *res)
 {
@@ -313,13 +297,12 @@ static int run_grove(const struct bench_om_options *o,
     if (rc == 0) {
         rc = gr_optim_new(&opt, ctx, "adam", &oc);
     }
-    double secs = 0.0, cpu = 0.0;
+    struct bench_clock clk = {0.0, 0.0, 0.0, 0.0};
     int64_t tokens = 0;
     for (int k = 0; rc == 0 && k < n; k++) {
         const struct batch *b = &bs[k];
         gr_ctx_sync(ctx);
-        double t0 = gr_now_seconds();
-        double c0 = cpu_seconds();
+        bench_clock_start(&clk);
         gr_step_reset(ctx);
         gr_zero_grad(ctx);
         struct nlp_om_run run = nlp_om_run_train(1111, k, cfg.nslot);
@@ -339,9 +322,8 @@ static int run_grove(const struct bench_om_options *o,
             rc = gr_optim_step(opt);
         }
         gr_ctx_sync(ctx);
+        bench_clock_stop(&clk, k >= o->warmup);
         if (k >= o->warmup) {
-            secs += gr_now_seconds() - t0;
-            cpu += cpu_seconds() - c0;
             if (getenv("GROVE_BENCH_OM_DEBUG")) {
                 struct gr_mem_stats ms;
                 gr_ctx_memory(ctx, &ms);
@@ -358,13 +340,15 @@ static int run_grove(const struct bench_om_options *o,
     if (rc == 0) {
         struct gr_mem_stats ms;
         gr_ctx_memory(ctx, &ms);
-        res->seconds = secs;
-        res->tokens_per_s = secs > 0.0 ? (double)tokens / secs : 0.0;
-        res->cpu_tokens_per_s = cpu > 0.0 ? (double)tokens / cpu : 0.0;
+        res->seconds = clk.wall;
+        res->tokens_per_s =
+            clk.wall > 0.0 ? (double)tokens / clk.wall : 0.0;
+        res->cpu_tokens_per_s =
+            clk.cpu > 0.0 ? (double)tokens / clk.cpu : 0.0;
         res->arena_mib = (double)(ms.param_bytes + ms.state_bytes +
                                   ms.step_peak_bytes) /
                          (1024.0 * 1024.0);
-        res->rss_mib = rss_mib();
+        res->rss_mib = bench_peak_rss_mib();
     }
     gr_optim_free(opt);
     nlp_om_free(&om);
@@ -401,6 +385,24 @@ static int write_batches(const char *path, const struct batch *bs, int n)
     return 0;
 }
 
+/* The reference's result line: tokens/s by both clocks, the timed
+ * seconds, peak RSS. */
+static int parse_result(const char *line, void *arg)
+{
+    struct result *res = arg;
+    double tps = 0.0, s = 0.0, kb = 0.0, ctps = 0.0;
+    if (sscanf(line, "tokens_per_s %lf seconds %lf peak_rss_kb %lf "
+                     "cpu_tokens_per_s %lf",
+               &tps, &s, &kb, &ctps) != 4) {
+        return 0;
+    }
+    res->tokens_per_s = tps;
+    res->cpu_tokens_per_s = ctps;
+    res->seconds = s;
+    res->rss_mib = kb / 1024.0;
+    return 1;
+}
+
 static int run_baseline(const struct bench_om_options *o, const char *file,
                         struct result *res, char *info, size_t icap,
                         char *why, size_t cap)
@@ -412,11 +414,8 @@ static int run_baseline(const struct bench_om_options *o, const char *file,
         snprintf(why, cap, "%.300s not found", script);
         return -1;
     }
-    char env[96] = "";
-    if (o->threads > 0) {
-        snprintf(env, sizeof env, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d ",
-                 o->threads, o->threads);
-    }
+    char env[96];
+    bench_thread_env(o->threads, env, sizeof env);
     char cmd[GR_PATH_MAX * 3 + 512];
     snprintf(cmd, sizeof cmd,
              "%s'%s' '%s' speed --batches '%s' --emsize %d --nhid %d "
@@ -424,62 +423,50 @@ static int run_baseline(const struct bench_om_options *o, const char *file,
              env, o->python, script, file, o->nhid, o->nhid, o->nslot,
              o->warmup, o->threads,
              o->device == GR_DEVICE_CUDA ? "cuda" : "cpu");
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        snprintf(why, cap, "cannot run %.300s", o->python);
-        return -1;
-    }
-    char line[2048], last[1024] = "";
-    int found = 0;
-    while (fgets(line, sizeof line, p) != NULL) {
-        double tps = 0.0, s = 0.0, kb = 0.0, ctps = 0.0;
-        if (sscanf(line, "tokens_per_s %lf seconds %lf peak_rss_kb %lf "
-                         "cpu_tokens_per_s %lf",
-                   &tps, &s, &kb, &ctps) == 4) {
-            res->tokens_per_s = tps;
-            res->cpu_tokens_per_s = ctps;
-            res->seconds = s;
-            res->rss_mib = kb / 1024.0;
-            found = 1;
-        } else if (bench_baseline_blas_line(line)[0]) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(info, icap, "%.1000s", bench_baseline_blas_line(line));
-        } else {
-            line[strcspn(line, "\n")] = '\0';
-            if (line[0]) {
-                snprintf(last, sizeof last, "%.1000s", line);
-            }
-        }
-    }
-    int status = pclose(p);
-    if (!found || status != 0) {
-        snprintf(why, cap, "the PyTorch reference failed (%.300s)",
-                 last[0] ? last : "no output");
-        return -1;
-    }
-    return 0;
+    return bench_run_baseline(cmd, o->python, "the PyTorch reference",
+                              parse_result, res, info, icap, why, cap);
 }
 
-static void cpu_name(char *out, size_t cap)
+/* The two sides of a round (bench_alternate): tokens/s by the wall and
+ * by process CPU time; memory kept aside. */
+struct sides {
+    const struct bench_om_options *o;
+    const struct batch *bs;
+    int n;
+    const char *file;
+    char *info, *why;
+    size_t icap, cap;
+    struct result g, b;
+};
+
+static int grove_side(void *arg, double rate[2])
 {
-    snprintf(out, cap, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL) {
-        return;
+    struct sides *s = arg;
+    struct result r;
+    memset(&r, 0, sizeof r);
+    int rc = run_grove(s->o, s->bs, s->n, &r);
+    if (rc == 0) {
+        rate[0] = r.tokens_per_s;
+        rate[1] = r.cpu_tokens_per_s;
+        s->g.arena_mib = fmax(s->g.arena_mib, r.arena_mib);
+        s->g.rss_mib = fmax(s->g.rss_mib, r.rss_mib);
     }
-    char line[512];
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c != NULL) {
-                c += 2;
-                c[strcspn(c, "\n")] = '\0';
-                snprintf(out, cap, "%s", c);
-            }
-            break;
-        }
+    return rc;
+}
+
+static int baseline_side(void *arg, double rate[2])
+{
+    struct sides *s = arg;
+    struct result r;
+    memset(&r, 0, sizeof r);
+    if (run_baseline(s->o, s->file, &r, s->info, s->icap, s->why, s->cap) <
+        0) {
+        return -1;
     }
-    fclose(f);
+    rate[0] = r.tokens_per_s;
+    rate[1] = r.cpu_tokens_per_s;
+    s->b.rss_mib = fmax(s->b.rss_mib, r.rss_mib);
+    return 0;
 }
 
 int bench_om_run(const struct bench_om_options *o, FILE *out)
@@ -540,7 +527,7 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
         timed_cells += (int64_t)bs[k].T * bs[k].B;
     }
     char cpu[256];
-    cpu_name(cpu, sizeof cpu);
+    bench_cpu_name(cpu, sizeof cpu);
     if (rc == 0) {
         fprintf(out, "# Ordered Memory training throughput (logic "
                      "classifier: encode, pair head, backward, clip, Adam)\n");
@@ -559,15 +546,9 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
                 o->rounds == 1 ? "" : "s");
         fflush(out);
     }
-    struct result g, b;
-    memset(&g, 0, sizeof g);
-    memset(&b, 0, sizeof b);
     char why[512] = "", info[1024] = "";
-    int have_b = 0;
     char file[GR_PATH_MAX];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(file, sizeof file, "%s/grove_bench_om_%ld.txt",
-             tmp && tmp[0] ? tmp : "/tmp", (long)getpid());
+    bench_temp_file("om", file, sizeof file);
     int wrote = 0;
     if (rc == 0 && o->baseline) {
         wrote = write_batches(file, bs, n) == 0;
@@ -581,32 +562,28 @@ int bench_om_run(const struct bench_om_options *o, FILE *out)
     if (rounds > BENCH_MAX_ROUNDS) {
         rounds = BENCH_MAX_ROUNDS;
     }
-    double gw[BENCH_MAX_ROUNDS], gc[BENCH_MAX_ROUNDS];
-    double bw[BENCH_MAX_ROUNDS], bc[BENCH_MAX_ROUNDS];
-    for (int round = 0; rc == 0 && round < rounds; round++) {
-        struct result gr, br;
-        memset(&gr, 0, sizeof gr);
-        memset(&br, 0, sizeof br);
-        rc = run_grove(o, bs, n, &gr);
-        if (rc == 0) {
-            gw[round] = gr.tokens_per_s;
-            gc[round] = gr.cpu_tokens_per_s;
-            g.arena_mib = fmax(g.arena_mib, gr.arena_mib);
-            g.rss_mib = fmax(g.rss_mib, gr.rss_mib);
-        }
-        bw[round] = bc[round] = -1.0;
-        if (rc == 0 && wrote &&
-            run_baseline(o, file, &br, info, sizeof info, why,
-                         sizeof why) == 0) {
-            have_b = 1;
-            bw[round] = br.tokens_per_s;
-            bc[round] = br.cpu_tokens_per_s;
-            b.rss_mib = fmax(b.rss_mib, br.rss_mib);
-        }
+    double gr[2][BENCH_MAX_ROUNDS], br[2][BENCH_MAX_ROUNDS];
+    struct sides sd;
+    memset(&sd, 0, sizeof sd);
+    sd.o = o;
+    sd.bs = bs;
+    sd.n = n;
+    sd.file = file;
+    sd.info = info;
+    sd.why = why;
+    sd.icap = sizeof info;
+    sd.cap = sizeof why;
+    if (rc == 0) {
+        rc = bench_alternate(rounds, grove_side,
+                             wrote ? baseline_side : NULL, &sd, 0, gr, br);
     }
-    struct bench_pair pw = bench_pair_summary(gw, bw, rc == 0 ? rounds : 0);
-    struct bench_pair pc = bench_pair_summary(gc, bc, rc == 0 ? rounds : 0);
-    have_b = have_b && pw.baseline > 0;
+    const struct result g = sd.g, b = sd.b;
+    struct bench_pair pw = bench_pair_summary(gr[0], br[0],
+                                              rc == 0 ? rounds : 0);
+    struct bench_pair pc = bench_pair_summary(gr[1], br[1],
+                                              rc == 0 ? rounds : 0);
+    /* a baseline in every round (bench_pair_summary: n/a otherwise) */
+    int have_b = pw.baseline > 0;
     if (wrote) {
         remove(file);
     }

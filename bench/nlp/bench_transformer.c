@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/bench_util.h"
 #include "bench/nlp/bench_nlp.h"
@@ -44,13 +43,6 @@ static const struct tf_case tf_quick[] = {
     {"tiny", "quick: D 16, 1 layer, B 4, T 8", 16, 1, 4, 32, 4, 8, 0.1f},
 };
 enum { TF_CASES = 2, TF_VOCAB = 1000, TF_CLASSES = 10 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* grove's median seconds per step. */
 static int run_grove(const struct tf_case *c,
@@ -109,7 +101,7 @@ static int run_grove(const struct tf_case *c,
         y[i] = (int32_t)(gr_rng_u32(8, (uint64_t)i) % TF_CLASSES);
     }
     for (int w = 0; rc == 0 && w < o->warmup + o->windows; w++) {
-        double t0 = now_s();
+        double t0 = bench_wall_seconds();
         gr_step_reset(ctx);
         gr_zero_grad(ctx);
         struct gr_rng rng = gr_rng_make(3, (uint64_t)w);
@@ -134,7 +126,7 @@ static int run_grove(const struct tf_case *c,
         }
         gr_optim_step(opt);
         (void)gr_tensor_item(loss); /* synchronises a GPU */
-        times[w] = now_s() - t0;
+        times[w] = bench_wall_seconds() - t0;
     }
     if (rc == 0) {
         *sec = bench_median(times + o->warmup, o->windows);
@@ -148,6 +140,18 @@ static int run_grove(const struct tf_case *c,
     return rc;
 }
 
+/* The PyTorch side's result line: its median seconds per step. */
+static int parse_result(const char *line, void *arg)
+{
+    double tps = 0.0, s = 0.0;
+    if (sscanf(line, "tokens_per_s %lf seconds_per_window %lf", &tps, &s) !=
+        2) {
+        return 0;
+    }
+    *(double *)arg = s;
+    return 1;
+}
+
 static int run_torch(const struct tf_case *c,
                      const struct bench_nlp_options *o, double *sec,
                      char *why, size_t cap, char *blas, size_t blas_cap)
@@ -157,11 +161,8 @@ static int run_torch(const struct tf_case *c,
         snprintf(why, cap, "%.300s not found", script);
         return -1;
     }
-    char env[96] = "";
-    if (o->threads > 0) {
-        snprintf(env, sizeof env, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d ",
-                 o->threads, o->threads);
-    }
+    char env[96];
+    bench_thread_env(o->threads, env, sizeof env);
     char cmd[GR_PATH_MAX * 2 + 640];
     snprintf(cmd, sizeof cmd,
              "%s'%s' '%s' --vocab %d --d %d --layers %d --heads %d --ffn %d "
@@ -171,35 +172,39 @@ static int run_torch(const struct tf_case *c,
              c->ffn, (double)c->dropout, TF_CLASSES, c->batch, c->seq,
              o->windows, o->warmup, o->threads,
              o->device == GR_DEVICE_CUDA ? "cuda" : "cpu");
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        snprintf(why, cap, "cannot run %.300s", o->python);
+    return bench_run_baseline(cmd, o->python, "the PyTorch side",
+                              parse_result, sec, blas, blas_cap, why, cap);
+}
+
+/* The two sides of a round of one case (bench_alternate): tokens/s of
+ * the median step. */
+struct sides {
+    const struct tf_case *c;
+    const struct bench_nlp_options *o;
+    char *why, *blas;
+    size_t cap, blas_cap;
+};
+
+static int grove_side(void *arg, double rate[2])
+{
+    struct sides *s = arg;
+    double sec = 0.0;
+    int rc = run_grove(s->c, s->o, &sec);
+    if (rc == 0) {
+        rate[0] = rate[1] = (double)s->c->batch * s->c->seq / sec;
+    }
+    return rc;
+}
+
+static int torch_side(void *arg, double rate[2])
+{
+    struct sides *s = arg;
+    double sec = 0.0;
+    if (run_torch(s->c, s->o, &sec, s->why, s->cap, s->blas, s->blas_cap) <
+        0) {
         return -1;
     }
-    char line[1024], last[1024] = "";
-    int found = 0;
-    while (fgets(line, sizeof line, p) != NULL) {
-        double tps = 0.0, s = 0.0;
-        if (sscanf(line, "tokens_per_s %lf seconds_per_window %lf", &tps,
-                   &s) == 2) {
-            *sec = s;
-            found = 1;
-        } else if (bench_baseline_blas_line(line)[0]) {
-            line[strcspn(line, "\n")] = '\0';
-            snprintf(blas, blas_cap, "%.1000s", bench_baseline_blas_line(line));
-        } else {
-            line[strcspn(line, "\n")] = '\0';
-            if (line[0]) {
-                snprintf(last, sizeof last, "%.1000s", line);
-            }
-        }
-    }
-    int status = pclose(p);
-    if (!found || status != 0) {
-        snprintf(why, cap, "the PyTorch side failed (%.300s)",
-                 last[0] ? last : "no output");
-        return -1;
-    }
+    rate[0] = rate[1] = (double)s->c->batch * s->c->seq / sec;
     return 0;
 }
 
@@ -249,24 +254,19 @@ int bench_nlp_transformer_run(const struct bench_nlp_options *o, FILE *out)
                 continue;
             }
         }
-        double g[BENCH_MAX_ROUNDS], b[BENCH_MAX_ROUNDS];
-        const double tokens = (double)c->batch * c->seq;
-        int have_b = o->baseline;
-        for (int r = 0; r < o->rounds; r++) {
-            double gs = 0.0, bs = 0.0;
-            int rc = run_grove(c, o, &gs);
-            if (rc < 0) {
-                return gr_error_wrap(rc, "case %s", c->name);
-            }
-            g[r] = tokens / gs;
-            b[r] = -1.0;
-            if (have_b) {
-                have_b = run_torch(c, o, &bs, why, sizeof why, base_blas,
-                                   sizeof base_blas) == 0;
-                b[r] = have_b ? tokens / bs : -1.0;
-            }
+        /* grove, PyTorch, grove, ...; no PyTorch after one fails */
+        double g[2][BENCH_MAX_ROUNDS], b[2][BENCH_MAX_ROUNDS];
+        struct sides sd = {c, o, why, base_blas, sizeof why,
+                           sizeof base_blas};
+        int rc = bench_alternate(o->rounds, grove_side,
+                                 o->baseline ? torch_side : NULL, &sd, 1, g,
+                                 b);
+        if (rc < 0) {
+            return gr_error_wrap(rc, "case %s", c->name);
         }
-        struct bench_pair p = bench_pair_summary(g, b, o->rounds);
+        struct bench_pair p = bench_pair_summary(g[0], b[0], o->rounds);
+        /* a PyTorch number in every round */
+        int have_b = p.baseline > 0;
         char spread[160];
         bench_spread_cell(&p, spread, sizeof spread);
         if (have_b) {

@@ -58,6 +58,11 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
                         "%d heads (dividing the width), ffn %d", prefix, c->d,
                         c->layers, c->heads, c->ffn);
     }
+    if (!(c->ffn_neg_slope >= 0.0f && c->ffn_neg_slope < 1.0f)) {
+        return gr_error(GR_EINVAL, "transformer '%s': FFN LeakyReLU slope "
+                        "%g outside [0, 1)", prefix,
+                        (double)c->ffn_neg_slope);
+    }
     t->cfg = *c;
     t->layer = calloc((size_t)c->layers, sizeof *t->layer);
     if (t->layer == NULL) {
@@ -90,6 +95,7 @@ int nlp_transformer_init(struct nlp_transformer *t, struct gr_ctx *ctx,
         if (gr_ffn_init(&L->ffn, ctx, p, c->d, c->ffn, lr) < 0) {
             return GR_EINVAL;
         }
+        L->ffn.neg_slope = c->ffn_neg_slope;
         L->n1w = norm_param(ctx, p, "norm1.weight", c->d, 1.0f);
         L->n1b = norm_param(ctx, p, "norm1.bias", c->d, 0.0f);
         L->n2w = norm_param(ctx, p, "norm2.weight", c->d, 1.0f);

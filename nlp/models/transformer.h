@@ -2,8 +2,8 @@
  * al. 2017) on the attention ops of kernels/attention.h, and its row in
  * the encoder table (nlp/models/encoder.h, model "transformer").
  *
- * A layer is PyTorch's TransformerEncoderLayer (ReLU feed-forward, layer
- * norms with eps 1e-5):
+ * A layer is PyTorch's TransformerEncoderLayer (ReLU feed-forward, or
+ * LeakyReLU with ffn_neg_slope > 0; layer norms with eps 1e-5):
  *   pre-norm (default, T2T's):  x = x + drop(MHA(LN1(x)))
  *                               x = x + drop(FFN(LN2(x)))
  *                               and one final LN after the last layer;
@@ -41,6 +41,9 @@ struct nlp_transformer_config {
     float dropout;      /* residual dropout (after attention and FFN) */
     float dropout_attn; /* attention dropout */
     float dropout_ffn;  /* between the FFN's linears */
+    float ffn_neg_slope; /* 0 (default): ReLU FFN, PyTorch's; > 0: LeakyReLU
+                            with this slope (udgn.md §7's MLM baseline:
+                            0.01) */
     int post_norm;
     int ft_gate;        /* 1: the FastTrees-Transformer block (fasttrees.md
                            §7): the FastTrees module on the (self-)

@@ -139,6 +139,8 @@ static int tf_init(void **state, struct gr_ctx *ctx,
     c.dropout = o->dropout;
     c.dropout_attn = o->dropatt;
     c.dropout_ffn = o->dropout;
+    /* udgn.md §7: "the same layer" as StructFormer's, LeakyReLU FFN */
+    c.ffn_neg_slope = o->ffn_relu ? 0.0f : 0.01f;
     m->dropout = o->dropout;
     int rc = nlp_transformer_init(&m->enc, ctx, "enc", &c,
                                   gr_rng_make(seed, 3));
@@ -815,6 +817,11 @@ static int config_text(const struct nlp_mlm_train_config *tc,
         tc->min_count, tc->batch_tokens, (double)tc->mask_rate,
         (double)tc->lr, (double)tc->clip, (double)tc->weight_decay,
         tc->eval_runs, tc->max_batches, (unsigned long long)tc->seed);
+    if (n >= 0 && (size_t)n < cap && strcmp(o->model, "transformer") == 0) {
+        /* the FFN's activation; a checkpoint without the line is ReLU */
+        n += snprintf(out + n, cap - (size_t)n, "ffn_act %s\n",
+                      o->ffn_relu ? "relu" : "leaky_relu");
+    }
     if (n < 0 || (size_t)n >= cap) {
         return gr_error(GR_EINVAL, "mlm: config text too long");
     }
@@ -878,6 +885,17 @@ static int options_from_config(struct nlp_mlm_options *o, const char *t,
     }
     if ((v = config_get(t, "parser_dropout"))) {
         o->parser_dropout = strtof(v, NULL);
+    }
+    if (strcmp(o->model, "transformer") == 0) {
+        /* No ffn_act line: written before the row's FFN became udgn.md
+         * §7's LeakyReLU; such a checkpoint was trained with ReLU and is
+         * evaluated with it. */
+        v = config_get(t, "ffn_act");
+        if (v && strcmp(v, "relu") != 0 && strcmp(v, "leaky_relu") != 0) {
+            return gr_error(GR_EFORMAT, "%s: ffn_act '%s' in its config is "
+                            "not relu or leaky_relu", path, v);
+        }
+        o->ffn_relu = !v || strcmp(v, "relu") == 0;
     }
     return 0;
 }
@@ -1034,6 +1052,15 @@ int nlp_mlm_train(const struct nlp_mlm_train_config *tc,
         }
         static char a[16384];
         strip_state(resumed, a, sizeof a);
+        if (strcmp(tc->opt.model, "transformer") == 0 &&
+            config_get(a, "ffn_act") == NULL) {
+            free(resumed);
+            *usage = 1;
+            return gr_error(GR_EINVAL, "--resume: %s was trained with a ReLU "
+                            "FFN (written before the transformer row took "
+                            "udgn.md's LeakyReLU); it can be evaluated "
+                            "(nlp mlm eval) but not resumed", tc->out_dir);
+        }
         if (strcmp(a, cfg) != 0) {
             char diff[512];
             train_config_first_difference(a, cfg, diff, sizeof diff);

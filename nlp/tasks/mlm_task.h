@@ -24,8 +24,10 @@
  *        without a parser (the transformer: no UAS, depparse refused);
  *   void free(void *state).
  * Rows: udgn (nlp/models/udgn.h); transformer (nlp/models/transformer.h,
- * pre-norm with its final LayerNorm, sinusoidal positions, the tied MLM
- * head; no parser); structformer (nlp/models/structformer.h under prefix
+ * pre-norm with its final LayerNorm, FFN 4·nemb with udgn.md §7's
+ * LeakyReLU (0.01; checkpoints without an "ffn_act" config line were
+ * trained with ReLU and reopen with it; such a run is not resumed),
+ * sinusoidal positions, the tied MLM head; no parser); structformer (nlp/models/structformer.h under prefix
  * "sf", ffn 4·nemb; heads = Par with a zero diagonal). A new model is one
  * more `{"name", "what", init, loss, heads, free}` line in mlm_task.c.
  *
@@ -74,6 +76,11 @@ struct nlp_mlm_options {
     float dropout, dropatt, parser_dropout;
     /* UDGN ablations (Table 4.4) */
     int no_nonlinear, no_gates, sigmoid, single_channel, abs_pos;
+    /* transformer row: 1 = ReLU in the FFN instead of udgn.md §7's
+     * LeakyReLU (0.01). Not an option of the trainer: set only when a
+     * checkpoint says so ("ffn_act relu", or no ffn_act line: written
+     * before LeakyReLU became the row's activation). */
+    int ffn_relu;
 };
 
 /* UDGN's defaults (udgn.md §2): 512, 8 layers, 8 channels of 128, parser

@@ -70,6 +70,8 @@ checks=$((checks + 1))
 "$grove" nlp mlm train --model transformer --data "$tmp/ptb" --out "$tmp/t" --nemb 16 --nlayers 1 --nheads 2 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
     || fail "transformer: $(cat "$tmp/err")"
 awk -F, 'NR == 2 { exit !($4 == "" && $3 > 1) }' "$tmp/t/metrics.csv" || fail "transformer metrics: $(cat "$tmp/t/metrics.csv")"
+# udgn.md §7: the baseline's FFN is LeakyReLU, and the run says so
+grep -q "^ffn_act leaky_relu$" "$tmp/t/config" || fail "transformer config lacks ffn_act leaky_relu"
 checks=$((checks + 1))
 "$grove" nlp mlm train --model structformer --data "$tmp/ptb" --trees "$tmp/gold.conll" --out "$tmp/sf" --nemb 16 --nlayers 1 --nheads 2 --parser-layers 1 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
     || fail "structformer: $(cat "$tmp/err")"

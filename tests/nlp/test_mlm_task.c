@@ -4,13 +4,19 @@
  * <pad>/<unk> never masked, maskings differ between runs and repeat
  * between calls; the gold-tree word normalisation; depparse through a
  * model's heads (an oracle scores 100 under Chu-Liu, argmax loses exactly
- * the roots); the table itself. */
+ * the roots); the table itself; the transformer row's LeakyReLU FFN
+ * (udgn.md §7) and its ReLU checkpoints (no ffn_act line) reopened as
+ * ReLU. */
+#define _XOPEN_SOURCE 700
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "kernels/attention.h"
+#include "kernels/checkpoint.h"
 #include "kernels/ops.h"
 #include "nlp/models/udgn.h"
 #include "nlp/tasks/mlm_task.h"
@@ -378,11 +384,197 @@ static void test_table(void)
     CHECK(strstr(nlp_mlm_model_names(), "udgn|transformer") != NULL);
 }
 
+/* gr_ffn with neg_slope 0.01 is W2·LeakyReLU(W1·x + b1) + b2, computed
+ * here in double from its own weights; with slope 0 it is the ReLU one. */
+static void test_ffn_leaky(void)
+{
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    struct gr_ctx *ctx = NULL;
+    CHECK(gr_ctx_new(&ctx, &cc) == 0);
+    if (!ctx) {
+        return;
+    }
+    enum { D = 3, F = 5, R = 4 };
+    struct gr_ffn f;
+    CHECK(gr_ffn_init(&f, ctx, "ffn", D, F, gr_rng_make(3, 1)) == 0);
+    CHECK(f.neg_slope == 0.0f); /* gr_ffn_init: ReLU */
+    float xv[R * D], w1[F * D], b1[F], w2[D * F], b2[D], y[R * D], yr[R * D];
+    for (int i = 0; i < R * D; i++) {
+        xv[i] = (float)((i * 7) % 11) / 3.0f - 1.7f;
+    }
+    struct gr_tensor *x = gr_tensor_from_host(ctx, GR_F32, gr_shape2(R, D),
+                                              xv);
+    f.neg_slope = 0.01f;
+    struct gr_tensor *yl = gr_ffn_forward(ctx, &f, x, 0.0f, gr_rng_make(0, 0));
+    f.neg_slope = 0.0f;
+    struct gr_tensor *yz = gr_ffn_forward(ctx, &f, x, 0.0f, gr_rng_make(0, 0));
+    CHECK(yl && yz);
+    if (!yl || !yz) {
+        gr_ctx_free(ctx);
+        return;
+    }
+    gr_tensor_to_host(f.w1, w1);
+    gr_tensor_to_host(f.b1, b1);
+    gr_tensor_to_host(f.w2, w2);
+    gr_tensor_to_host(f.b2, b2);
+    gr_tensor_to_host(yl, y);
+    gr_tensor_to_host(yz, yr);
+    int negative = 0;
+    double err = 0.0, err_relu = 0.0, moved = 0.0;
+    for (int r = 0; r < R; r++) {
+        double h[F], hr[F];
+        for (int j = 0; j < F; j++) {
+            double a = b1[j];
+            for (int k = 0; k < D; k++) {
+                a += (double)w1[j * D + k] * xv[r * D + k];
+            }
+            negative += a < 0.0;
+            h[j] = a > 0.0 ? a : 0.01 * a;
+            hr[j] = a > 0.0 ? a : 0.0;
+        }
+        for (int i = 0; i < D; i++) {
+            double o = b2[i], orl = b2[i];
+            for (int j = 0; j < F; j++) {
+                o += (double)w2[i * F + j] * h[j];
+                orl += (double)w2[i * F + j] * hr[j];
+            }
+            err = fmax(err, fabs(o - y[r * D + i]));
+            err_relu = fmax(err_relu, fabs(orl - yr[r * D + i]));
+            moved = fmax(moved, fabs(o - orl));
+        }
+    }
+    CHECK_MSG(negative > 0, "no negative pre-activation: the test is void");
+    CHECK_MSG(err < 1e-5, "LeakyReLU FFN: max error %g", err);
+    CHECK_MSG(err_relu < 1e-5, "ReLU FFN: max error %g", err_relu);
+    CHECK_MSG(moved > 1e-4, "LeakyReLU and ReLU agree (%g)", moved);
+    gr_ctx_free(ctx);
+}
+
+/* The masked loss of one fixed batch, dropout off. */
+static double row_loss(const struct nlp_mlm_model_entry *e, void *model,
+                       struct gr_ctx *ctx)
+{
+    static const int32_t ids[2 * 5] = {3, 2, 5, 2, 7, 8, 2, 4, 9, 1};
+    static const int32_t tg[2 * 5] = {-1, 4, -1, 6, -1, -1, 10, -1, -1, -1};
+    static const int32_t lens[2] = {5, 4};
+    struct nlp_mlm_input in = {ids, lens, tg, 2, 5};
+    gr_step_reset(ctx);
+    struct gr_tensor *l = NULL;
+    int32_t nm = 0;
+    int rc = e->loss(model, ctx, &in, 0, gr_rng_make(1, 0), &l, &nm);
+    CHECK_MSG(rc == 0 && l && nm == 3, "loss: %s", gr_last_error());
+    return rc == 0 && l ? (double)gr_tensor_item(l) : NAN;
+}
+
+/* The transformer row uses udgn.md §7's LeakyReLU; a checkpoint written
+ * before (its config has no ffn_act line) was trained with ReLU and
+ * reopens as ReLU, giving the old model's numbers; "ffn_act relu" does
+ * the same, "ffn_act leaky_relu" the new ones, anything else is refused
+ * with a line naming the key. */
+static void test_transformer_ffn_act(void)
+{
+    char dir[] = "/tmp/grove_mlm_ffn_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256], vocab[256];
+    snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
+    FILE *f = fopen(vocab, "w");
+    CHECK(f != NULL);
+    if (!f) {
+        return;
+    }
+    fputs("<unk>\n<pad>\n<mask>\n", f);
+    for (int i = 3; i < 12; i++) {
+        fprintf(f, "w%d\n", i);
+    }
+    fclose(f);
+    const struct nlp_mlm_model_entry *e = nlp_mlm_model_find("transformer");
+    struct nlp_mlm_options o;
+    nlp_mlm_options_default(&o);
+    snprintf(o.model, sizeof o.model, "transformer");
+    o.nemb = 8;
+    o.nlayers = 1;
+    o.nheads = 2;
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    double loss[2] = {NAN, NAN}; /* ReLU, LeakyReLU: the trainer's models */
+    const char *base =
+        "model transformer\nnemb 8\nnlayers 1\nnheads 2\nhead_size 128\n"
+        "parser_layers 3\npos_classes 5\ndropout 0.2\ndropatt 0.1\n"
+        "parser_dropout 0.2\nno_nonlinear 0\nno_gates 0\nsigmoid 0\n"
+        "single_channel 0\nabs_pos 0\nseed 5\n";
+    for (int relu = 1; relu >= 0; relu--) {
+        struct gr_ctx *ctx = NULL;
+        void *model = NULL;
+        CHECK(gr_ctx_new(&ctx, &cc) == 0);
+        o.ffn_relu = relu;
+        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        loss[relu] = row_loss(e, model, ctx);
+        e->free(model);
+        gr_ctx_free(ctx);
+    }
+    CHECK_MSG(fabs(loss[0] - loss[1]) > 1e-6, "ReLU %.9g and LeakyReLU "
+              "%.9g rows give the same loss: the test is void", loss[1],
+              loss[0]);
+    /* the same (ReLU-trained) parameters under each config */
+    struct {
+        const char *line; /* appended to the config; NULL: none */
+        int relu;
+    } cases[] = {{NULL, 1}, {"ffn_act relu\n", 1},
+                 {"ffn_act leaky_relu\n", 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg, "%s%s", base,
+                 cases[c].line ? cases[c].line : "");
+        snprintf(path, sizeof path, "%s/c%zu.ckpt", dir, c);
+        struct gr_ctx *ctx = NULL;
+        void *model = NULL;
+        CHECK(gr_ctx_new(&ctx, &cc) == 0);
+        o.ffn_relu = 1;
+        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
+        e->free(model);
+        gr_ctx_free(ctx);
+        struct nlp_mlm_runtime rt;
+        int rc = nlp_mlm_open(&rt, path, &cc);
+        CHECK_MSG(rc == 0, "case %zu: %s", c, gr_last_error());
+        if (rc == 0) {
+            CHECK(rt.opt.ffn_relu == cases[c].relu);
+            double l = row_loss(rt.entry, rt.model, rt.ctx);
+            /* ReLU: the numbers of the model that wrote it; LeakyReLU:
+             * the same parameters give the LeakyReLU row's numbers */
+            CHECK_MSG(l == loss[cases[c].relu], "case %zu: loss %.9g, "
+                      "want %.9g", c, l, loss[cases[c].relu]);
+            nlp_mlm_close(&rt);
+        }
+        remove(path);
+    }
+    /* an unknown activation is refused, naming the key */
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "%sffn_act gelu\n", base);
+    snprintf(path, sizeof path, "%s/bad.ckpt", dir);
+    struct gr_ctx *ctx = NULL;
+    void *model = NULL;
+    CHECK(gr_ctx_new(&ctx, &cc) == 0);
+    CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+    CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
+    e->free(model);
+    gr_ctx_free(ctx);
+    struct nlp_mlm_runtime rt;
+    CHECK(nlp_mlm_open(&rt, path, &cc) == GR_EFORMAT);
+    CHECK_STR_CONTAINS(gr_last_error(), "ffn_act 'gelu'");
+    remove(path);
+    remove(vocab);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_perplexity();
     test_depparse();
     test_channels();
     test_table();
+    test_ffn_leaky();
+    test_transformer_ffn_act();
     return test_report("nlp_mlm_task");
 }
