@@ -203,21 +203,22 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_DOUBLE("dropouti", "P", NULL,
                    "dropout on the embeddings (default: the model's)",
                    &dropouti),
-        CLI_DOUBLE("dropout", "P", NULL, "OM cell dropout r_c; transformer: "
-                                         "residual dropout (default: the "
-                                         "task's)",
+        CLI_DOUBLE("dropout", "P", NULL, "OM cell dropout r_c; transformer, "
+                                         "structformer: residual dropout "
+                                         "(default: the task's)",
                    &dropout),
-        CLI_INT("layers", "N", NULL, "transformer: encoder layers (default "
-                                     "2)",
+        CLI_INT("layers", "N", NULL, "transformer, structformer: layers "
+                                     "(default 2)",
                 &layers),
-        CLI_INT("heads", "N", NULL, "transformer: attention heads (default "
-                                    "4, sst 6)",
+        CLI_INT("heads", "N", NULL, "transformer, structformer: heads "
+                                    "(default 4, sst 6)",
                 &heads),
-        CLI_INT("ffn", "N", NULL, "transformer: feed-forward size (default "
-                                  "4 x nhid)",
+        CLI_INT("ffn", "N", NULL, "transformer, structformer: feed-forward "
+                                  "size (default 4 x nhid)",
                 &ffn),
         CLI_DOUBLE("dropout-attn", "P", NULL,
-                   "transformer: attention dropout (default 0.1)", &dropouta),
+                   "transformer, structformer: attention dropout "
+                   "(default 0.1)", &dropouta),
         CLI_FLAG("post-norm", "transformer: post-norm layers (default "
                               "pre-norm)",
                  &post_norm),

@@ -71,7 +71,9 @@ int bench_nlp_run(const struct bench_nlp_options *o, FILE *out);
 /* `grove bench nlp --model transformer` (bench/nlp/bench_transformer.c):
  * training steps of a Transformer encoder classifier against the same
  * model of torch.nn.TransformerEncoderLayer (bench/nlp/transformer_ref.py);
- * cases classifier and tiny (o->cases; NULL or "" = both). Uses windows,
+ * cases classifier and tiny (o->cases; NULL or "" = both). A second
+ * table gives each case's matrix-product floor (the step's GEMMs alone,
+ * timed in the same rounds) and grove's step time over it. Uses windows,
  * warmup, rounds, threads, device, quick, baseline, python, build and
  * commit of o. */
 int bench_nlp_transformer_run(const struct bench_nlp_options *o, FILE *out);

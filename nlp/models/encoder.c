@@ -22,6 +22,7 @@ const struct nlp_encoder_kind *const nlp_encoder_kinds[] = {
     &nlp_encoder_ftt_conv,
     &nlp_encoder_hybrid,
     &nlp_encoder_hybrid_san,
+    &nlp_encoder_structformer,
     &nlp_encoder_treelstm,
     &nlp_encoder_childsum,
     &nlp_encoder_rnn,
@@ -113,11 +114,17 @@ int nlp_encoder_config_check(const struct nlp_encoder_config *c)
     }
     if ((strcmp(c->model, "transformer") == 0 ||
          strncmp(c->model, "ftt", 3) == 0 ||
-         strcmp(c->model, "hybrid") == 0) &&
+         strcmp(c->model, "hybrid") == 0 ||
+         strcmp(c->model, "structformer") == 0) &&
         c->hidden % c->heads != 0) {
         return gr_error(GR_EINVAL, "%s: --nhid %d is not a multiple of "
                         "--heads %d", c->model, (int)c->hidden,
                         (int)c->heads);
+    }
+    if (strcmp(c->model, "structformer") == 0 && c->emsize != c->hidden) {
+        return gr_error(GR_EINVAL, "structformer: --emsize %d must equal "
+                        "--nhid %d (the parser and the layers read one "
+                        "embedding)", (int)c->emsize, (int)c->hidden);
     }
     if (c->slots_train < 1 || c->slots_eval < 1) {
         return gr_error(GR_EINVAL, "slots %d / %d must be >= 1",

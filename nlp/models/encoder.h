@@ -147,6 +147,10 @@ extern const struct nlp_encoder_kind nlp_encoder_ftt_conv;
 extern const struct nlp_encoder_kind nlp_encoder_hybrid;
 extern const struct nlp_encoder_kind nlp_encoder_hybrid_san;
 
+/* ---- StructFormer (nlp/models/sf_encoder.c, nlp/models/structformer.h) ---- */
+
+extern const struct nlp_encoder_kind nlp_encoder_structformer;
+
 /* ---- given trees (nlp/models/tree_encoder.c, nlp/models/treenets.h) ---- */
 
 extern const struct nlp_encoder_kind nlp_encoder_treelstm;

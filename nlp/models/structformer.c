@@ -168,8 +168,10 @@ int nlp_structformer_init(struct nlp_structformer *m, struct gr_ctx *ctx,
     int bad = 0;
     m->emb = param(ctx, prefix, "emb.weight", gr_shape2(c->vocab, d));
     bad |= !m->emb || gr_init_uniform(m->emb, -0.1f, 0.1f, rng) < 0;
-    m->out_bias = param(ctx, prefix, "output_bias", gr_shape1(c->vocab));
-    bad |= !m->out_bias;
+    if (!c->encoder_only) {
+        m->out_bias = param(ctx, prefix, "output_bias", gr_shape1(c->vocab));
+        bad |= !m->out_bias;
+    }
     if (c->pos_emb > 0) {
         m->pos = param(ctx, prefix, "pos_emb.weight", gr_shape2(c->pos_emb, d));
         bad |= !m->pos || gr_init_uniform(m->pos, -0.1f, 0.1f, rng) < 0;
@@ -354,23 +356,37 @@ static struct gr_tensor *shift(struct gr_ctx *ctx, struct gr_tensor *x,
     return gr_concat(ctx, 2, xs, 2);
 }
 
-/* The calibration shift μ of udgn.md §7 as a [1] tensor on the tape (its
- * arg-max entry found on the host), or a constant 0. */
+/* The calibration shift μ of udgn.md §7 on the tape: one over the batch,
+ * [1] (its arg-max entry found on the host), or one per sentence, [B, 1]
+ * (per_sentence); a constant 0 where no margin is positive. */
 static struct gr_tensor *calibration(struct gr_ctx *ctx, struct gr_tensor *dist,
                                      struct gr_tensor *height,
-                                     const int32_t *len, int64_t t, int64_t b)
+                                     const int32_t *len, int64_t t, int64_t b,
+                                     int per_sentence)
 {
+    const int64_t ns = per_sentence ? b : 1;
     float *dh = malloc((size_t)(2 * b * t) * sizeof *dh);
-    if (dh == NULL || gr_tensor_to_host(dist, dh) < 0 ||
+    double *best = calloc((size_t)ns, sizeof *best);
+    /* per slot: bsrc, the flat δ index or -2 for δ_{-1}; bk, the flat η
+     * index of Hmax (-1: no positive margin) */
+    int64_t *bsrc = malloc((size_t)(2 * ns) * sizeof *bsrc);
+    int64_t *bk = bsrc ? bsrc + ns : NULL;
+    if (dh == NULL || best == NULL || bsrc == NULL ||
+        gr_tensor_to_host(dist, dh) < 0 ||
         gr_tensor_to_host(height, dh + b * t) < 0) {
         free(dh);
+        free(best);
+        free(bsrc);
         return NULL;
     }
+    for (int64_t s = 0; s < ns; s++) {
+        bsrc[s] = -1;
+        bk[s] = -1;
+    }
     const float *dd = dh, *hh = dh + b * t;
-    double best = 0.0;
-    int64_t bsrc = -1, bk = -1; /* bsrc: flat δ index, or -2 for δ_{-1} */
     for (int64_t bi = 0; bi < b; bi++) {
         const float *db = dd + bi * t, *hb = hh + bi * t;
+        const int64_t s = per_sentence ? bi : 0;
         for (int64_t i = 0; i < t; i++) {
             double hmax = -INFINITY;
             int64_t kmax = i;
@@ -390,31 +406,72 @@ static struct gr_tensor *calibration(struct gr_ctx *ctx, struct gr_tensor *dist,
                 double mg = left > right ? right : left;
                 int64_t src = left > right ? bi * t + j
                                            : (i == 0 ? -2 : bi * t + i - 1);
-                if (mg > best) {
-                    best = mg;
-                    bsrc = src;
-                    bk = bi * t + kmax;
+                if (mg > best[s]) {
+                    best[s] = mg;
+                    bsrc[s] = src;
+                    bk[s] = bi * t + kmax;
                 }
             }
         }
     }
     free(dh);
-    if (bk < 0) {
-        return gr_zeros(ctx, gr_shape1(1));
-    }
-    struct gr_tensor *hk = gr_slice(ctx, gr_reshape(ctx, height,
-                                                    gr_shape1(b * t)),
-                                    0, bk, 1);
-    struct gr_tensor *diff;
-    if (bsrc == -2) {
-        diff = gr_affine(ctx, hk, -1.0f, SF_BIG);
-    } else {
-        struct gr_tensor *ds = gr_slice(ctx, gr_reshape(ctx, dist,
+    free(best);
+    struct gr_tensor *mu = NULL;
+    if (!per_sentence) {
+        if (bk[0] < 0) {
+            free(bsrc);
+            return gr_zeros(ctx, gr_shape1(1));
+        }
+        struct gr_tensor *hk = gr_slice(ctx, gr_reshape(ctx, height,
                                                         gr_shape1(b * t)),
-                                        0, bsrc, 1);
-        diff = gr_sub(ctx, ds, hk);
+                                        0, bk[0], 1);
+        struct gr_tensor *diff;
+        if (bsrc[0] == -2) {
+            diff = gr_affine(ctx, hk, -1.0f, SF_BIG);
+        } else {
+            struct gr_tensor *ds = gr_slice(ctx, gr_reshape(ctx, dist,
+                                                            gr_shape1(b * t)),
+                                            0, bsrc[0], 1);
+            diff = gr_sub(ctx, ds, hk);
+        }
+        free(bsrc);
+        return gr_relu(ctx, diff);
     }
-    return gr_relu(ctx, diff);
+    /* per sentence: μ_b = keep_b · relu(a_b·δ[src_b] + c_b − η[k_b]), the
+     * entries picked by row lookups (a_b = 0, c_b = 1e9 for δ_{-1}) */
+    int32_t *ik = malloc((size_t)(2 * b) * sizeof *ik);
+    float *acs = malloc((size_t)(3 * b) * sizeof *acs);
+    if (ik == NULL || acs == NULL) {
+        free(ik);
+        free(acs);
+        free(bsrc);
+        gr_error(GR_ENOMEM, "structformer: out of memory");
+        return NULL;
+    }
+    int32_t *is = ik + b;
+    float *av = acs, *cv = acs + b, *kv = acs + 2 * b;
+    for (int64_t bi = 0; bi < b; bi++) {
+        ik[bi] = (int32_t)(bk[bi] < 0 ? 0 : bk[bi]);
+        is[bi] = (int32_t)(bsrc[bi] < 0 ? 0 : bsrc[bi]);
+        av[bi] = bsrc[bi] >= 0 ? 1.0f : 0.0f;
+        cv[bi] = bsrc[bi] == -2 ? SF_BIG : 0.0f;
+        kv[bi] = bk[bi] >= 0 ? 1.0f : 0.0f;
+    }
+    struct gr_tensor *hk = gr_embedding(
+        ctx, gr_reshape(ctx, height, gr_shape2(b * t, 1)),
+        gr_tensor_from_host(ctx, GR_I32, gr_shape1(b), ik));
+    struct gr_tensor *ds = gr_embedding(
+        ctx, gr_reshape(ctx, dist, gr_shape2(b * t, 1)),
+        gr_tensor_from_host(ctx, GR_I32, gr_shape1(b), is));
+    struct gr_tensor *diff = gr_sub(
+        ctx, gr_add(ctx, gr_mul(ctx, ds, konst(ctx, gr_shape2(b, 1), av)),
+                    konst(ctx, gr_shape2(b, 1), cv)),
+        hk);
+    mu = gr_mul(ctx, gr_relu(ctx, diff), konst(ctx, gr_shape2(b, 1), kv));
+    free(ik);
+    free(acs);
+    free(bsrc);
+    return mu;
 }
 
 /* Par [B, T, T] from δ, η [B, T] (udgn.md §7). */
@@ -547,7 +604,8 @@ static int parse_impl(struct gr_ctx *ctx, const struct nlp_structformer *m,
     if (dist == NULL || height == NULL) {
         return gr_error(GR_EINVAL, "structformer: %s", gr_ctx_error(ctx));
     }
-    struct gr_tensor *mu = calibration(ctx, dist, height, lengths, t, b);
+    struct gr_tensor *mu = calibration(ctx, dist, height, lengths, t, b,
+                                       c->sentence_calibration);
     dist = gr_sub(ctx, dist, mu);
     out->distance = dist;
     out->height = height;

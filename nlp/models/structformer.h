@@ -11,7 +11,8 @@
  *           c_δ over positions i, i+1 (+1e9 at the last real token and at
  *           padding); calibration δ −= μ, μ the largest margin over the
  *           whole batch (differentiated through its arg-max entry, as
- *           PyTorch's max is).
+ *           PyTorch's max is), or over each sentence with
+ *           sentence_calibration.
  *   parents γ(i,k) = σ(−(δ_k − η_i)·e^θ₀), the span distributions pL, pR
  *           by cumulative minima, B(i,l,r) = pL·pR, span heads Hd(l,r,k) =
  *           softmax_{k∈[l,r]}(η_k·e^θ₁), Par(i,k) = Σ_{l,r} B·Hd with a zero
@@ -29,7 +30,8 @@
  * parent of i).
  *
  * Parameters, under `prefix` (gr_param_count(ctx, prefix) counts them):
- *   emb.weight [V, d] U(±0.1) (tied output), output_bias [V] 0,
+ *   emb.weight [V, d] U(±0.1) (tied output), output_bias [V] 0 (not with
+ *   encoder_only),
  *   pos_emb.weight [P, d] U(±0.1) (when pos_emb = P > 0),
  *   parser.layers.L.{weight [d, d, conv], bias [d]},
  *   parser.distance.conv.{weight [d, d, 2], bias}, parser.distance.out.
@@ -75,6 +77,15 @@ struct nlp_structformer_config {
                                 none */
     int norm_affine;         /* 1: the layers' LayerNorms have gain/bias
                                 (google-research); 0: not (the UDGN copy) */
+    /* The two below are not in the config text: the MLM leaves both 0;
+     * the classifier's encoder row (nlp/models/sf_encoder.c) sets both. */
+    int sentence_calibration; /* 1: the calibration shift μ per sentence
+                                 (the max over that sentence's margins), so
+                                 that a sentence's parse does not depend on
+                                 its batch; 0: one μ over the whole batch
+                                 (udgn.md §7, the reference) */
+    int encoder_only;        /* 1: no output_bias (the model as an encoder;
+                                logits, if asked for, have no bias) */
 };
 
 /* google-research's defaults at vocabulary V: d 512, 8 layers, 8 heads,

@@ -2,7 +2,8 @@
 # grove bench nlp at tiny sizes, so that it cannot rot: exit status 0, the
 # table with its spread column, both sides alternated over 2 rounds, grove's
 # BLAS in the header, and the BLAS and threads the PyTorch side ran on (or,
-# without torch, the reason the baseline is n/a).
+# without torch, the reason the baseline is n/a); --model transformer's
+# table and its matrix-product floor table (a row per case).
 #   test_bench_nlp.sh PATH/TO/grove
 set -u
 grove=$1
@@ -49,6 +50,11 @@ has '^# Transformer encoder classifier'
 has '^\| classifier \(quick.* tok/s \|'
 has '^\| tiny \(quick.* tok/s \|'
 grep -q '^baseline:' "$tmp/out" || has '^\| tiny \(quick.* tok/s \| [0-9]+ tok/s \| [0-9.]+x'
+# the matrix-product floor of each case, timed in the same rounds
+has '^### Matrix-product floor'
+has '^\| case \| GFLOP per step \| floor \| grove step \| grove / floor \| baseline / floor \| spread \|$'
+has '^\| classifier \(quick.*\) \| [0-9.e-]+ \| [0-9.]+ ms \([0-9.]+ GFLOP/s\) \| [0-9.]+ ms \| [0-9.]+x \| ([0-9.]+x|n/a) \| [0-9.]+-[0-9.]+x over 1 round'
+has '^\| tiny \(quick.*\) \| [0-9.e-]+ \| [0-9.]+ ms .* \| [0-9.]+x \|'
 "$grove" bench nlp --model lstm >"$tmp/out" 2>"$tmp/err"
 rc=$?
 checks=$((checks + 1))
