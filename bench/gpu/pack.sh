@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares what a device call carries (bench/gpu/README.md):
-#   .devbin/   grove and the CUDA test binaries of a CUDA build
+#   .devbin/   grove, libgrove_cuda.so and the CUDA test binaries of a CUDA
+#              build, with cuda_tests.txt (every ctest whose name has "cuda")
 #   .devpack/libs.tar.xz  the shared libraries they need that a GPU image
 #              lacks (SDL2, libpng, msgpack-c, OpenBLAS, libzip and theirs;
 #              not the C and C++ libraries', not CUDA's), compressed to fit the
@@ -19,10 +20,35 @@ bins=(grove tests/kernels/test_kernels_ops tests/agents/test_agents_ocn_cuda
       tests/nlp/test_nlp_om_cuda tests/agents/test_agents_ompn_cuda
       tests/agents/test_agents_compile_cuda tests/kernels/test_kernels_attention
       tests/nlp/test_nlp_fasttrees_cuda "$@")
+# every CUDA test of the build (ctest names with "cuda"), as
+# NAME<TAB>ENV<TAB>COMMAND lines with the build folder's paths made
+# relative to .devbin; device_check.sh runs them all
+abs=$(cd "$build" && pwd)
+(cd "$build" && ctest --show-only=json-v1) | /usr/bin/python3 -c '
+import json, shlex, sys
+abs_build = sys.argv[1]
+for t in json.load(sys.stdin)["tests"]:
+    if "cuda" not in t["name"] or "command" not in t:
+        continue
+    cmd = [c.replace(abs_build + "/", ".devbin/") for c in t["command"]]
+    env = ""
+    for p in t.get("properties", []):
+        if p["name"] == "ENVIRONMENT":
+            env = " ".join(p["value"])
+    print("%s\t%s\t%s" % (t["name"], env, shlex.join(cmd)))
+' "$abs" >.devbin/cuda_tests.txt
+while IFS=$'\t' read -r _ _ cmd; do
+    for w in $cmd; do
+        case $w in .devbin/*) [ -f "$build/${w#.devbin/}" ] && bins+=("${w#.devbin/}") ;; esac
+    done
+done <.devbin/cuda_tests.txt
 for b in "${bins[@]}"; do
     mkdir -p ".devbin/$(dirname "$b")"
     cp "$build/$b" ".devbin/$b"
 done
+# the CUDA backend, which grove loads on first GPU use (kernels/README.md)
+cp "$build/libgrove_cuda.so" .devbin/
+echo "$(wc -l <.devbin/cuda_tests.txt) CUDA tests listed in .devbin/cuda_tests.txt"
 libs=$(mktemp -d)
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libcudart\.so|libcublas\.so|libcublasLt\.so)'
 for b in "${bins[@]}"; do
