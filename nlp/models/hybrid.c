@@ -233,24 +233,13 @@ static struct gr_tensor *hybrid_encode(struct nlp_encoder *e,
 {
     struct hybrid_encoder *h = e->impl;
     struct gr_ctx *ctx = e->ctx;
-    const struct nlp_encoder_config *c = &e->cfg;
     struct gr_tensor *hh = nlp_hybrid_states(e, b, training, rng, NULL);
     if (hh == NULL) {
         return NULL;
     }
     struct gr_tensor *kl = gr_tensor_from_host(ctx, GR_I32, gr_shape1(b->B),
                                                b->lengths);
-    struct gr_tensor *q = gr_add(ctx,
-                                 gr_zeros(ctx, gr_shape3(2, b->B, c->hidden)),
-                                 gr_reshape(ctx, h->queries,
-                                            gr_shape3(2, 1, c->hidden)));
-    struct gr_tensor *pooled = gr_attention(ctx, q, hh, hh, 1, NULL, kl, 0,
-                                            0.0f, rng);
-    if (pooled == NULL) {
-        return NULL;
-    }
-    return gr_reshape(ctx, gr_transpose(ctx, pooled, 0, 1),
-                      gr_shape2(b->B, 2 * (int64_t)c->hidden));
+    return nlp_two_query_pool(ctx, h->queries, hh, kl, rng);
 }
 
 static int32_t hybrid_out_dim(const struct nlp_encoder *e)

@@ -40,6 +40,7 @@
 #include "kernels/ops.h"
 #include "nlp/models/encoder.h"
 #include "nlp/models/structformer.h"
+#include "nlp/models/transformer.h"
 
 enum { SF_ENC_PARSER_LAYERS = 3, SF_ENC_CONV = 9, SF_ENC_POSITIONS = 512 };
 /* B·T³ floats in one [B, T, T, T] tensor of the parent distribution: at
@@ -156,18 +157,7 @@ static struct gr_tensor *sf_encode(struct nlp_encoder *e,
                                            training, rng);
     }
     x = gr_layer_norm(ctx, x, s->m.nw, s->m.nb, 1e-5f);
-    /* two-query attention pooling over the real positions */
-    struct gr_tensor *q = gr_add(ctx,
-                                 gr_zeros(ctx, gr_shape3(2, b->B, c->hidden)),
-                                 gr_reshape(ctx, s->queries,
-                                            gr_shape3(2, 1, c->hidden)));
-    struct gr_tensor *pooled = gr_attention(ctx, q, x, x, 1, NULL, kl, 0,
-                                            0.0f, rng);
-    if (pooled == NULL) {
-        return NULL;
-    }
-    return gr_reshape(ctx, gr_transpose(ctx, pooled, 0, 1),
-                      gr_shape2(b->B, 2 * (int64_t)c->hidden));
+    return nlp_two_query_pool(ctx, s->queries, x, kl, rng);
 }
 
 static int32_t sf_out_dim(const struct nlp_encoder *e)
@@ -186,7 +176,7 @@ static void sf_free(struct nlp_encoder *e)
 
 const struct nlp_encoder_kind nlp_encoder_structformer = {
     "structformer",
-    "StructFormer (udgn.md §7): distance/height parser, gated sigmoid "
+    "StructFormer (docs/models.md): distance/height parser, gated sigmoid "
     "attention, two-query attention pooling",
     sf_defaults,
     sf_init,

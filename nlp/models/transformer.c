@@ -676,6 +676,27 @@ static int ftt_conv_init(struct nlp_encoder *e, struct gr_ctx *ctx,
     return tf_init_any(e, ctx, rng, 1, 1);
 }
 
+struct gr_tensor *nlp_two_query_pool(struct gr_ctx *ctx,
+                                     struct gr_tensor *queries,
+                                     struct gr_tensor *x,
+                                     struct gr_tensor *key_len,
+                                     struct gr_rng rng)
+{
+    if (x == NULL) {
+        return NULL;
+    }
+    const int64_t B = x->shape[1], D = x->shape[2];
+    struct gr_tensor *q = gr_add(ctx, gr_zeros(ctx, gr_shape3(2, B, D)),
+                                 gr_reshape(ctx, queries, gr_shape3(2, 1, D)));
+    struct gr_tensor *pooled = gr_attention(ctx, q, x, x, 1, NULL, key_len, 0,
+                                            0.0f, rng);
+    if (pooled == NULL) {
+        return NULL;
+    }
+    return gr_reshape(ctx, gr_transpose(ctx, pooled, 0, 1),
+                      gr_shape2(B, 2 * D));
+}
+
 static struct gr_tensor *tf_encode(struct nlp_encoder *e,
                                    const struct nlp_encoder_batch *b,
                                    int training, struct gr_rng rng)
@@ -700,18 +721,7 @@ static struct gr_tensor *tf_encode(struct nlp_encoder *e,
     x = gr_add(ctx, x, gr_positions_sinusoidal(ctx, b->T, c->hidden, 0));
     x = drop(ctx, x, c->dropout_in, training, rng, 20, 0);
     x = nlp_transformer_forward(ctx, &t->stack, x, kl, 0, training, rng);
-    /* two-query attention pooling over the real positions */
-    struct gr_tensor *q = gr_add(ctx,
-                                 gr_zeros(ctx, gr_shape3(2, b->B, c->hidden)),
-                                 gr_reshape(ctx, t->queries,
-                                            gr_shape3(2, 1, c->hidden)));
-    struct gr_tensor *pooled = gr_attention(ctx, q, x, x, 1, NULL, kl, 0,
-                                            0.0f, rng);
-    if (pooled == NULL) {
-        return NULL;
-    }
-    return gr_reshape(ctx, gr_transpose(ctx, pooled, 0, 1),
-                      gr_shape2(b->B, 2 * (int64_t)c->hidden));
+    return nlp_two_query_pool(ctx, t->queries, x, kl, rng);
 }
 
 static int32_t tf_out_dim(const struct nlp_encoder *e)

@@ -94,6 +94,16 @@ struct gr_tensor *nlp_transformer_forward(struct gr_ctx *ctx,
                                           int causal, int training,
                                           struct gr_rng rng);
 
+/* Two-query attention pooling of the encoder rows: queries [2, D] (learned)
+ * attend over x [T, B, D], keys t >= key_len[b] masked -> [B, 2D]. Used by
+ * the transformer, hybrid and structformer rows of the encoder table.
+ * NULL on error (the context's error is set). */
+struct gr_tensor *nlp_two_query_pool(struct gr_ctx *ctx,
+                                     struct gr_tensor *queries,
+                                     struct gr_tensor *x,
+                                     struct gr_tensor *key_len,
+                                     struct gr_rng rng);
+
 /* A decoder stack (cfg.decoder = 1): y [Ty, B, D] (the shifted targets'
  * embeddings), memory [Tx, B, D] (the encoder's output), mem_len NULL or
  * i32 [B] (memory keys t >= mem_len[b] are padding) -> [Ty, B, D].
