@@ -9,7 +9,7 @@
 #
 #   bench/ocn/rl.sh GROVE OUT_DIR [--size quick|thesis] [--setting s1|s2|all]
 #       [--seeds LIST] [--methods ocn,moe,flat,ompn,compile] [--rewards dense,sparse]
-#       [--frames N] [--jobs J] [--threads T] [--device D]
+#       [--frames N] [--bc-updates N] [--jobs J] [--threads T] [--device D]
 #
 # S1: BC on AC, CD (K = 3, train bc's default recipe, ocn.md §6.1) for ocn
 #     and for moe (its own BC, --model moe); PPO on ACD, CAD, DCA.
@@ -35,6 +35,10 @@
 #   an update sample, every frame; the ranges are the shared cores' load);
 #   so 2-7 hours of PPO per setting on one core, divided by --jobs on a
 #   machine with that many cores.
+# --bc-updates N: stop every BC run at N updates instead of the size's
+#   default (thesis: train bc's 10,000). best.ckpt is the lowest validation
+#   NLL, which the thesis-size runs reached at 2,500-3,000, so 3,000 keeps
+#   the checkpoint PPO uses at a third of the time; results.md says so.
 # --size smoke: the pipeline at toy sizes in seconds (d = 16, 100 demos per
 #   task, 10 BC updates, 2,000 frames, 4 evaluation episodes, seed 1, DCA /
 #   ACB sparse), for tests; nothing it prints means anything.
@@ -56,7 +60,7 @@ usage() { sed -n '10,13p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
-size=thesis setting=all seeds= methods=ocn,moe,flat rewards= frames= jobs=1 threads=1 device=auto
+size=thesis setting=all seeds= methods=ocn,moe,flat rewards= frames= bc_updates= jobs=1 threads=1 device=auto
 while (($#)); do
     (($# >= 2)) || usage
     case $1 in
@@ -66,6 +70,7 @@ while (($#)); do
     --methods) methods=$2 ;;
     --rewards) rewards=$2 ;;
     --frames) frames=$2 ;;
+    --bc-updates) bc_updates=$2 ;;
     --jobs) jobs=$2 ;;
     --threads) threads=$2 ;;
     --device) device=$2 ;;
@@ -76,7 +81,7 @@ done
 [[ -x $grove ]] || { echo "rl.sh: GROVE '$grove' is not an executable" >&2; exit 2; }
 case $setting in s1) settings=(s1) ;; s2) settings=(s2) ;; all) settings=(s1 s2) ;;
 *) echo "rl.sh: --setting '$setting' is not s1, s2 or all" >&2; exit 2 ;; esac
-for v in "$jobs" "$threads" ${frames:+"$frames"}; do
+for v in "$jobs" "$threads" ${frames:+"$frames"} ${bc_updates:+"$bc_updates"}; do
     [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "rl.sh: '$v' is not a positive integer" >&2; exit 2; }
 done
 case $size in
@@ -96,6 +101,12 @@ smoke)
     s1_tasks=(DCA) s2_tasks=(ACB) ;;
 *) echo "rl.sh: --size '$size' is not smoke, quick or thesis" >&2; exit 2 ;;
 esac
+if [[ -n $bc_updates ]]; then # replace the size's --updates (train bc refuses a flag twice)
+    for ((i = 0; i < ${#bc_size[@]}; i++)); do
+        [[ ${bc_size[i]} == --updates ]] && bc_size[i + 1]=$bc_updates
+    done
+    [[ " ${bc_size[*]} " == *" --updates "* ]] || bc_size+=(--updates "$bc_updates")
+fi
 IFS=, read -r -a seed_list <<<"$seeds"
 IFS=, read -r -a method_list <<<"$methods"
 IFS=, read -r -a reward_list <<<"$rewards"
@@ -200,7 +211,7 @@ echo "rl.sh: PPO done ($((SECONDS - t0)) s)" >&2
 {
     echo "# Fine-tuning with frozen options ($size size)"
     echo
-    echo "Evaluation return (100 greedy episodes on fixed maps, every 10 updates; ocn.md §7) at the last frame all runs of a method reach: mean ± std over seeds (min-max), mean evaluation success; frames at which the mean first reaches 0.7 (sparse reward: the thesis's target). BC: seed 1, best.ckpt (lowest validation NLL)."
+    echo "Evaluation return (100 greedy episodes on fixed maps, every 10 updates; ocn.md §7) at the last frame all runs of a method reach: mean ± std over seeds (min-max), mean evaluation success; frames at which the mean first reaches 0.7 (sparse reward: the thesis's target). BC: seed 1, best.ckpt (lowest validation NLL)${bc_updates:+, runs stopped at $bc_updates updates (--bc-updates)}."
     for st in "${settings[@]}"; do
         if [[ $st == s1 ]]; then tasks=("${s1_tasks[@]}"); else tasks=("${s2_tasks[@]}"); fi
         echo
