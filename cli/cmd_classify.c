@@ -878,8 +878,8 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("checkpoint", "FILE", NULL,
-                   "a checkpoint of grove nlp classify train with an om or "
-                   "onlstm encoder (required)",
+                   "a checkpoint of grove nlp classify train with an om, "
+                   "onlstm, ft, cft, fft or structformer encoder (required)",
                    &ckpt),
         CLI_STRING("data", "DIR", NULL,
                    "the task's folder (logic: test0..test12; listops: "
@@ -930,8 +930,9 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
     snprintf(model, sizeof model, "%s", nlp_cls_model_encoder(r.m)->model);
     if (!nlp_cls_has_trees(r.m)) {
         nlp_cls_model_free(r.m);
-        return cli_usage_error(cmd, "%s: model %s induces no tree (om and "
-                                    "onlstm do)",
+        return cli_usage_error(cmd, "%s: model %s induces no tree (om, "
+                                    "onlstm, ft, cft, fft and structformer "
+                                    "do)",
                                ckpt, model);
     }
     int logic = strcmp(task, "logic") == 0;
@@ -993,14 +994,19 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_classify_trees = {
     "nlp classify trees",
-    "Induced trees of a trained om, onlstm, ft, cft or fft classifier, and "
-    "their parsing F1 against the gold trees (logic, ListOps).",
+    "Induced trees of a trained om, onlstm, ft, cft, fft or structformer "
+    "classifier, and their parsing F1 against the gold trees (logic, "
+    "ListOps).",
     "",
     "Encodes every test sequence alone (batch of one, evaluation mode, the "
     "eval slot count for om) and writes its tree in brackets, one example "
     "a line (logic: premise TAB hypothesis). Ordered Memory: its pointers "
     "(docs/models.md); onlstm and the FastTrees cells (ft, cft, fft): their "
-    "forget distances and the greedy top-down parser. Logic trees are "
+    "forget distances and the greedy top-down parser; structformer: its "
+    "parser's distances (one per gap between tokens, the sentence "
+    "calibrated alone), each span split at its largest gap "
+    "(docs/models.md). "
+    "Logic trees are "
     "built over the input with its parentheses, which are then deleted and "
     "unary nodes collapsed. Gold trees and F1: docs/tasks.md. Prints the "
     "corpus F1 (the published "
