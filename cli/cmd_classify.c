@@ -491,7 +491,8 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
                    &ckpt),
         CLI_STRING("data", "DIR", NULL, "the task's folder", &data),
         CLI_STRING("train", "FILE", NULL, "training file (listops: the "
-                                          "validation hold-out comes from it)",
+                                          "validation hold-out comes from it, "
+                                          "with the run's seed)",
                    &train),
         CLI_STRING("valid", "FILE", NULL, "validation file", &valid),
         CLI_STRING("test", "FILE", NULL, "test file", &test),
@@ -508,7 +509,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     };
     int rc = cli_parse(cmd, opts,
                        CLI_COMMON_DEVICE | CLI_COMMON_THREADS | CLI_COMMON_OUT |
-                           CLI_COMMON_FORCE | CLI_COMMON_QUIET | CLI_COMMON_SEED,
+                           CLI_COMMON_FORCE | CLI_COMMON_QUIET,
                        0, 0, argc, argv, &common, &first);
     if (rc != CLI_CONTINUE) {
         return rc;
@@ -554,6 +555,17 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     const char *vl = strstr(config, "\nvocab\n");
     const char *tl = strstr(config, "\ntrees dependency\n");
     int run_dep_trees = tl != NULL && (vl == NULL || tl < vl);
+    /* the run's seed: ListOps holds its validation part out of the
+     * training file (or generates that file) with it, so --on valid
+     * scores the examples the run validated on, none it trained on */
+    unsigned long long run_seed = 0;
+    const char *sl = strstr(config, "\nseed ");
+    if (sl == NULL || (vl != NULL && sl > vl) ||
+        sscanf(sl + 6, "%llu", &run_seed) != 1) {
+        free(config);
+        gr_error(GR_EFORMAT, "%s: its config has no seed line", ckpt);
+        return cli_fail(cmd);
+    }
     free(config);
     char *ckpt_vocab = NULL; /* the words the model was trained with */
     if (nlp_cls_model_load(&m, ckpt, &cc, task, &ckpt_vocab) < 0) {
@@ -561,7 +573,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split ? split : run_split, data, train, valid,
-                      test, 1111, 0, 1, &o);
+                      test, (uint64_t)run_seed, 0, 1, &o);
     if (rc != CLI_CONTINUE) {
         nlp_cls_model_free(m);
         free(ckpt_vocab);
@@ -663,7 +675,8 @@ const struct cli_command cmd_nlp_classify_eval = {
     "--data or the file flags as for training; for sst2, sst5 and snli its "
     "words are read through the checkpoint's vocabulary (a word it lacks "
     "as <unk>, or as padding in a vocabulary without <unk>), so any test "
-    "file can be scored. --out writes a CSV (group, n, accuracy). Example: "
+    "file can be scored. --on valid scores the run's own validation part "
+    "(ListOps: held out of --train with the seed the config records). --out writes a CSV (group, n, accuracy). Example: "
     "grove nlp classify eval --checkpoint "
     "runs/om-logic/best.ckpt --data ../shared/data/logic_inference "
     "--per-length",
@@ -865,8 +878,8 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
     int first = 0;
     const struct cli_option opts[] = {
         CLI_STRING("checkpoint", "FILE", NULL,
-                   "a checkpoint of grove nlp classify train with an om or "
-                   "onlstm encoder (required)",
+                   "a checkpoint of grove nlp classify train with an om, "
+                   "onlstm, ft, cft, fft or structformer encoder (required)",
                    &ckpt),
         CLI_STRING("data", "DIR", NULL,
                    "the task's folder (logic: test0..test12; listops: "
@@ -917,8 +930,9 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
     snprintf(model, sizeof model, "%s", nlp_cls_model_encoder(r.m)->model);
     if (!nlp_cls_has_trees(r.m)) {
         nlp_cls_model_free(r.m);
-        return cli_usage_error(cmd, "%s: model %s induces no tree (om and "
-                                    "onlstm do)",
+        return cli_usage_error(cmd, "%s: model %s induces no tree (om, "
+                                    "onlstm, ft, cft, fft and structformer "
+                                    "do)",
                                ckpt, model);
     }
     int logic = strcmp(task, "logic") == 0;
@@ -980,14 +994,19 @@ static int run_trees(const struct cli_command *cmd, int argc, char **argv)
 
 const struct cli_command cmd_nlp_classify_trees = {
     "nlp classify trees",
-    "Induced trees of a trained om, onlstm, ft, cft or fft classifier, and "
-    "their parsing F1 against the gold trees (logic, ListOps).",
+    "Induced trees of a trained om, onlstm, ft, cft, fft or structformer "
+    "classifier, and their parsing F1 against the gold trees (logic, "
+    "ListOps).",
     "",
     "Encodes every test sequence alone (batch of one, evaluation mode, the "
     "eval slot count for om) and writes its tree in brackets, one example "
     "a line (logic: premise TAB hypothesis). Ordered Memory: its pointers "
     "(docs/models.md); onlstm and the FastTrees cells (ft, cft, fft): their "
-    "forget distances and the greedy top-down parser. Logic trees are "
+    "forget distances and the greedy top-down parser; structformer: its "
+    "parser's distances (one per gap between tokens, the sentence "
+    "calibrated alone), each span split at its largest gap "
+    "(docs/models.md). "
+    "Logic trees are "
     "built over the input with its parentheses, which are then deleted and "
     "unary nodes collapsed. Gold trees and F1: docs/tasks.md. Prints the "
     "corpus F1 (the published "

@@ -10,7 +10,10 @@
  *            sigmoid-attention layers (nlp_structformer_layer_forward,
  *            their dropouts as the MLM's), the final LayerNorm;
  *   pooling  two-query attention pooling over the real positions
- *            (hybrid_and_trees.md §1.3, the transformer row's) -> [B, 2d].
+ *            (hybrid_and_trees.md §1.3, the transformer row's) -> [B, 2d];
+ *   trees    an evaluation encode keeps δ on the host
+ *            (nlp_sf_encoder_distances): grove nlp classify trees splits
+ *            each span at its largest gap (nlp_parse_gaps).
  *
  * The tied output layer of the MLM is not used (encoder_only: no
  * output_bias). Sizes: --nhid is d (--emsize must equal it: the parser and
@@ -50,6 +53,10 @@ enum { SF_ENC_PARSER_LAYERS = 3, SF_ENC_CONV = 9, SF_ENC_POSITIONS = 512 };
 struct sf_encoder {
     struct nlp_structformer m;  /* under "enc" */
     struct gr_tensor *queries;  /* [2, d] enc.pool.queries */
+    /* δ of the last evaluation-mode encode, [B, T] (host copy; trees) */
+    float *dist;
+    int64_t dist_cap;
+    int32_t dist_T, dist_B;
 };
 
 static void sf_defaults(struct nlp_encoder_config *c, const char *task)
@@ -138,6 +145,25 @@ static struct gr_tensor *sf_encode(struct nlp_encoder *e,
     if (nlp_structformer_parse(ctx, &s->m, b->ids, b->lengths, &po) < 0) {
         return NULL;
     }
+    if (!training) {
+        /* the parse of an evaluation encode, for classify trees */
+        int64_t n = (int64_t)b->B * b->T;
+        if (n > s->dist_cap) {
+            float *d = realloc(s->dist, (size_t)n * sizeof *d);
+            if (d == NULL) {
+                gr_error(GR_ENOMEM, "structformer: out of memory");
+                return NULL;
+            }
+            s->dist = d;
+            s->dist_cap = n;
+        }
+        s->dist_T = s->dist_B = 0;
+        if (gr_tensor_to_host(po.distance, s->dist) < 0) {
+            return NULL;
+        }
+        s->dist_T = b->T;
+        s->dist_B = b->B;
+    }
     const int heads = s->m.cfg.heads;
     struct gr_tensor *gates = nlp_structformer_gates(ctx, &s->m, po.head);
     struct gr_tensor *kl = gr_tensor_from_host(ctx, GR_I32, gr_shape1(b->B),
@@ -170,8 +196,27 @@ static void sf_free(struct nlp_encoder *e)
     struct sf_encoder *s = e->impl;
     if (s != NULL) {
         nlp_structformer_free(&s->m);
+        free(s->dist);
         free(s);
     }
+}
+
+int nlp_sf_encoder_distances(struct nlp_encoder *e, const float **d,
+                             int32_t *T, int32_t *B)
+{
+    if (e == NULL || e->kind != &nlp_encoder_structformer ||
+        e->impl == NULL) {
+        return gr_error(GR_EINVAL, "not a StructFormer encoder");
+    }
+    struct sf_encoder *s = e->impl;
+    if (s->dist_T == 0) {
+        return gr_error(GR_EINVAL, "structformer encoder: no evaluation "
+                                   "encode to take distances of");
+    }
+    *d = s->dist;
+    *T = s->dist_T;
+    *B = s->dist_B;
+    return 0;
 }
 
 const struct nlp_encoder_kind nlp_encoder_structformer = {
@@ -183,5 +228,5 @@ const struct nlp_encoder_kind nlp_encoder_structformer = {
     sf_encode,
     sf_out_dim,
     sf_free,
-    NULL,
+    NULL, /* trees: nlp_sf_encoder_distances + nlp_parse_gaps (udgn.md §7) */
 };

@@ -176,4 +176,17 @@ void nlp_structformer_decode(const float *par, int64_t stride,
                              const float *height, int32_t n,
                              int32_t *heads);
 
+/* ---- the classifier row (nlp/models/sf_encoder.c, model "structformer") */
+
+struct nlp_encoder;
+
+/* The calibrated distances δ of the row's last evaluation-mode encode
+ * (training encodes keep none): *d [B, T] batch-major (host, owned by the
+ * encoder, valid until its next encode or free), δ[b, i] scoring the gap
+ * after token i (+1e9 after the last real token). Its constituency tree:
+ * nlp_parse_gaps (nlp/tasks/parse.h) over δ[b, 0 .. len_b - 1). GR_EINVAL
+ * before such an encode or for another model. */
+int nlp_sf_encoder_distances(struct nlp_encoder *e, const float **d,
+                             int32_t *T, int32_t *B);
+
 #endif

@@ -21,6 +21,7 @@
 #include "nlp/models/heads.h"
 #include "nlp/data/vectors.h"
 #include "nlp/models/om.h"
+#include "nlp/models/structformer.h"
 #include "nlp/models/treenets.h"
 #include "train/train.h"
 
@@ -1549,7 +1550,9 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
 
 int nlp_cls_has_trees(const struct nlp_cls_model *m)
 {
-    return m->enc.kind == &nlp_encoder_om || m->enc.kind->distances != NULL;
+    return m->enc.kind == &nlp_encoder_om ||
+           m->enc.kind == &nlp_encoder_structformer ||
+           m->enc.kind->distances != NULL;
 }
 
 /* The k = n - 1 brackets sp[2k] (pairs lo, hi over n leaves) with the
@@ -1614,6 +1617,63 @@ int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
     return rc;
 }
 
+int32_t nlp_cls_tree_gaps(const float *g, int32_t n, const uint8_t *drop,
+                          struct nlp_span *out)
+{
+    if (n < 2) {
+        return 0;
+    }
+    int32_t *sp = malloc((size_t)(n - 1) * 2 * sizeof *sp);
+    struct nlp_span *s = malloc((size_t)(n - 1) * sizeof *s);
+    int32_t rc;
+    if (sp == NULL || s == NULL) {
+        rc = gr_error(GR_ENOMEM, "tree: out of memory");
+    } else {
+        int32_t k = nlp_parse_gaps(g, n, s);
+        for (int32_t i = 0; i < k; i++) {
+            sp[2 * i] = s[i].start;
+            sp[2 * i + 1] = s[i].end;
+        }
+        rc = tree_finish(sp, n, drop, out);
+    }
+    free(sp);
+    free(s);
+    return rc;
+}
+
+/* StructFormer: the distances δ of ids[0..len) encoded alone (one
+ * sentence: the calibration is its own, udgn.md §7). */
+static int sf_gaps(struct nlp_cls_model *m, const int32_t *ids, int32_t len,
+                   float *g)
+{
+    int was = gr_set_grad_enabled(m->ctx, 0);
+    gr_step_reset(m->ctx);
+    struct nlp_encoder_batch b;
+    b.ids = gr_tensor_from_host(m->ctx, GR_I32, gr_shape2(len, 1), ids);
+    b.lengths = &len;
+    b.T = len;
+    b.B = 1;
+    b.trees = NULL;
+    struct gr_tensor *h = b.ids ? nlp_encoder_encode(&m->enc, &b, 0,
+                                                     gr_rng_make(0, 0))
+                                : NULL;
+    const float *d = NULL;
+    int32_t T = 0, B = 0;
+    int rc = h == NULL ? gr_error(GR_EINVAL, "%s", gr_ctx_error(m->ctx))
+                       : nlp_sf_encoder_distances(&m->enc, &d, &T, &B);
+    if (rc == 0 && (T != len || B != 1)) {
+        rc = gr_error(GR_EINVAL, "structformer: distances of [%d, %d] for "
+                                 "one sequence of %d", (int)B, (int)T,
+                      (int)len);
+    }
+    if (rc == 0) {
+        memcpy(g, d, (size_t)len * sizeof *g);
+    }
+    gr_step_reset(m->ctx);
+    gr_set_grad_enabled(m->ctx, was);
+    return rc;
+}
+
 /* OM: the pointer distances of ids[0..len) encoded alone (§8). */
 static int om_distances(struct nlp_cls_model *m, const int32_t *ids,
                         int32_t len, int32_t *dist)
@@ -1656,15 +1716,18 @@ int32_t nlp_cls_tree(struct nlp_cls_model *m, const int32_t *ids,
         return gr_error(GR_EINVAL, "tree: empty sequence");
     }
     int om = m->enc.kind == &nlp_encoder_om;
+    int sf = m->enc.kind == &nlp_encoder_structformer;
     void *d = malloc((size_t)len * (om ? sizeof(int32_t) : sizeof(float)));
     if (d == NULL) {
         return gr_error(GR_ENOMEM, "tree: out of memory");
     }
-    int32_t rc = om ? om_distances(m, ids, len, d)
-                    : nlp_cls_distances(m, ids, len, d);
+    int32_t rc = om   ? om_distances(m, ids, len, d)
+                 : sf ? sf_gaps(m, ids, len, d)
+                      : nlp_cls_distances(m, ids, len, d);
     if (rc == 0) {
-        rc = om ? nlp_cls_tree_om(d, len, drop, out)
-                : nlp_cls_tree_distances(d, len, drop, out);
+        rc = om   ? nlp_cls_tree_om(d, len, drop, out)
+             : sf ? nlp_cls_tree_gaps(d, len, drop, out)
+                  : nlp_cls_tree_distances(d, len, drop, out);
     }
     free(d);
     return rc;

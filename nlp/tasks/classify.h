@@ -214,16 +214,19 @@ int nlp_cls_distances(struct nlp_cls_model *m, const int32_t *ids,
 
 /* ---- induced trees (ordered_memory.md §8; grove nlp classify trees) ---- */
 
-/* 1 if the model's encoder induces trees (om, and those with distances
- * in the encoder table: onlstm); 0 for lstm. */
+/* 1 if the model's encoder induces trees (om, structformer, and those
+ * with distances in the encoder table: onlstm, ft, cft, fft); 0 for lstm
+ * and the others. */
 int nlp_cls_has_trees(const struct nlp_cls_model *m);
 
 /* The tree the model induces over ids[0..len) encoded alone (batch of
  * one, evaluation mode; OM with the eval slot count, cfg.slots_eval):
  * Ordered Memory by ordered_memory.md §8 (distances from the forward
- * pointers' argmax, nlp_om_distances, then build_tree), any other encoder
- * from its distances (nlp_cls_distances) by the greedy top-down parser
- * nlp_parse_distances. The leaves where drop[i] != 0 (drop may be NULL)
+ * pointers' argmax, nlp_om_distances, then build_tree), StructFormer
+ * from its gap distances δ (udgn.md §7, the sentence calibrated alone) by
+ * splitting each span at its largest gap (nlp_parse_gaps), any other
+ * encoder from its distances (nlp_cls_distances) by the greedy top-down
+ * parser nlp_parse_distances. The leaves where drop[i] != 0 (drop may be NULL)
  * are then deleted and unary nodes collapsed (logic: the parentheses),
  * as nlp_cls_tree_om / nlp_cls_tree_distances do. out[len] receives the
  * brackets over the kept leaves (numbered 0..kept-1, root included); the
@@ -241,5 +244,9 @@ int32_t nlp_cls_tree_om(const int32_t *dist, int32_t n, const uint8_t *drop,
                         struct nlp_span *out);
 int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
                                struct nlp_span *out);
+/* The same from StructFormer's gap distances g[0..n) (g[i]: the gap after
+ * leaf i; nlp_parse_gaps). */
+int32_t nlp_cls_tree_gaps(const float *g, int32_t n, const uint8_t *drop,
+                          struct nlp_span *out);
 
 #endif

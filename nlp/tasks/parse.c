@@ -53,6 +53,18 @@ static int32_t split_distances(const float *d, int32_t a, int32_t b)
     return k > a ? k : a + 1;
 }
 
+/* The first argmax k of the inner gaps g[a .. b-2]: the split at k + 1. */
+static int32_t split_gaps(const float *g, int32_t a, int32_t b)
+{
+    int32_t k = a;
+    for (int32_t i = a + 1; i < b - 1; i++) {
+        if (g[i] > g[k] || (g[k] != g[k] && g[i] == g[i])) {
+            k = i;
+        }
+    }
+    return k + 1;
+}
+
 static int32_t split_right(const float *d, int32_t a, int32_t b)
 {
     (void)d;
@@ -76,6 +88,11 @@ static int32_t split_balanced(const float *d, int32_t a, int32_t b)
 int32_t nlp_parse_distances(const float *d, int32_t m, struct nlp_span *out)
 {
     return top_down(d, m, split_distances, out);
+}
+
+int32_t nlp_parse_gaps(const float *g, int32_t m, struct nlp_span *out)
+{
+    return top_down(g, m, split_gaps, out);
 }
 
 int32_t nlp_parse_right_branching(int32_t m, struct nlp_span *out)

@@ -74,6 +74,14 @@ struct nlp_labeled_span {
  * Non-finite distances: NaN compares as smaller than everything. */
 int32_t nlp_parse_distances(const float *d, int32_t m, struct nlp_span *out);
 
+/* The greedy top-down parser on gap scores g[0, m - 1), g[i] scoring the
+ * gap between words i and i + 1 (StructFormer's distance δ, udgn.md §7;
+ * g[m - 1], if any, is not read): span [a, b) splits at k + 1 for the
+ * first argmax k of g over [a, b - 1), i.e. at its largest inner gap.
+ * g = 1, 2, ..., m-1 gives left branching; m-1, ..., 1 right. NaN
+ * compares as smaller than everything. */
+int32_t nlp_parse_gaps(const float *g, int32_t m, struct nlp_span *out);
+
 /* [w1, [w2, [ ... ]]] */
 int32_t nlp_parse_right_branching(int32_t m, struct nlp_span *out);
 

@@ -1,9 +1,10 @@
 /* The tree steps of `grove nlp classify trees` (nlp/tasks/classify.h:
- * nlp_cls_tree_om, nlp_cls_tree_distances) and the F1 it prints
- * (nlp/tasks/parse.h):
+ * nlp_cls_tree_om, nlp_cls_tree_distances, nlp_cls_tree_gaps) and the
+ * F1 it prints (nlp/tasks/parse.h):
  *  - hand-made cases worked out on paper (ordered_memory.md §8's
  *    build_tree with parenthesis leaves deleted, the greedy top-down
- *    parser), with the corpus and sentence-mean F1 of the wrong one;
+ *    parser, StructFormer's split at the largest gap, udgn.md §7), with
+ *    the corpus and sentence-mean F1 of the wrong one;
  *  - gold against gold is F1 100 on generated ListOps (formal_tasks.md
  *    §2.3) and logic (§1.2) trees, where the "prediction" goes through
  *    nlp_cls_tree_om from oracle distances (r_t = the gold brackets ending
@@ -112,6 +113,29 @@ static void hand_cases(void)
     const uint8_t drop0[4] = {1, 0, 0, 0};
     CHECK(nlp_cls_tree_distances(d, 4, drop0, out) == 2);
     CHECK(same_spans(out, gold, 2));
+
+    /* StructFormer's gaps over `( a ( or b ) )`, g_i after token i (the
+     * last, +1e9, not read): 0 3 1 2 0.5 0: the root splits at the gap 3
+     * ([0,2) [2,7)), [2,7) at its 2 ([2,4) [4,7)), [4,7) at its 0.5
+     * ([4,5) [5,7)); without the parentheses [a, [or, b]] = gold */
+    const float g[7] = {0, 3, 1, 2, 0.5f, 0, 1e9f};
+    const struct nlp_span ggold[6] = {{0, 7}, {0, 2}, {2, 7},
+                                      {2, 4}, {4, 7}, {5, 7}};
+    CHECK(nlp_cls_tree_gaps(g, 7, NULL, out) == 6);
+    CHECK(same_spans(out, ggold, 6));
+    CHECK(nlp_cls_tree_gaps(g, 7, paren, out) == 2);
+    CHECK(same_spans(out, gold, 2));
+    /* d above read as gaps, 0 1 5 (2 not read): the split after word 2,
+     * then [0,3) after word 1: {[0,4), [0,3), [0,2)} (left branching),
+     * where the word rule gave {[0,4), [0,2), [2,4)}; dropping word 0:
+     * {[0,3), [0,2)} */
+    const struct nlp_span g4[3] = {{0, 4}, {0, 3}, {0, 2}};
+    const struct nlp_span g4drop[2] = {{0, 3}, {0, 2}};
+    CHECK(nlp_cls_tree_gaps(d, 4, NULL, out) == 3);
+    CHECK(same_spans(out, g4, 3));
+    CHECK(nlp_cls_tree_gaps(d, 4, drop0, out) == 2);
+    CHECK(same_spans(out, g4drop, 2));
+    CHECK(nlp_cls_tree_gaps(d, 1, NULL, out) == 0);
 }
 
 /* Gold trees as predictions: F1 100 both ways; right-branching below. */

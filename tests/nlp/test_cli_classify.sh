@@ -76,6 +76,13 @@ for b in 1 7 256; do
     expect 0 "^listops test: accuracy $acc on 150 examples" nlp classify eval \
         --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --test "$tmp/test.tsv" --batch $b
 done
+# --on valid: the validation part held out of --train with the run's seed
+# (4), not another one (eval used seed 1111 whatever the run's, so that a
+# part of the examples it scored were training examples)
+vacc=$(sed -n 's/^best validation accuracy \([0-9.]*\) at epoch [0-9]* .*$/\1/p' "$tmp/run.out")
+[ -n "$vacc" ] || { fail "no validation accuracy line"; cat "$tmp/run.out"; }
+expect 0 "^listops valid: accuracy $vacc on 1000 examples" nlp classify eval \
+    --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --on valid --batch 64
 expect 0 "wrote $tmp/eval.csv" nlp classify eval --checkpoint "$tmp/run/best.ckpt" \
     --train "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/eval.csv"
 grep -q "^all,150,0\." "$tmp/eval.csv" || fail "eval.csv: $(cat "$tmp/eval.csv")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # grove nlp classify trees (issue 27 §3) on tiny models trained here in a
-# second: one tree per example over exactly the example's leaves (ListOps:
+# second (om, onlstm, structformer): one tree per example over exactly the example's leaves (ListOps:
 # the model tokens; logic: the expression without its parentheses, premise
 # TAB hypothesis), binary (n - 1 brackets over n leaves), deterministic,
 # and the printed corpus F1 equal to an independent count (awk, below) of
@@ -44,6 +44,11 @@ expect() {
 train() {
     "$grove" nlp classify train --quiet --emsize 16 --nhid 16 --chunk-size 4 "$@" >"$tmp/train.out" 2>&1 ||
         { fail "grove nlp classify train $*"; cat "$tmp/train.out"; }
+}
+
+# small MODEL: structformer's layer sizes cut to what a second allows
+small() {
+    [ "$1" = structformer ] && echo "--layers 1 --heads 2 --ffn 32"
 }
 
 # The corpus F1 of predicted trees against gold bracketings, both as
@@ -112,8 +117,8 @@ printf '%s\n' \
     $'4\t( ( ( ( [SM 5 ) ( ( ( [MAX 2 ) 9 ) ] ) ) 0 ) ] )' \
     $'7\t7' \
     $'5\t( ( ( [MED 5 ) 6 ) ] )' >"$tmp/lo.tsv"
-for model in om onlstm; do
-    train --task listops --model $model --epochs 1 --train "$tmp/lo.tsv" \
+for model in om onlstm structformer; do
+    train --task listops --model $model $(small $model) --epochs 1 --train "$tmp/lo.tsv" \
         --valid "$tmp/lo.tsv" --test "$tmp/lo.tsv" --out "$tmp/lo-$model"
     expect 0 "^listops: trees of 5 examples induced by $model" nlp classify trees \
         --checkpoint "$tmp/lo-$model/best.ckpt" --test "$tmp/lo.tsv" --out "$tmp/lo-$model.txt"
@@ -133,8 +138,8 @@ done
 # ---- logic: 40 generated pairs, trained on, then parsed ------------------
 "$grove" nlp logic generate --n 40 --ops 1-5 --seed 3 --out "$tmp/lg.tsv" >/dev/null 2>&1 ||
     fail "nlp logic generate"
-for model in om onlstm; do
-    train --task logic --model $model --epochs 1 --train "$tmp/lg.tsv" \
+for model in om onlstm structformer; do
+    train --task logic --model $model $(small $model) --epochs 1 --train "$tmp/lg.tsv" \
         --test "$tmp/lg.tsv" --out "$tmp/lg-$model"
     expect 0 "^logic: trees of 40 pairs \(premise TAB hypothesis\) induced by $model" \
         nlp classify trees --checkpoint "$tmp/lg-$model/best.ckpt" --test "$tmp/lg.tsv" \
@@ -176,7 +181,7 @@ fi
 # ---- refusals --------------------------------------------------------------
 train --task listops --model lstm --epochs 0 --train "$tmp/lo.tsv" --valid "$tmp/lo.tsv" \
     --out "$tmp/lo-lstm"
-expect 2 "model lstm induces no tree \(om and onlstm do\)" nlp classify trees \
+expect 2 "model lstm induces no tree \(om, onlstm, ft, cft, fft and structformer do\)" nlp classify trees \
     --checkpoint "$tmp/lo-lstm/best.ckpt" --test "$tmp/lo.tsv" --out "$tmp/x.txt"
 [ -e "$tmp/x.txt" ] && fail "lstm: an output was written"
 expect 2 "--checkpoint FILE is required" nlp classify trees --test "$tmp/lo.tsv" --out "$tmp/x.txt"

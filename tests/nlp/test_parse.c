@@ -177,6 +177,78 @@ static void test_distances(void)
     CHECK(n == 1 && got[0].start == 0 && got[0].end == 2);
 }
 
+/* The gap rule (StructFormer, udgn.md §7) written recursively: words
+ * [a, b) split after their largest inner gap, the first on ties. */
+static void ref_gaps(const float *g, int a, int b, struct spanset *out)
+{
+    if (b - a < 2) {
+        return;
+    }
+    out->s[out->n++] = (struct nlp_span){a, b};
+    int k = first_argmax(g, a, b - 2);
+    ref_gaps(g, a, k + 1, out);
+    ref_gaps(g, k + 1, b, out);
+}
+
+static void test_gaps(void)
+{
+    /* by hand: gaps 0.3 | 0.9 | 0.1 | 0.5 between five words (the last
+     * score, StructFormer's +1e9 after the last word, is not read): the
+     * root splits at the 0.9 gap, [w2 w3 w4] at its 0.5 gap:
+     * ((w0 w1) ((w2 w3) w4)) */
+    const float g[5] = {0.3f, 0.9f, 0.1f, 0.5f, 1e9f};
+    struct nlp_span got[MAXW], base[MAXW];
+    int n = nlp_parse_gaps(g, 5, got);
+    struct nlp_span want[4] = {{0, 5}, {0, 2}, {2, 5}, {2, 4}};
+    CHECK(n == 4 && same_set(got, n, want, 4));
+    /* the word-distance parser reads the same numbers otherwise: there w1
+     * (0.9) opens [w1 .. w4] */
+    n = nlp_parse_distances(g, 4, got);
+    struct nlp_span other[3] = {{0, 4}, {1, 4}, {2, 4}};
+    CHECK(same_set(got, n, other, 3));
+    /* increasing gaps: left branching; decreasing: right; all equal: the
+     * first gap, right branching */
+    float up[30], down[30], flat[30];
+    for (int m = 1; m <= 30; m++) {
+        for (int i = 0; i < m; i++) {
+            up[i] = (float)(i + 1);
+            down[i] = (float)(m - i);
+            flat[i] = 2.0f;
+        }
+        n = nlp_parse_gaps(up, m, got);
+        int nb = nlp_parse_left_branching(m, base);
+        CHECK(n == nb && same_set(got, n, base, nb));
+        n = nlp_parse_gaps(down, m, got);
+        nb = nlp_parse_right_branching(m, base);
+        CHECK(n == nb && same_set(got, n, base, nb));
+        n = nlp_parse_gaps(flat, m, got);
+        CHECK(n == nb && same_set(got, n, base, nb));
+    }
+    /* random gaps, ties included, against the recursion */
+    struct gr_philox_stream rng = gr_philox_stream_init(7, 0);
+    int mismatches = 0, trials = 0;
+    float d[MAXW];
+    for (int m = 1; m <= 40; m++) {
+        for (int t = 0; t < 40; t++) {
+            for (int i = 0; i < m; i++) {
+                d[i] = t % 2 ? (float)(gr_philox_next_u32(&rng) % 3u)
+                             : gr_philox_next_uniform(&rng);
+            }
+            struct spanset ref = {{{0, 0}}, 0};
+            ref_gaps(d, 0, m, &ref);
+            n = nlp_parse_gaps(d, m, got);
+            trials++;
+            if (n != (m > 1 ? m - 1 : 0) || !is_binary_tree(got, n, m) ||
+                !same_set(got, n, ref.s, ref.n)) {
+                mismatches++;
+            }
+        }
+    }
+    CHECK_MSG(mismatches == 0, "%d of %d gap trees differ from the rule",
+              mismatches, trials);
+    CHECK(nlp_parse_gaps(g, 1, got) == 0);
+}
+
 static void test_random(void)
 {
     struct gr_philox_stream rng = gr_philox_stream_init(11, 0);
@@ -326,6 +398,7 @@ static void test_metrics(void)
 int main(void)
 {
     test_distances();
+    test_gaps();
     test_random();
     test_format();
     test_metrics();

@@ -4,7 +4,9 @@
  * sizes; the per-sentence calibration of nlp/models/structformer.h (a
  * sentence parsed in a padded batch equals the sentence alone, where the
  * reference's batch-wide calibration does not; its gradient against
- * central differences); padding invariance of the pooled vector; a batch
+ * central differences); padding invariance of the pooled vector and of
+ * the distances the encoder keeps for classify trees (and their trees,
+ * nlp_parse_gaps); a batch
  * whose parent distribution is too large refused with a message; and a
  * seeded task it must learn in seconds (which of two marker tokens occurs
  * more often). */
@@ -21,6 +23,7 @@
 #include "kernels/tape.h"
 #include "nlp/models/encoder.h"
 #include "nlp/models/structformer.h"
+#include "nlp/tasks/parse.h"
 #include "tests/test.h"
 
 static struct gr_ctx *cpu_ctx(void)
@@ -297,8 +300,20 @@ static void check_padding_invariance(void)
         }
     }
     float all[B * 32], one[32];
+    const float *dp = NULL;
+    int32_t dT = 0, dB = 0;
+    /* no evaluation encode yet: no distances */
+    CHECK(nlp_sf_encoder_distances(&e, &dp, &dT, &dB) < 0);
     CHECK(encode(ctx, &e, ids, LENS, T, B, all) == 0);
-    double worst = 0.0, mag = 0.0;
+    /* the batch's δ [B, T] (classify trees reads them): kept on the host */
+    float dall[B * T];
+    CHECK(nlp_sf_encoder_distances(&e, &dp, &dT, &dB) == 0);
+    CHECK(dT == T && dB == B);
+    if (dT == T && dB == B) {
+        memcpy(dall, dp, sizeof dall);
+    }
+    double worst = 0.0, mag = 0.0, dworst = 0.0;
+    int trees_differ = 0, bad_ends = 0;
     for (int b = 0; b < B; b++) {
         int32_t sid[T];
         for (int t = 0; t < LENS[b]; t++) {
@@ -309,10 +324,27 @@ static void check_padding_invariance(void)
             worst = fmax(worst, fabs(one[k] - all[b * 32 + k]));
             mag = fmax(mag, fabs(one[k]));
         }
+        /* its δ alone: the batch row's on the real gaps (the calibration
+         * is per sentence), +1e9 after the last token; the same tree */
+        CHECK(nlp_sf_encoder_distances(&e, &dp, &dT, &dB) == 0 &&
+              dT == LENS[b] && dB == 1);
+        for (int i = 0; i + 1 < LENS[b]; i++) {
+            dworst = fmax(dworst, fabs(dp[i] - dall[b * T + i]));
+            bad_ends += !isfinite(dp[i]) || fabs(dp[i]) > 1e6;
+        }
+        bad_ends += dp[LENS[b] - 1] < 1e8f;
+        struct nlp_span ta[T], tb[T];
+        int32_t na = nlp_parse_gaps(dp, LENS[b], ta);
+        int32_t nb = nlp_parse_gaps(dall + b * T, LENS[b], tb);
+        trees_differ += na != LENS[b] - 1 || nb != na ||
+                        memcmp(ta, tb, (size_t)na * sizeof *ta) != 0;
     }
     CHECK_MSG(worst <= 1e-5 * fmax(1.0, mag) && mag > 1e-3,
               "padded batch vs sentences alone: %.3g (magnitude %.3g)",
               worst, mag);
+    CHECK_MSG(dworst <= 1e-5 && bad_ends == 0 && trees_differ == 0,
+              "δ in the batch vs alone: %.3g, %d bad values, %d trees "
+              "differ", dworst, bad_ends, trees_differ);
     /* a batch whose parent distribution is too large: refused, named */
     enum { LONG = 700 };
     int32_t *lid = malloc(LONG * sizeof *lid);
