@@ -438,7 +438,8 @@ struct fwd_scratch {
     int32_t *rows; /* [B] the batch rows still in the step (compaction) */
     int32_t *last; /* [B] each row's last real step (-1: none) */
     int32_t *spos; /* [B] each batch row's position among rows, or -1 */
-    int32_t *gidx; /* [N·B] rows kept when rows leave: [N·L, D] -> ... */
+    int32_t *gidx; /* [N·B] when rows leave: the old positions of the
+                      rows kept, then their rows of M viewed [N·L, D] */
 };
 
 /* Whether finished rows stay in the step: the environment variable
@@ -549,8 +550,9 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
      * order), and y and p go back to [B, ...] with zeros for the rows
      * that left. Each op works row by row and the dropout masks are drawn
      * by position among the rows that take part (the allowed pairs, the
-     * cell's active rows), which rows that left never were, so the
-     * numbers are the same as with every row kept. */
+     * cell's active rows), which rows that left never were, so y and p
+     * are the same values as with every row kept (gradients the same
+     * terms, to rounding: see om.h). */
     int64_t L = B;
     struct gr_tensor *zeros_bd = NULL, *zeros_bn = NULL, *ones_b = NULL;
     struct gr_tensor *spos_t = NULL; /* [B] i32: s.spos on the device */
