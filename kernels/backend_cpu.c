@@ -2,6 +2,7 @@
  * CBLAS (OpenBLAS) for matrix products. Single-threaded loops; BLAS uses
  * its own threads. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <cblas.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/error.h"
 #include "kernels/backend.h"
@@ -28,14 +30,42 @@ void gr_cpu_set_threads(int n)
 
 /* ---- memory ---- */
 
+/* Allocations of at least this many bytes (the arenas' chunks) are
+ * aligned to 2 MiB and offered to transparent huge pages (madvise; the
+ * kernel's setting decides): a training step streams through hundreds of
+ * MiB of fresh step arena, and with 4 KiB pages most of its accesses miss
+ * the TLB (an OM logic step ran 1.7x faster with them on this VM).
+ * GROVE_NO_HUGEPAGES set to anything but "" or "0" turns this off. */
+#define CPU_HUGE_BYTES ((size_t)8 << 20)
+#define CPU_HUGE_ALIGN ((size_t)2 << 20)
+
+static int cpu_hugepages(void)
+{
+    static int on = -1; /* read once */
+    if (on < 0) {
+        const char *e = getenv("GROVE_NO_HUGEPAGES");
+        on = !(e != NULL && e[0] != '\0' && strcmp(e, "0") != 0);
+    }
+    return on;
+}
+
 static void *cpu_alloc(void *st, size_t bytes)
 {
     (void)st;
     void *p = NULL;
-    if (posix_memalign(&p, 256, bytes ? bytes : 256) != 0) {
+    const int huge = bytes >= CPU_HUGE_BYTES && cpu_hugepages();
+    if (posix_memalign(&p, huge ? CPU_HUGE_ALIGN : 256,
+                       bytes ? bytes : 256) != 0) {
         gr_error(GR_ENOMEM, "out of host memory (%zu bytes)", bytes);
         return NULL;
     }
+#ifdef MADV_HUGEPAGE
+    if (huge) {
+        /* advice only: without huge pages the memory is the same */
+        (void)madvise(p, bytes / CPU_HUGE_ALIGN * CPU_HUGE_ALIGN,
+                      MADV_HUGEPAGE);
+    }
+#endif
     return p;
 }
 

@@ -121,6 +121,19 @@ void *gr_host_scratch(struct gr_ctx *ctx, size_t bytes);
 /* Device scratch in the step arena. */
 float *gr_step_floats(struct gr_ctx *ctx, int64_t n);
 
+/* A position in the step arena. A backward that needs scratch only while
+ * it runs takes a mark after it has obtained every gradient buffer it
+ * writes, allocates its scratch, and releases the mark when done: the
+ * next allocation reuses that memory (still in cache) instead of fresh
+ * arena memory. Nothing allocated after the mark may be used after the
+ * release. */
+struct gr_step_mark {
+    int cur;
+    size_t cur_used, used;
+};
+struct gr_step_mark gr_step_mark(struct gr_ctx *ctx);
+void gr_step_release(struct gr_ctx *ctx, struct gr_step_mark m);
+
 /* The gradient buffer of t (allocated zeroed on first use; views share
  * their base's), or NULL when t takes no gradient or on failure (then the
  * ctx status is set). */

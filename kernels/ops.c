@@ -1793,7 +1793,10 @@ static int om_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     float *gw2 = gr_grad_buf(ctx, w2), *gb2 = gr_grad_buf(ctx, b2);
     float *ggam = gr_grad_buf(ctx, gam), *gbet = gr_grad_buf(ctx, bet);
     /* scratch: gs [R, D] and gz [R, 4D] (accumulated into: zeroed), ga
-     * [R, 4D] and gin [R, 2D] (written by their product) */
+     * [R, 4D] and gin [R, 2D] (written by their product); released at the
+     * end, so that every cell's backward of the step reuses the same
+     * (cached) memory */
+    const struct gr_step_mark mark = gr_step_mark(ctx);
     float *gs = gr_step_floats(ctx, r * (d + 4 * d + 4 * d + 2 * d));
     if (ctx->status < 0 || gs == NULL) {
         return ctx->status < 0 ? ctx->status : GR_ENOMEM;
@@ -1842,6 +1845,7 @@ static int om_cell_bwd(struct gr_ctx *ctx, struct gr_node *nd)
         CALLB(be->om_gate_bwd(ctx->st, z, F(v), F(h), gs, NULL, gv, gh, r,
                               d));
     }
+    gr_step_release(ctx, mark);
     return 0;
 }
 

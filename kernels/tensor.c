@@ -424,6 +424,24 @@ float *gr_step_floats(struct gr_ctx *ctx, int64_t n)
     return p;
 }
 
+struct gr_step_mark gr_step_mark(struct gr_ctx *ctx)
+{
+    struct gr_step_mark m = {ctx->step.cur, ctx->step.cur_used,
+                             ctx->step.used};
+    return m;
+}
+
+void gr_step_release(struct gr_ctx *ctx, struct gr_step_mark m)
+{
+    /* chunks pushed since the mark stay in the list and are used again
+     * when the earlier ones fill up */
+    if (m.cur <= ctx->step.cur && m.used <= ctx->step.used) {
+        ctx->step.cur = m.cur;
+        ctx->step.cur_used = m.cur_used;
+        ctx->step.used = m.used;
+    }
+}
+
 struct gr_tensor *gr_new_step(struct gr_ctx *ctx, enum gr_dtype dtype,
                               struct gr_shape shape, int zero)
 {

@@ -435,7 +435,20 @@ struct fwd_scratch {
     int32_t *bpos; /* [B·N] where each score is (or K: zero) */
     float *smask;  /* [B, N] 0 allowed, -inf masked */
     float *vmn;    /* [N, B] validity of step t per (slot, row) */
+    int32_t *rows; /* [B] the batch rows still in the step (compaction) */
+    int32_t *last; /* [B] each row's last real step (-1: none) */
+    int32_t *spos; /* [B] each batch row's position among rows, or -1 */
+    int32_t *gidx; /* [N·B] when rows leave: the old positions of the
+                      rows kept, then their rows of M viewed [N·L, D] */
 };
+
+/* Whether finished rows stay in the step: the environment variable
+ * GROVE_OM_FULL_BATCH set to anything but "" or "0" (see om.h). */
+static int om_full_batch(void)
+{
+    const char *e = getenv("GROVE_OM_FULL_BATCH");
+    return e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+}
 
 int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                    const uint8_t *valid, const struct nlp_om_run *run,
@@ -457,10 +470,11 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     const struct nlp_om_dir *d = &m->dir[dir];
     const float rm = m->cfg.dropoutm;
     const int fused = !nlp_om_unfused();
+    const int compact = fused && !om_full_batch();
 
     size_t nb = (size_t)B * N;
     size_t bytes = (5 * nb + (size_t)B) * sizeof(float) +
-                   (4 * nb + 2 * (size_t)B) * sizeof(int32_t) + 64;
+                   (5 * nb + 5 * (size_t)B) * sizeof(int32_t) + 64;
     char *buf = scratch(m, bytes);
     if (buf == NULL) {
         return gr_error(GR_ENOMEM, "nlp_om_forward: out of memory");
@@ -478,6 +492,19 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
     s.bpos = s.qidx + nb;
     s.smask = (float *)(s.bpos + nb);
     s.vmn = s.smask + nb;
+    s.rows = (int32_t *)(s.vmn + nb);
+    s.last = s.rows + B;
+    s.spos = s.last + B;
+    s.gidx = s.spos + B;
+    for (int64_t b = 0; b < B; b++) {
+        s.rows[b] = (int32_t)b;
+        s.last[b] = valid == NULL ? (int32_t)(T - 1) : -1;
+        for (int64_t t = 0; valid != NULL && t < T; t++) {
+            if (valid[t * B + b]) {
+                s.last[b] = (int32_t)t;
+            }
+        }
+    }
     for (int64_t b = 0; b < B; b++) {
         for (int i = 0; i < N; i++) {
             s.rev[b * N + i] = N - 1 - i;
@@ -515,27 +542,111 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
         return gr_error(GR_ENOMEM, "nlp_om_forward: out of memory");
     }
 
-    struct gr_tensor *M = NULL, *Mh = NULL, *p = NULL; /* [N,B,D], [B,N] */
-    struct gr_tensor *zeros_nbd = NULL; /* [N, B, D] zeros (padding rule) */
+    struct gr_tensor *M = NULL, *Mh = NULL, *p = NULL; /* [N,L,D], [L,N] */
+    struct gr_tensor *zeros_nbd = NULL; /* [N, L, D] zeros (padding rule) */
+    /* Compaction (the fused path; om.h): a row whose last real step is
+     * behind us takes no further part in the step. Every tensor of the
+     * step then holds the L rows still in it (s.rows, increasing batch
+     * order), and y and p go back to [B, ...] with zeros for the rows
+     * that left. Each op works row by row and the dropout masks are drawn
+     * by position among the rows that take part (the allowed pairs, the
+     * cell's active rows), which rows that left never were, so y and p
+     * are the same values as with every row kept (gradients the same
+     * terms, to rounding: see om.h). */
+    int64_t L = B;
+    struct gr_tensor *zeros_bd = NULL, *zeros_bn = NULL, *ones_b = NULL;
+    struct gr_tensor *spos_t = NULL; /* [B] i32: s.spos on the device */
     int rc = 0;
     for (int64_t t = 0; t < T && rc == 0; t++) {
+        if (compact) {
+            int64_t nl = 0;
+            for (int64_t r = 0; r < L; r++) {
+                if (s.last[s.rows[r]] >= t) {
+                    s.gidx[nl] = (int32_t)r; /* old position */
+                    s.rows[nl++] = s.rows[r];
+                }
+            }
+            if (nl < L || t == 0) {
+                if (zeros_bd == NULL) {
+                    zeros_bd = gr_zeros(ctx, gr_shape2(B, D));
+                    zeros_bn = gr_zeros(ctx, gr_shape2(B, N));
+                    ones_b = gr_full(ctx, gr_shape2(B, 1), 1.0f);
+                }
+                if (t > 0 && nl > 0) {
+                    /* M, Mh [N, L, D] and p [L, N]: the rows kept */
+                    struct gr_tensor *pk = gr_tensor_from_host(
+                        ctx, GR_I32, gr_shape1(nl), s.gidx);
+                    for (int i = N - 1; i >= 0; i--) {
+                        for (int64_t r = 0; r < nl; r++) {
+                            s.gidx[(int64_t)i * nl + r] =
+                                (int32_t)(i * L + s.gidx[r]);
+                        }
+                    }
+                    struct gr_tensor *gk = gr_tensor_from_host(
+                        ctx, GR_I32, gr_shape1((int64_t)N * nl), s.gidx);
+                    M = gr_reshape(
+                        ctx,
+                        gr_embedding(ctx,
+                                     gr_reshape(ctx, M, gr_shape2(N * L, D)),
+                                     gk),
+                        gr_shape3(N, nl, D));
+                    Mh = gr_reshape(
+                        ctx,
+                        gr_embedding(ctx,
+                                     gr_reshape(ctx, Mh, gr_shape2(N * L, D)),
+                                     gk),
+                        gr_shape3(N, nl, D));
+                    p = gr_embedding(ctx, p, pk);
+                    zeros_nbd = NULL;
+                }
+                L = nl;
+                for (int64_t b = 0; b < B; b++) {
+                    s.spos[b] = -1;
+                }
+                for (int64_t r = 0; r < L; r++) {
+                    s.spos[s.rows[r]] = (int32_t)r;
+                }
+                spos_t = gr_tensor_from_host(ctx, GR_I32, gr_shape1(B),
+                                             s.spos);
+            }
+            if (L == 0) {
+                /* every row has ended: y = 0, p = 0 (§4.2) */
+                ys[t] = zeros_bd;
+                ps[t] = zeros_bn;
+                if (gr_ctx_status(ctx) < 0 || zeros_bd == NULL ||
+                    zeros_bn == NULL) {
+                    rc = -1;
+                }
+                continue;
+            }
+        }
+        /* xt and q of the L rows */
         struct gr_tensor *xt = gr_select(ctx, xt_all, t); /* [B, D] */
+        struct gr_tensor *rows_t = NULL;
+        if (L < B) {
+            rows_t = gr_tensor_from_host(ctx, GR_I32, gr_shape1(L), s.rows);
+            xt = gr_embedding(ctx, xt, rows_t);
+        }
         struct gr_tensor *y = NULL;
         int all_valid = 1;
-        for (int64_t b = 0; b < B; b++) {
+        for (int64_t r = 0; r < L; r++) {
+            int64_t b = s.rows[r];
             int v = valid == NULL || valid[t * B + b];
-            s.vm[b] = v ? 1.0f : 0.0f;
+            s.vm[r] = v ? 1.0f : 0.0f;
             all_valid &= v;
         }
         if (t == 0) {
             /* FRESH (§4): p = 0, cp = 0, rcp = 1: M_0 = Mh_{-1} = 0 and
              * every candidate slot holds xt. */
-            M = gr_zeros(ctx, gr_shape3(N, B, D));
-            Mh = gr_add(ctx, gr_zeros(ctx, gr_shape3(N, B, D)), xt);
-            p = gr_zeros(ctx, gr_shape2(B, N));
+            M = gr_zeros(ctx, gr_shape3(N, L, D));
+            Mh = gr_add(ctx, gr_zeros(ctx, gr_shape3(N, L, D)), xt);
+            p = gr_zeros(ctx, gr_shape2(L, N));
             y = xt;
         } else {
             struct gr_tensor *q = gr_select(ctx, q_all, t); /* [B, D] */
+            if (L < B) {
+                q = gr_embedding(ctx, q, rows_t);
+            }
             /* mask from the previous cumulative pointer (eq. 3.5.10); the
              * fused op takes p itself, so its cumulative sum is only
              * needed here, on the host (the same float sums) */
@@ -545,7 +656,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     rc = -1;
                     break;
                 }
-                for (int64_t b = 0; b < B; b++) {
+                for (int64_t b = 0; b < L; b++) {
                     for (int i = 1; i < N; i++) {
                         s.c[b * N + i] += s.c[b * N + i - 1];
                     }
@@ -561,14 +672,14 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
              * their scores matter: p_t is 0 at a masked slot and does not
              * depend on its score, so keys are computed for these only. */
             int K = 0;
-            for (int64_t b = 0; b < B; b++) {
+            for (int64_t b = 0; b < L; b++) {
                 for (int i = 0; i < N; i++) {
                     int ok = i == N - 1 || s.c[b * N + i + 1] >= OM_CUT;
                     if (i < N - 1) {
                         s.cut[b * (N - 1) + i] = ok ? 1.0f : 0.0f;
                     }
                     if (ok && s.vm[b] != 0.0f) {
-                        s.kidx[K] = (int32_t)(i * B + b);
+                        s.kidx[K] = (int32_t)(i * L + b);
                         s.qidx[K] = (int32_t)b;
                         s.bpos[b * N + i] = K++;
                         s.smask[b * N + i] = 0.0f;
@@ -593,7 +704,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                                                s.qidx);
                 }
                 struct gr_tensor *bpos = gr_tensor_from_host(
-                    ctx, GR_I32, gr_shape2(B, N), s.bpos);
+                    ctx, GR_I32, gr_shape2(L, N), s.bpos);
                 if ((K > 0 && (kidx == NULL || qidx == NULL)) ||
                     gr_om_attend(
                         ctx, Mh, q, p, kidx, qidx, bpos, &aw, OM_LN_EPS,
@@ -607,14 +718,14 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     rc = -1;
                     break;
                 }
-                /* cp [N, B] -> s.cp [B, N] */
-                for (int64_t b = 0; b < B; b++) {
+                /* cp [N, L] -> s.cp [L, N] */
+                for (int64_t b = 0; b < L; b++) {
                     for (int i = 0; i < N; i++) {
-                        s.cp[b * N + i] = s.c[(int64_t)i * B + b];
+                        s.cp[b * N + i] = s.c[(int64_t)i * L + b];
                     }
                 }
             } else {
-                for (int64_t j = 0; j < B * N; j++) {
+                for (int64_t j = 0; j < L * N; j++) {
                     if (s.bpos[j] < 0) {
                         s.bpos[j] = K; /* the zero row */
                     }
@@ -627,7 +738,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     struct gr_tensor *qidx = gr_tensor_from_host(
                         ctx, GR_I32, gr_shape1(K), s.qidx);
                     struct gr_tensor *mh_rows = gr_embedding(
-                        ctx, gr_reshape(ctx, Mh, gr_shape2(N * B, D)), kidx);
+                        ctx, gr_reshape(ctx, Mh, gr_shape2(N * L, D)), kidx);
                     struct gr_tensor *k = gr_layer_norm(
                         ctx,
                         gr_linear_forward(ctx, &d->k,
@@ -643,37 +754,37 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                         1.0f / sqrtf((float)D)); /* [K, 1] */
                     struct gr_tensor *cat[2] = {bk, zero_one};
                     struct gr_tensor *bpos = gr_tensor_from_host(
-                        ctx, GR_I32, gr_shape1(B * N), s.bpos);
+                        ctx, GR_I32, gr_shape1(L * N), s.bpos);
                     beta = gr_reshape(
                         ctx, gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), bpos),
-                        gr_shape2(B, N));
+                        gr_shape2(L, N));
                 } else {
-                    beta = gr_zeros(ctx, gr_shape2(B, N));
+                    beta = gr_zeros(ctx, gr_shape2(L, N));
                 }
                 struct gr_tensor *smask = gr_tensor_from_host(
-                    ctx, GR_F32, gr_shape2(B, N), s.smask);
+                    ctx, GR_F32, gr_shape2(L, N), s.smask);
                 struct gr_tensor *cut = gr_tensor_from_host(
-                    ctx, GR_F32, gr_shape2(B, N - 1), s.cut);
+                    ctx, GR_F32, gr_shape2(L, N - 1), s.cut);
                 struct gr_tensor *mparts[2] = {
                     gr_mul(ctx, gr_slice(ctx, c, 1, 1, N - 1), cut), ones_col};
                 struct gr_tensor *mask =
-                    gr_concat(ctx, 2, mparts, 1); /* [B, N] */
+                    gr_concat(ctx, 2, mparts, 1); /* [L, N] */
                 /* masked softmax (eq. 3.5.11) */
                 struct gr_tensor *e = gr_mul(ctx, gr_softmax(ctx, beta, smask),
                                              mask);
                 struct gr_tensor *sum = gr_maximum(
                     ctx,
-                    gr_reshape(ctx, gr_sum_dim(ctx, e, 1), gr_shape2(B, 1)),
+                    gr_reshape(ctx, gr_sum_dim(ctx, e, 1), gr_shape2(L, 1)),
                     floor_t);
-                pn = gr_div(ctx, e, sum); /* p_t [B, N] */
+                pn = gr_div(ctx, e, sum); /* p_t [L, N] */
                 /* cumulative pointers (eqs 3.5.3-3.5.4) */
                 struct gr_tensor *cp = gr_cumsum(ctx, pn);
                 struct gr_tensor *rcp = gr_gather(
                     ctx, gr_cumsum(ctx, gr_gather(ctx, pn, rev)), rev);
                 cpT = gr_reshape(ctx, gr_transpose(ctx, cp, 0, 1),
-                                 gr_shape3(N, B, 1));
+                                 gr_shape3(N, L, 1));
                 rcpT = gr_reshape(ctx, gr_transpose(ctx, rcp, 0, 1),
-                                  gr_shape3(N, B, 1));
+                                  gr_shape3(N, L, 1));
                 if (cp == NULL || gr_tensor_to_host(cp, s.cp) < 0) {
                     rc = -1;
                     break;
@@ -696,7 +807,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
             struct gr_tensor *h = xt;
             for (int i = 0; i < N; i++) {
                 int A = 0;
-                for (int64_t b = 0; b < B; b++) {
+                for (int64_t b = 0; b < L; b++) {
                     if (s.vm[b] != 0.0f && s.cp[b * N + i] > 0.0f) {
                         s.pos[b] = A;
                         s.act[A++] = (int32_t)b;
@@ -710,9 +821,9 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     slots[i] = h;
                     continue;
                 }
-                struct gr_tensor *Mi = gr_select(ctx, Mt, i); /* [B, D] */
-                struct gr_tensor *ci = gr_select(ctx, cpT, i);   /* [B, 1] */
-                if (A == B) {
+                struct gr_tensor *Mi = gr_select(ctx, Mt, i); /* [L, D] */
+                struct gr_tensor *ci = gr_select(ctx, cpT, i);   /* [L, 1] */
+                if (A == L) {
                     struct gr_tensor *o = cell(m, dir, h, Mi, run, t, i);
                     if (fused) {
                         h = gr_lerp(ctx, xt, o, ci);
@@ -734,7 +845,7 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                         /* row b: lerp(xt, oa[pos[b]], c) or xt (pos -1) */
                         h = gr_lerp_rows(ctx, xt, oa, ci,
                                          gr_tensor_from_host(
-                                             ctx, GR_I32, gr_shape1(B),
+                                             ctx, GR_I32, gr_shape1(L),
                                              s.pos));
                         slots[i] = h;
                         continue;
@@ -744,13 +855,13 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
                     struct gr_tensor *ha = gr_add(
                         ctx, gr_mul(ctx, xa, gr_affine(ctx, ca, -1.0f, 1.0f)),
                         gr_mul(ctx, oa, ca));
-                    for (int64_t b = 0; b < B; b++) {
+                    for (int64_t b = 0; b < L; b++) {
                         if (s.pos[b] < 0) {
                             s.pos[b] = A + (int32_t)b; /* xt's row b */
                         }
                     }
                     struct gr_tensor *pos = gr_tensor_from_host(
-                        ctx, GR_I32, gr_shape1(B), s.pos);
+                        ctx, GR_I32, gr_shape1(L), s.pos);
                     struct gr_tensor *cat[2] = {ha, xt};
                     h = gr_embedding(ctx, gr_concat(ctx, 2, cat, 0), pos);
                 }
@@ -764,8 +875,8 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
         /* padding (§4.2): y, p, M, Mh of padded rows become 0 */
         if (!all_valid) {
             struct gr_tensor *vm = gr_tensor_from_host(ctx, GR_F32,
-                                                       gr_shape2(B, 1), s.vm);
-            struct gr_tensor *vm3 = gr_reshape(ctx, vm, gr_shape3(1, B, 1));
+                                                       gr_shape2(L, 1), s.vm);
+            struct gr_tensor *vm3 = gr_reshape(ctx, vm, gr_shape3(1, L, 1));
             y = gr_mul(ctx, y, vm);
             if (!fused || t == 0) {
                 /* (gr_om_attend gives p = 0 on rows without an allowed
@@ -782,31 +893,39 @@ int nlp_om_forward(struct nlp_om *m, int dir, struct gr_tensor *x,
              * same outputs and gradients as the rule, without two
              * [N, B, D] passes a step on right-padded batches. */
             int turns_real = 0;
-            for (int64_t b = 0; fused && valid != NULL && t + 1 < T &&
-                                b < B;
-                 b++) {
+            for (int64_t r = 0; fused && valid != NULL && t + 1 < T &&
+                                r < L;
+                 r++) {
+                int64_t b = s.rows[r];
                 turns_real |= !valid[t * B + b] && valid[(t + 1) * B + b];
             }
             if (fused && turns_real) {
                 /* lerp(0, x, valid): the zeros in one pass, a gradient
                  * written rather than zeroed and accumulated */
                 if (zeros_nbd == NULL) {
-                    zeros_nbd = gr_zeros(ctx, gr_shape3(N, B, D));
+                    zeros_nbd = gr_zeros(ctx, gr_shape3(N, L, D));
                 }
                 for (int i = 0; i < N; i++) {
-                    memcpy(s.vmn + (size_t)i * B, s.vm,
-                           (size_t)B * sizeof *s.vm);
+                    memcpy(s.vmn + (size_t)i * L, s.vm,
+                           (size_t)L * sizeof *s.vm);
                 }
                 struct gr_tensor *vmn = gr_tensor_from_host(
-                    ctx, GR_F32, gr_shape3(N, B, 1), s.vmn);
+                    ctx, GR_F32, gr_shape3(N, L, 1), s.vmn);
                 Mh = gr_lerp(ctx, zeros_nbd, Mh, vmn);
             } else if (!fused) {
                 M = gr_mul(ctx, M, vm3);
                 Mh = gr_mul(ctx, Mh, vm3);
             }
         }
-        ys[t] = y;
-        ps[t] = p;
+        if (L < B) {
+            /* back to [B, ...]: the rows that left get y = 0, p = 0
+             * (lerp with weight 1: exactly the row, or exactly 0) */
+            ys[t] = gr_lerp_rows(ctx, zeros_bd, y, ones_b, spos_t);
+            ps[t] = gr_lerp_rows(ctx, zeros_bn, p, ones_b, spos_t);
+        } else {
+            ys[t] = y;
+            ps[t] = p;
+        }
         if (gr_ctx_status(ctx) < 0 || y == NULL || p == NULL || M == NULL ||
             Mh == NULL) {
             rc = -1;

@@ -36,6 +36,17 @@
  * GROVE_OM_UNFUSED=1 (nlp_om_unfused) selects the composition of
  * primitive ops.
  *
+ * Compaction (fused path): a row whose last real step is behind (right
+ * padding) leaves the step: from then on M, Mh, p and every tensor of the
+ * step hold only the rows still in it (gathered once when rows leave), and
+ * y_t, p_t are scattered back to [B, ...] with zeros for the rows that
+ * left (the padding rule's values). The ops work row by row and dropout
+ * masks are drawn by position among the allowed pairs and active rows,
+ * which never include such rows, so y and p are the same values;
+ * gradients agree to rounding (a slot whose every remaining row is active
+ * takes them directly instead of gathered). GROVE_OM_FULL_BATCH=1 keeps
+ * every row in the step (the fused path before compaction).
+ *
  * The one difference from the reference's arithmetic: the masked softmax
  * is computed as softmax(β) ⊙ m / max(Σ softmax(β) ⊙ m, 1e-12), i.e. the
  * 1e-12 floor applies to the sum divided by Z = Σ exp(β - max β) ∈ [1, N];
