@@ -10,6 +10,7 @@
 #   bench/ocn/rl.sh GROVE OUT_DIR [--size quick|thesis] [--setting s1|s2|all]
 #       [--seeds LIST] [--methods ocn,moe,flat,ompn,compile] [--rewards dense,sparse]
 #       [--frames N] [--bc-updates N] [--jobs J] [--threads T] [--device D]
+#       [--report-only]
 #
 # S1: BC on AC, CD (K = 3, train bc's default recipe, ocn.md §6.1) for ocn
 #     and for moe (its own BC, --model moe); PPO on ACD, CAD, DCA.
@@ -39,6 +40,10 @@
 #   default (thesis: train bc's 10,000). best.ckpt is the lowest validation
 #   NLL, which the thesis-size runs reached at 2,500-3,000, so 3,000 keeps
 #   the checkpoint PPO uses at a third of the time; results.md says so.
+# --report-only: run nothing; rewrite results.md, the pictures and the
+#   sheets from the runs already under OUT_DIR (those of the given
+#   --setting, --methods, --rewards and --seeds that exist), e.g. after
+#   several calls that each ran a part.
 # --size smoke: the pipeline at toy sizes in seconds (d = 16, 100 demos per
 #   task, 10 BC updates, 2,000 frames, 4 evaluation episodes, seed 1, DCA /
 #   ACB sparse), for tests; nothing it prints means anything.
@@ -60,8 +65,9 @@ usage() { sed -n '10,13p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
-size=thesis setting=all seeds= methods=ocn,moe,flat rewards= frames= bc_updates= jobs=1 threads=1 device=auto
+size=thesis setting=all seeds= methods=ocn,moe,flat rewards= frames= bc_updates= report_only=0 jobs=1 threads=1 device=auto
 while (($#)); do
+    [[ $1 == --report-only ]] && { report_only=1; shift; continue; }
     (($# >= 2)) || usage
     case $1 in
     --size) size=$2 ;;
@@ -122,7 +128,9 @@ for r in "${reward_list[@]}"; do case $r in dense | sparse) ;; *) echo "rl.sh: u
 common=(--device "$device" --threads "$threads" --quiet)
 failed=0
 # run at most --jobs commands at once
-spawn() { "$@" & while (($(jobs -rp | wc -l) >= jobs)); do wait -n || failed=1; done; }
+spawn() {
+    ((report_only)) && return 0 # --report-only: tables and pictures of what is there
+    "$@" & while (($(jobs -rp | wc -l) >= jobs)); do wait -n || failed=1; done; }
 drain() { while (($(jobs -rp | wc -l) > 0)); do wait -n || failed=1; done; }
 
 # BC (seed 1): one run folder, resumed or skipped when done
@@ -190,7 +198,7 @@ for st in "${settings[@]}"; do
 done
 drain
 ((failed == 0)) || exit 1
-echo "rl.sh: behaviour cloning done ($((SECONDS - t0)) s)" >&2
+((report_only)) || echo "rl.sh: behaviour cloning done ($((SECONDS - t0)) s)" >&2
 for st in "${settings[@]}"; do
     if [[ $st == s1 ]]; then tasks=("${s1_tasks[@]}"); else tasks=("${s2_tasks[@]}"); fi
     for task in "${tasks[@]}"; do
@@ -205,7 +213,7 @@ for st in "${settings[@]}"; do
     done
 done
 drain
-echo "rl.sh: PPO done ($((SECONDS - t0)) s)" >&2
+((report_only)) || echo "rl.sh: PPO done ($((SECONDS - t0)) s)" >&2
 
 # pictures, the plotted numbers, the table
 {
@@ -249,6 +257,7 @@ echo "rl.sh: PPO done ($((SECONDS - t0)) s)" >&2
                 for m in "${method_list[@]}"; do
                     [[ ,$glist, == *,$m,* ]] || continue # no run (ompn in S2)
                     succ=$(for s in "${seed_list[@]}"; do
+                        [[ -s $dir/${m}_seed$s/metrics.csv ]] || continue # not run (--report-only)
                         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "eval_success") c = i; next }
                                  $c != "" { v = $c } END { if (v != "") print v }' \
                             "$dir/${m}_seed$s/metrics.csv" 2>/dev/null; done |

@@ -30,8 +30,20 @@ bash "$rl" "$grove" "$tmp/rl" "${args[@]}" >"$tmp/out2" 2>"$tmp/err" || { fail "
 [ "$before" = "$(stat -c %Y "$tmp/rl/s1/DCA_sparse/ocn_seed1/last.ckpt" "$tmp/rl/s1/bc_ocn/best.ckpt")" ] ||
     fail "the second call trained again"
 cmp -s "$tmp/out" "$tmp/out2" || fail "the second call's table differs"
+# --report-only with a seed that has no run: nothing trained, the table
+# keeps the one run per method that exists
+rm "$tmp/rl/results.md"
+bash "$rl" "$grove" "$tmp/rl" "${args[@]/#1/1,2}" --report-only >"$tmp/out3" 2>"$tmp/err" ||
+    { fail "--report-only failed"; cat "$tmp/err"; }
+[ ! -e "$tmp/rl/s1/DCA_sparse/ocn_seed2" ] || fail "--report-only trained seed 2"
+grep -qE "^\| DCA \| sparse \| ocn \| 1 \|" "$tmp/rl/results.md" || fail "--report-only table: $(cat "$tmp/rl/results.md")"
+# --bc-updates replaces the size's BC updates (train bc refuses a flag twice)
+bash "$rl" "$grove" "$tmp/bcu" --size smoke --setting s1 --methods ocn --bc-updates 3 \
+    --device cpu >/dev/null 2>"$tmp/err" || { fail "--bc-updates failed"; cat "$tmp/err"; }
+[ "$(tail -1 "$tmp/bcu/s1/bc_ocn/metrics.csv" | cut -d, -f1)" = 3 ] || fail "--bc-updates 3 did not stop BC at 3"
+grep -q "runs stopped at 3 updates" "$tmp/bcu/results.md" || fail "results.md does not say --bc-updates"
 # bad arguments
-for bad in "--size huge" "--setting s3" "--methods ocn,lstm" "--jobs 0" "--rewards none"; do
+for bad in "--size huge" "--setting s3" "--methods ocn,lstm" "--jobs 0" "--rewards none" "--bc-updates 0"; do
     # shellcheck disable=SC2086
     bash "$rl" "$grove" "$tmp/x" $bad >/dev/null 2>&1
     [ $? -eq 2 ] || fail "rl.sh $bad did not exit 2"
