@@ -566,6 +566,16 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         gr_error(GR_EFORMAT, "%s: its config has no seed line", ckpt);
         return cli_fail(cmd);
     }
+    /* and the count of its generated trees (no line: the default) */
+    int run_listops_n = 0;
+    const char *nl = strstr(config, "\nlistops-n ");
+    if (nl != NULL && (vl == NULL || nl < vl) &&
+        (sscanf(nl + 11, "%d", &run_listops_n) != 1 || run_listops_n < 1)) {
+        free(config);
+        gr_error(GR_EFORMAT, "%s: its config's listops-n line is not a "
+                             "count", ckpt);
+        return cli_fail(cmd);
+    }
     free(config);
     char *ckpt_vocab = NULL; /* the words the model was trained with */
     if (nlp_cls_model_load(&m, ckpt, &cc, task, &ckpt_vocab) < 0) {
@@ -573,7 +583,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split ? split : run_split, data, train, valid,
-                      test, (uint64_t)run_seed, 0, 1, &o);
+                      test, (uint64_t)run_seed, run_listops_n, 1, &o);
     if (rc != CLI_CONTINUE) {
         nlp_cls_model_free(m);
         free(ckpt_vocab);
@@ -676,7 +686,9 @@ const struct cli_command cmd_nlp_classify_eval = {
     "words are read through the checkpoint's vocabulary (a word it lacks "
     "as <unk>, or as padding in a vocabulary without <unk>), so any test "
     "file can be scored. --on valid scores the run's own validation part "
-    "(ListOps: held out of --train with the seed the config records). --out writes a CSV (group, n, accuracy). Example: "
+    "(ListOps: held out of --train, or of the trees generated, with the "
+    "seed and count the config records). --out writes a CSV (group, n, "
+    "accuracy). Example: "
     "grove nlp classify eval --checkpoint "
     "runs/om-logic/best.ckpt --data ../shared/data/logic_inference "
     "--per-length",
