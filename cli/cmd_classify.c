@@ -191,7 +191,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 &emsize),
         CLI_INT("nhid", "N", NULL, "state size D (default: the model's)",
                 &nhid),
-        CLI_INT("chunk-size", "N", NULL, "ON-LSTM chunk size (default 10)",
+        CLI_INT("chunk-size", "N", NULL,
+                "onlstm, ft, cft, fft, hybrid, hybrid-san: the ON-LSTM "
+                "chunk size (default: the model's)",
                 &chunk),
         CLI_INT("slots", "N", NULL,
                 "OM memory slots while training (default: the task's)",
@@ -298,6 +300,20 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                         "converted), not %s",
                                    task);
         }
+    }
+    /* only the chunked cells read --chunk-size: another model would take
+     * it silently and record a size that means nothing */
+    static const char *const chunked[] = {"onlstm", "ft",     "cft",
+                                          "fft",    "hybrid", "hybrid-san"};
+    int is_chunked = 0;
+    for (size_t i = 0; i < sizeof chunked / sizeof chunked[0]; i++) {
+        is_chunked |= strcmp(tc.enc.model, chunked[i]) == 0;
+    }
+    if (chunk != -1 && !is_chunked) {
+        return cli_usage_error(cmd, "--chunk-size is for --model onlstm, ft, "
+                                    "cft, fft, hybrid or hybrid-san (%s has "
+                                    "no chunked cell)",
+                               tc.enc.model);
     }
     if ((epochs != INT_MIN && epochs < 0) || (batch != INT_MIN && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||

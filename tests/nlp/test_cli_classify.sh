@@ -51,6 +51,11 @@ expect 2 "--checkpoint FILE is required" nlp classify eval
 # a negative --epochs or --batch is refused, not taken for "not given"
 expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --epochs -1 --out "$tmp/x"
 expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --batch -1 --out "$tmp/x"
+# --chunk-size means something to the chunked cells only
+expect 2 "--chunk-size is for --model onlstm, ft, cft, fft, hybrid or hybrid-san \(structformer has no chunked cell\)" \
+    "${ct[@]}" --task listops --model structformer --chunk-size 4 --out "$tmp/x"
+expect 2 "--chunk-size is for --model onlstm, ft, cft, fft, hybrid or hybrid-san \(lstm has no chunked cell\)" \
+    "${ct[@]}" --task listops --model lstm --chunk-size 4 --out "$tmp/x"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
 
 # a small ListOps task: generated train (1,000 of it held out for
@@ -106,6 +111,10 @@ expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.
 
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
+# an ON-LSTM takes it (24 = 6 chunks of 4)
+expect 0 "wrote the initial model" "${ct[@]}" "${small[@]/#lstm/onlstm}" --chunk-size 4 --epochs 0 \
+    --out "$tmp/chunk"
+grep -q "^enc-chunk 4$" "$tmp/chunk/config" || fail "--chunk-size 4: the config says $(grep chunk "$tmp/chunk/config")"
 # --device auto (the default) names the device it resolves to: cuda where
 # grove version counts a GPU, else cpu (it used to say cpu whatever ran)
 want_dev=cpu
