@@ -26,7 +26,8 @@ baseline uses the setting under which it was measured faster:
 `keep_freed_memory()` (mmap and trim thresholds 1 GiB through `mallopt`),
 called by bench_torch.py and onlstm_ref.py, or glibc's defaults.
 GROVE_BENCH_BASELINE_MALLOC=default or =keep imposes one on every baseline.
-The line printed names the one in effect.
+The line printed names the one in effect, and GLIBC_TUNABLES when the
+environment sets it (glibc.malloc.hugetlb=1 puts the heap on huge pages).
 """
 import ctypes
 import os
@@ -139,7 +140,19 @@ def describe(torch):
             "threads %d, inter-op %d; malloc: %s" % (
                 blas, how, "?" if threads is None else threads,
                 torch.__version__, torch.get_num_threads(),
-                torch.get_num_interop_threads(), MALLOC))
+                torch.get_num_interop_threads(), _malloc()))
+
+
+def _malloc():
+    """MALLOC, with GLIBC_TUNABLES when the environment sets it (e.g.
+    glibc.malloc.hugetlb=1, which changes what "glibc defaults" means)."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if not tunables:
+        return MALLOC
+    if MALLOC.startswith("glibc defaults"):
+        return "glibc with GLIBC_TUNABLES=%s%s" % (
+            tunables, MALLOC[len("glibc defaults"):])
+    return "%s; GLIBC_TUNABLES=%s" % (MALLOC, tunables)
 
 
 def print_line(torch):

@@ -18,7 +18,10 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
     int no_baseline = 0;
     const struct cli_option opts[] = {
         CLI_INT("batches", "N", "3", "timed batches per side", &o.batches),
-        CLI_INT("warmup", "N", "1", "untimed batches first", &o.warmup),
+        CLI_INT("warmup", "N", "1",
+                "untimed batches first (grove then repeats the largest "
+                "once, which settles its step arena)",
+                &o.warmup),
         CLI_INT("pairs", "N", "128", "pairs per batch", &o.pairs),
         CLI_INT("rounds", "N", "3",
                 "alternations grove, baseline (median, spread)", &o.rounds),

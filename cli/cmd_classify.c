@@ -191,7 +191,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 &emsize),
         CLI_INT("nhid", "N", NULL, "state size D (default: the model's)",
                 &nhid),
-        CLI_INT("chunk-size", "N", NULL, "ON-LSTM chunk size (default 10)",
+        CLI_INT("chunk-size", "N", NULL,
+                "onlstm, ft, cft, fft, hybrid, hybrid-san: the ON-LSTM "
+                "chunk size (default: the model's)",
                 &chunk),
         CLI_INT("slots", "N", NULL,
                 "OM memory slots while training (default: the task's)",
@@ -298,6 +300,20 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                         "converted), not %s",
                                    task);
         }
+    }
+    /* only the chunked cells read --chunk-size: another model would take
+     * it silently and record a size that means nothing */
+    static const char *const chunked[] = {"onlstm", "ft",     "cft",
+                                          "fft",    "hybrid", "hybrid-san"};
+    int is_chunked = 0;
+    for (size_t i = 0; i < sizeof chunked / sizeof chunked[0]; i++) {
+        is_chunked |= strcmp(tc.enc.model, chunked[i]) == 0;
+    }
+    if (chunk != -1 && !is_chunked) {
+        return cli_usage_error(cmd, "--chunk-size is for --model onlstm, ft, "
+                                    "cft, fft, hybrid or hybrid-san (%s has "
+                                    "no chunked cell)",
+                               tc.enc.model);
     }
     if ((epochs != INT_MIN && epochs < 0) || (batch != INT_MIN && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||
@@ -566,6 +582,16 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         gr_error(GR_EFORMAT, "%s: its config has no seed line", ckpt);
         return cli_fail(cmd);
     }
+    /* and the count of its generated trees (no line: the default) */
+    int run_listops_n = 0;
+    const char *nl = strstr(config, "\nlistops-n ");
+    if (nl != NULL && (vl == NULL || nl < vl) &&
+        (sscanf(nl + 11, "%d", &run_listops_n) != 1 || run_listops_n < 1)) {
+        free(config);
+        gr_error(GR_EFORMAT, "%s: its config's listops-n line is not a "
+                             "count", ckpt);
+        return cli_fail(cmd);
+    }
     free(config);
     char *ckpt_vocab = NULL; /* the words the model was trained with */
     if (nlp_cls_model_load(&m, ckpt, &cc, task, &ckpt_vocab) < 0) {
@@ -573,7 +599,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split ? split : run_split, data, train, valid,
-                      test, (uint64_t)run_seed, 0, 1, &o);
+                      test, (uint64_t)run_seed, run_listops_n, 1, &o);
     if (rc != CLI_CONTINUE) {
         nlp_cls_model_free(m);
         free(ckpt_vocab);
@@ -676,7 +702,9 @@ const struct cli_command cmd_nlp_classify_eval = {
     "words are read through the checkpoint's vocabulary (a word it lacks "
     "as <unk>, or as padding in a vocabulary without <unk>), so any test "
     "file can be scored. --on valid scores the run's own validation part "
-    "(ListOps: held out of --train with the seed the config records). --out writes a CSV (group, n, accuracy). Example: "
+    "(ListOps: held out of --train, or of the trees generated, with the "
+    "seed and count the config records). --out writes a CSV (group, n, "
+    "accuracy). Example: "
     "grove nlp classify eval --checkpoint "
     "runs/om-logic/best.ckpt --data ../shared/data/logic_inference "
     "--per-length",

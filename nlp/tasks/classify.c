@@ -906,13 +906,23 @@ static int config_text(const struct nlp_cls_train_config *tc,
     if (t == NULL) {
         return gr_error(GR_ENOMEM, "classifier: out of memory");
     }
+    /* the count of generated ListOps trees, which the validation part
+     * held out of them depends on (classify eval --on valid regenerates
+     * them); only when not the default, so that the configs of the runs
+     * before this line, which --resume compares, stay as they were */
+    char listops_n[40] = "";
+    if (d->listops_generated > 0 &&
+        d->listops_generated != NLP_CLS_LISTOPS_GENERATE) {
+        snprintf(listops_n, sizeof listops_n, "listops-n %d\n",
+                 (int)d->listops_generated);
+    }
     int len = snprintf(
         t, cap,
         "%s\ntask %s\npair %d\nclasses %d\ngroups %d\nbucket %d\n"
         "head-hidden %d\ndropouto %.9g\nlr %.9g\nbeta1 %.9g\nbeta2 %.9g\n"
         "eps %.9g\nwdecay %.9g\nclip %.9g\nplateau-factor %.9g\n"
         "plateau-patience %d\nbatch %d\nmax-batches %d\nselect-on-test %d\n"
-        "seed %llu\ndata %s\n%s",
+        "seed %llu\ndata %s\n%s%s",
         CLS_MAGIC, d->task, d->pair, d->n_classes, d->n_groups, d->bucket,
         (int)tc->head_hidden, (double)tc->dropout_out, (double)tc->lr,
         (double)tc->beta1, (double)tc->beta2, (double)tc->eps,
@@ -920,7 +930,7 @@ static int config_text(const struct nlp_cls_train_config *tc,
         (int)tc->plateau_patience, (int)tc->batch, (int)tc->max_batches,
         tc->select_on_test, (unsigned long long)tc->seed,
         tc->data_desc ? tc->data_desc : "-",
-        d->dep_trees ? "trees dependency\n" : "");
+        d->dep_trees ? "trees dependency\n" : "", listops_n);
     int rc = nlp_encoder_config_format(&tc->enc, t, cap, &len);
     if (rc == 0 && st != NULL) {
         int n = snprintf(

@@ -54,6 +54,9 @@ struct nlp_cls_split {
 
 enum { NLP_CLS_TRAIN = 0, NLP_CLS_VALID = 1, NLP_CLS_TEST = 2 };
 
+/* ListOps trees generated without a training file, by default */
+#define NLP_CLS_LISTOPS_GENERATE 90000
+
 struct nlp_cls_data {
     char task[16];       /* "logic", "listops", "sst2", "sst5", or a test's */
     int pair;            /* 1: sentence pairs */
@@ -78,6 +81,9 @@ struct nlp_cls_data {
     int dep_trees;       /* 1: the trees are SST's dependency conversion
                           * (a "trees dependency" config line; no negation
                           * analysis, which reads constituency shapes) */
+    int32_t listops_generated; /* ListOps: the training trees generated
+                          * (no training file), else 0; a "listops-n N"
+                          * config line when not the default 90,000 */
     char summary[512];   /* what the loader read, for the data summary */
 };
 

@@ -22,7 +22,7 @@ void nlp_cls_task_options_default(struct nlp_cls_task_options *o)
     memset(o, 0, sizeof *o);
     o->logic_split = NLP_LOGIC_SPLIT_FULL;
     o->max_train_ops = 6;
-    o->listops_generate = 90000;
+    o->listops_generate = NLP_CLS_LISTOPS_GENERATE;
     o->valid_n = 1000;
     o->max_train_tokens = 50;
     o->seed = 1111;
@@ -337,6 +337,7 @@ static int load_listops(struct nlp_cls_data *d,
         struct nlp_listops_gen_stats st;
         rc = nlp_listops_generate(&tr, o->listops_generate, o->seed,
                                   NLP_LISTOPS_MAX_DEPTH, &st);
+        d->listops_generated = o->listops_generate;
         snprintf(src, sizeof src, "generated (seed %llu, docs/tasks.md)", (unsigned long long)o->seed);
     }
     if (rc < 0) {

@@ -51,6 +51,11 @@ expect 2 "--checkpoint FILE is required" nlp classify eval
 # a negative --epochs or --batch is refused, not taken for "not given"
 expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --epochs -1 --out "$tmp/x"
 expect 2 "--epochs >= 0, --batch >= 1" "${ct[@]}" --task listops --batch -1 --out "$tmp/x"
+# --chunk-size means something to the chunked cells only
+expect 2 "--chunk-size is for --model onlstm, ft, cft, fft, hybrid or hybrid-san \(structformer has no chunked cell\)" \
+    "${ct[@]}" --task listops --model structformer --chunk-size 4 --out "$tmp/x"
+expect 2 "--chunk-size is for --model onlstm, ft, cft, fft, hybrid or hybrid-san \(lstm has no chunked cell\)" \
+    "${ct[@]}" --task listops --model lstm --chunk-size 4 --out "$tmp/x"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
 
 # a small ListOps task: generated train (1,000 of it held out for
@@ -106,6 +111,10 @@ expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.
 
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
+# an ON-LSTM takes it (24 = 6 chunks of 4)
+expect 0 "wrote the initial model" "${ct[@]}" "${small[@]/#lstm/onlstm}" --chunk-size 4 --epochs 0 \
+    --out "$tmp/chunk"
+grep -q "^enc-chunk 4$" "$tmp/chunk/config" || fail "--chunk-size 4: the config says $(grep chunk "$tmp/chunk/config")"
 # --device auto (the default) names the device it resolves to: cuda where
 # grove version counts a GPU, else cpu (it used to say cpu whatever ran)
 want_dev=cpu
@@ -138,11 +147,28 @@ expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task lo
 # (847 kept trees: chunks of 85) is cut to the bucket, so the epoch trains
 # (it used to train 0 batches with a NaN loss)
 "$grove" "${ct[@]}" --task listops --listops-n 2000 --batch 128 --model lstm --emsize 8 --nhid 8 \
-    --epochs 1 --threads 1 --quiet --out "$tmp/bigbatch" >/dev/null 2>"$tmp/bigbatch.err" ||
+    --epochs 1 --threads 1 --quiet --out "$tmp/bigbatch" >"$tmp/bigbatch.out" 2>"$tmp/bigbatch.err" ||
     fail "listops --batch 128 over 847 trees: $(cat "$tmp/bigbatch.err")"
 checks=$((checks + 1))
 awk -F, 'NR == 2 && $2 > 0 && $3 != "" && $3 !~ /nan/ { ok = 1 } END { exit !ok }' "$tmp/bigbatch/metrics.csv" ||
     fail "listops --batch 128: no step or no loss: $(cat "$tmp/bigbatch/metrics.csv")"
+# eval --on valid of that run regenerates its 2,000 trees (the config's
+# listops-n), not the default 90,000, and scores the 1,000 the run held
+# out: the validation accuracy training reported
+bvacc=$(sed -n 's/^best validation accuracy \([0-9.]*\) at epoch 1 .*$/\1/p' "$tmp/bigbatch.out")
+[ -n "$bvacc" ] || fail "listops --listops-n 2000: no validation accuracy line: $(cat "$tmp/bigbatch.out")"
+grep -q "^listops-n 2000$" "$tmp/bigbatch/config" || fail "the run's config has no listops-n 2000 line"
+expect 0 "^listops valid: accuracy $bvacc on 1000 examples" nlp classify eval \
+    --checkpoint "$tmp/bigbatch/best.ckpt" --on valid --threads 1
+# and --resume with another count is refused (3,000: the default's 90,000
+# trees would take seconds to generate under ASan; checked by hand, the
+# same refusal)
+expect 2 "--resume: the options differ from the run's \(first difference: 'listops-n 2000' in the run, 'listops-n 3000' now\)" \
+    "${ct[@]}" --task listops --listops-n 3000 --batch 128 --model lstm --emsize 8 --nhid 8 --epochs 2 --threads 1 \
+    --quiet --out "$tmp/bigbatch" --resume
+# the default count writes no line (the configs of earlier runs, which
+# --resume compares, are unchanged)
+grep -q "^listops-n" "$tmp/run/config" && fail "a run on a --train file has a listops-n line"
 
 # another kind of checkpoint: one line, exit 2
 "$grove" train bc --tasks AC --options 2 --demos-per-task 10 --updates 0 --hidden 8 --width 8 \
