@@ -196,36 +196,43 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                 "chunk size (default: the model's)",
                 &chunk),
         CLI_INT("slots", "N", NULL,
-                "OM memory slots while training (default: the task's)",
+                "om: memory slots while training (default: the task's)",
                 &slots),
         CLI_INT("slots-eval", "N", NULL,
-                "OM memory slots for validation, test and trees (default: "
+                "om: memory slots for validation, test and trees (default: "
                 "the task's)",
                 &slots_eval),
         CLI_DOUBLE("dropouti", "P", NULL,
                    "dropout on the embeddings (default: the model's)",
                    &dropouti),
-        CLI_DOUBLE("dropout", "P", NULL, "OM cell dropout r_c; transformer, "
-                                         "structformer: residual dropout "
-                                         "(default: the task's)",
+        CLI_DOUBLE("dropout", "P", NULL,
+                   "om: cell dropout r_c; transformer, ftt, ftt-conv, "
+                   "structformer: residual dropout; hybrid, hybrid-san: "
+                   "residual and ON-LSTM output dropout (default: the "
+                   "model's)",
                    &dropout),
-        CLI_INT("layers", "N", NULL, "transformer, structformer: layers "
-                                     "(default 2)",
+        CLI_INT("layers", "N", NULL,
+                "transformer, ftt, ftt-conv, hybrid, hybrid-san, "
+                "structformer: layers (hybrid, hybrid-san: of each kind; "
+                "default: the model's)",
                 &layers),
-        CLI_INT("heads", "N", NULL, "transformer, structformer: heads "
-                                    "(default 4, sst 6)",
+        CLI_INT("heads", "N", NULL,
+                "transformer, ftt, ftt-conv, hybrid, hybrid-san, "
+                "structformer: attention heads (default: the model's)",
                 &heads),
-        CLI_INT("ffn", "N", NULL, "transformer, structformer: feed-forward "
-                                  "size (default 4 x nhid)",
+        CLI_INT("ffn", "N", NULL,
+                "transformer, ftt, ftt-conv, hybrid, hybrid-san, "
+                "structformer: feed-forward size (default: the model's)",
                 &ffn),
         CLI_DOUBLE("dropout-attn", "P", NULL,
-                   "transformer, structformer: attention dropout "
-                   "(default 0.1)", &dropouta),
-        CLI_FLAG("post-norm", "transformer: post-norm layers (default "
-                              "pre-norm)",
+                   "transformer, ftt, ftt-conv, hybrid, hybrid-san, "
+                   "structformer: attention dropout (default 0.1)",
+                   &dropouta),
+        CLI_FLAG("post-norm", "transformer, ftt, ftt-conv: post-norm layers "
+                              "(default pre-norm)",
                  &post_norm),
         CLI_DOUBLE("dropoutm", "P", NULL,
-                   "OM memory dropout r_m (default: the task's)", &dropoutm),
+                   "om: memory dropout r_m (default: the task's)", &dropoutm),
         CLI_DOUBLE("dropouto", "P", NULL,
                    "dropout in the head r_o (default: the task's)",
                    &dropouto),
@@ -301,19 +308,59 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                    task);
         }
     }
-    /* only the chunked cells read --chunk-size: another model would take
-     * it silently and record a size that means nothing */
-    static const char *const chunked[] = {"onlstm", "ft",     "cft",
-                                          "fft",    "hybrid", "hybrid-san"};
-    int is_chunked = 0;
-    for (size_t i = 0; i < sizeof chunked / sizeof chunked[0]; i++) {
-        is_chunked |= strcmp(tc.enc.model, chunked[i]) == 0;
-    }
-    if (chunk != -1 && !is_chunked) {
-        return cli_usage_error(cmd, "--chunk-size is for --model onlstm, ft, "
-                                    "cft, fft, hybrid or hybrid-san (%s has "
-                                    "no chunked cell)",
-                               tc.enc.model);
+    /* a model-specific flag given to a model that does not read it is
+     * refused: the model would take it silently and record a value that
+     * means nothing (checked in the encoders of nlp/models/) */
+    static const char *const chunked[] = {"onlstm", "ft",     "cft", "fft",
+                                          "hybrid", "hybrid-san", NULL};
+    static const char *const ordered_memory[] = {"om", NULL};
+    static const char *const attention[] = {
+        "transformer", "ftt",        "ftt-conv",     "hybrid",
+        "hybrid-san",  "structformer", NULL};
+    static const char *const post_normed[] = {"transformer", "ftt",
+                                              "ftt-conv", NULL};
+    static const char *const cell_dropout[] = {
+        "om",     "transformer", "ftt",          "ftt-conv",
+        "hybrid", "hybrid-san",  "structformer", NULL};
+    const struct {
+        const char *flag;
+        int given;
+        const char *const *models;
+        const char *lacks; /* "(MODEL has no ...)" */
+    } specific[] = {
+        {"--chunk-size", chunk != -1, chunked, "chunked cell"},
+        {"--slots", slots != -1, ordered_memory, "memory slots"},
+        {"--slots-eval", slots_eval != -1, ordered_memory, "memory slots"},
+        {"--dropoutm", dropoutm != -1, ordered_memory, "memory dropout"},
+        {"--dropout", dropout != -1, cell_dropout,
+         "cell or residual dropout; --dropouti is on the embeddings"},
+        {"--layers", layers != -1, attention, "attention layers"},
+        {"--heads", heads != -1, attention, "attention layers"},
+        {"--ffn", ffn != -1, attention, "attention layers"},
+        {"--dropout-attn", dropouta != -1, attention, "attention layers"},
+        {"--post-norm", post_norm, post_normed, "post-norm option"},
+    };
+    for (size_t f = 0; f < sizeof specific / sizeof specific[0]; f++) {
+        const char *const *ms = specific[f].models;
+        int reads = 0, n = 0;
+        for (; ms[n] != NULL; n++) {
+            reads |= strcmp(tc.enc.model, ms[n]) == 0;
+        }
+        if (!specific[f].given || reads) {
+            continue;
+        }
+        /* "a, b or c" */
+        char list[160];
+        size_t len = 0;
+        for (int i = 0; i < n && len < sizeof list; i++) {
+            int w = snprintf(list + len, sizeof list - len, "%s%s",
+                             i == 0 ? "" : (i == n - 1 ? " or " : ", "),
+                             ms[i]);
+            len += w > 0 ? (size_t)w : 0;
+        }
+        return cli_usage_error(cmd, "%s is for --model %s (%s has no %s)",
+                               specific[f].flag, list, tc.enc.model,
+                               specific[f].lacks);
     }
     if ((epochs != INT_MIN && epochs < 0) || (batch != INT_MIN && batch < 1) ||
         max_batches < 0 || test_every < 1 || eval_batch < 1 ||
@@ -489,7 +536,9 @@ const struct cli_command cmd_nlp_classify_train = {
     "train_acc, valid_acc, test_acc, lr, wall_s and, for logic, test_acc_1 "
     "to test_acc_12 by number of operators), curves.png, best.ckpt (best "
     "validation accuracy) and last.ckpt (--resume continues it bit for "
-    "bit). Example: grove nlp classify train --task listops --model lstm "
+    "bit). A model-specific flag (its help names the models that read it) "
+    "is refused for any other model. Example: grove nlp classify train "
+    "--task listops --model lstm "
     "--epochs 2 --max-batches 20 --out runs/listops-smoke",
     run_train,
 };

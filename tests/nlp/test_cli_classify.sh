@@ -56,6 +56,20 @@ expect 2 "--chunk-size is for --model onlstm, ft, cft, fft, hybrid or hybrid-san
     "${ct[@]}" --task listops --model structformer --chunk-size 4 --out "$tmp/x"
 expect 2 "--chunk-size is for --model onlstm, ft, cft, fft, hybrid or hybrid-san \(lstm has no chunked cell\)" \
     "${ct[@]}" --task listops --model lstm --chunk-size 4 --out "$tmp/x"
+# the other model-specific flags: one line naming the flag and its models
+om_only="is for --model om \(lstm has no"
+expect 2 "--slots $om_only memory slots\)" "${ct[@]}" --task listops --model lstm --slots 24 --out "$tmp/x"
+expect 2 "--slots-eval $om_only memory slots\)" "${ct[@]}" --task listops --model lstm --slots-eval 24 --out "$tmp/x"
+expect 2 "--dropoutm $om_only memory dropout\)" "${ct[@]}" --task listops --model lstm --dropoutm 0.1 --out "$tmp/x"
+attn="is for --model transformer, ftt, ftt-conv, hybrid, hybrid-san or structformer"
+expect 2 "--layers $attn \(om has no attention layers\)" "${ct[@]}" --task listops --layers 1 --out "$tmp/x"
+expect 2 "--heads $attn \(onlstm has no attention layers\)" "${ct[@]}" --task listops --model onlstm --heads 2 --out "$tmp/x"
+expect 2 "--ffn $attn \(childsum has no attention layers\)" "${ct[@]}" --task listops --model childsum --ffn 32 --out "$tmp/x"
+expect 2 "--dropout-attn $attn \(lstm has no attention layers\)" "${ct[@]}" --task listops --model lstm --dropout-attn 0.1 --out "$tmp/x"
+expect 2 "--post-norm is for --model transformer, ftt or ftt-conv \(hybrid has no post-norm option\)" \
+    "${ct[@]}" --task listops --model hybrid --post-norm --out "$tmp/x"
+expect 2 "--dropout is for --model om, transformer, ftt, ftt-conv, hybrid, hybrid-san or structformer \(ft has no cell or residual dropout" \
+    "${ct[@]}" --task listops --model ft --dropout 0.1 --out "$tmp/x"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x behind"
 
 # a small ListOps task: generated train (1,000 of it held out for
@@ -115,6 +129,17 @@ expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$t
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]/#lstm/onlstm}" --chunk-size 4 --epochs 0 \
     --out "$tmp/chunk"
 grep -q "^enc-chunk 4$" "$tmp/chunk/config" || fail "--chunk-size 4: the config says $(grep chunk "$tmp/chunk/config")"
+# and the models that read the other flags take them into their config
+expect 0 "wrote the initial model" "${ct[@]}" "${small[@]/#lstm/om}" --slots 7 --slots-eval 9 --dropoutm 0.15 \
+    --dropout 0.25 --epochs 0 --out "$tmp/om"
+for line in "enc-slots-train 7" "enc-slots-eval 9" "enc-dropout-mem 0.150000006" "enc-dropout-cell 0.25"; do
+    grep -qx "$line" "$tmp/om/config" || fail "om flags: the config lacks '$line'"
+done
+expect 0 "wrote the initial model" "${ct[@]}" "${small[@]/#lstm/ftt}" --layers 1 --heads 2 --ffn 32 \
+    --dropout-attn 0.05 --post-norm --epochs 0 --out "$tmp/attn"
+for line in "enc-layers 1" "enc-heads 2" "enc-ffn 32" "enc-dropout-attn 0.0500000007" "enc-post-norm 1"; do
+    grep -qx "$line" "$tmp/attn/config" || fail "attention flags: the config lacks '$line'"
+done
 # --device auto (the default) names the device it resolves to: cuda where
 # grove version counts a GPU, else cpu (it used to say cpu whatever ran)
 want_dev=cpu

@@ -76,7 +76,7 @@ o=$tmp/run
 refused 2 "$o" "${bc[@]}" --out "$o" --lr -1
 refused 2 "$o" "${ppo[@]}" --out "$o" --gamma 2
 refused 2 "$o" "${lm[@]}" --out "$o" --clip -1
-refused 2 "$o" "${cls[@]}" --out "$o" --dropout 1.5
+refused 2 "$o" "${cls[@]}" --out "$o" --dropouti 1.5
 refused 2 "$o" "${bc[@]}" --out "$o" --nosuchflag
 refused 2 "$o" "${cls[@]}" --out "$o" --test-every 0
 # a missing input path
