@@ -1603,8 +1603,12 @@ int32_t nlp_cls_tree_om(const int32_t *dist, int32_t n, const uint8_t *drop,
     return rc;
 }
 
-int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
-                               struct nlp_span *out)
+/* The tree of a greedy top-down parser (nlp_parse_distances: one score a
+ * word; nlp_parse_gaps: one a gap) over n items, finished as the others. */
+static int32_t tree_from_parser(int32_t (*parse)(const float *, int32_t,
+                                                 struct nlp_span *),
+                                const float *v, int32_t n,
+                                const uint8_t *drop, struct nlp_span *out)
 {
     if (n < 2) {
         return 0;
@@ -1615,7 +1619,7 @@ int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
     if (sp == NULL || s == NULL) {
         rc = gr_error(GR_ENOMEM, "tree: out of memory");
     } else {
-        int32_t k = nlp_parse_distances(d, n, s);
+        int32_t k = parse(v, n, s);
         for (int32_t i = 0; i < k; i++) {
             sp[2 * i] = s[i].start;
             sp[2 * i + 1] = s[i].end;
@@ -1627,28 +1631,16 @@ int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
     return rc;
 }
 
+int32_t nlp_cls_tree_distances(const float *d, int32_t n, const uint8_t *drop,
+                               struct nlp_span *out)
+{
+    return tree_from_parser(nlp_parse_distances, d, n, drop, out);
+}
+
 int32_t nlp_cls_tree_gaps(const float *g, int32_t n, const uint8_t *drop,
                           struct nlp_span *out)
 {
-    if (n < 2) {
-        return 0;
-    }
-    int32_t *sp = malloc((size_t)(n - 1) * 2 * sizeof *sp);
-    struct nlp_span *s = malloc((size_t)(n - 1) * sizeof *s);
-    int32_t rc;
-    if (sp == NULL || s == NULL) {
-        rc = gr_error(GR_ENOMEM, "tree: out of memory");
-    } else {
-        int32_t k = nlp_parse_gaps(g, n, s);
-        for (int32_t i = 0; i < k; i++) {
-            sp[2 * i] = s[i].start;
-            sp[2 * i + 1] = s[i].end;
-        }
-        rc = tree_finish(sp, n, drop, out);
-    }
-    free(sp);
-    free(s);
-    return rc;
+    return tree_from_parser(nlp_parse_gaps, g, n, drop, out);
 }
 
 /* StructFormer: the distances δ of ids[0..len) encoded alone (one
