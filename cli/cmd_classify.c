@@ -111,21 +111,65 @@ static int task_options(const struct cli_command *cmd, const char *task,
     return CLI_CONTINUE;
 }
 
+/* An int flag that was not given (cli_parse refuses INT_MIN). */
+#define UNSET INT_MIN
+
+/* A numeric flag of classify train and its range. */
+struct range_check {
+    const char *flag;
+    double v;      /* the value; UNSET or NaN: not given */
+    double lo, hi; /* allowed: lo <= v <= hi (or lo < v: lo_open) */
+    int lo_open, hi_open;
+};
+
+/* The first flag of c[n] given outside its range: the usage line naming
+ * it and its range (exit 2); else CLI_CONTINUE. */
+static int check_ranges(const struct cli_command *cmd,
+                        const struct range_check *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = c[i].v;
+        if (isnan(v) || v == (double)UNSET) {
+            continue;
+        }
+        if ((c[i].lo_open ? v > c[i].lo : v >= c[i].lo) &&
+            (c[i].hi_open ? v < c[i].hi : v <= c[i].hi)) {
+            continue;
+        }
+        char range[64];
+        if (isinf(c[i].hi)) {
+            snprintf(range, sizeof range, "%s %g", c[i].lo_open ? ">" : ">=",
+                     c[i].lo);
+        } else if (c[i].lo_open || c[i].hi_open) {
+            snprintf(range, sizeof range, "%s%g, %g%s",
+                     c[i].lo_open ? "(" : "[", c[i].lo, c[i].hi,
+                     c[i].hi_open ? ")" : "]");
+        } else {
+            snprintf(range, sizeof range, "%g..%g", c[i].lo, c[i].hi);
+        }
+        return cli_usage_error(cmd, "%s %.15g is out of range (%s)",
+                               c[i].flag, v, range);
+    }
+    return CLI_CONTINUE;
+}
+
 static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
     const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
     const char *tree_kind = NULL;
-    /* INT_MIN: not given (so that a negative --epochs or --batch is
-     * refused, not taken for "unset") */
-    int epochs = INT_MIN, batch = INT_MIN;
-    int emsize = -1, nhid = -1, chunk = -1;
-    int slots = -1, slots_eval = -1, max_batches = 0, resume = 0;
+    /* Not given: INT_MIN and NaN, which cli_parse refuses on the command
+     * line, so that every value a user can type (-1 included) is checked
+     * against the flag's range below, none taken for "unset". */
+    int epochs = UNSET, batch = UNSET;
+    int emsize = UNSET, nhid = UNSET, chunk = UNSET;
+    int slots = UNSET, slots_eval = UNSET, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
-    int head_hidden = -2, layers = -1, heads = -1, ffn = -1, post_norm = 0;
-    double dropouta = -1;
-    double lr = NAN, clip = 1.0, wdecay = 1.2e-6, dropouti = -1,
-           dropout = -1, dropoutm = -1, dropouto = -1;
+    int head_hidden = UNSET, layers = UNSET, heads = UNSET, ffn = UNSET,
+        post_norm = 0;
+    double dropouta = NAN;
+    double lr = NAN, clip = 1.0, wdecay = 1.2e-6, dropouti = NAN,
+           dropout = NAN, dropoutm = NAN, dropouto = NAN;
     struct cli_common common;
     int first = 0;
     /* the names comma-separated, so that the help can wrap between them */
@@ -272,6 +316,38 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
     }
+    /* every numeric flag given is in its range (the encoders' limits of
+     * nlp_encoder_config_check where they have one) */
+    const double big = HUGE_VAL;
+    const struct range_check ranges[] = {
+        {"--epochs", epochs, 0, big, 0, 0},
+        {"--batch", batch, 1, big, 0, 0},
+        {"--max-batches", max_batches, 0, big, 0, 0},
+        {"--test-every", test_every, 1, big, 0, 0},
+        {"--eval-batch", eval_batch, 1, big, 0, 0},
+        {"--listops-n", listops_n, 1, big, 0, 0},
+        {"--emsize", emsize, 1, 65536, 0, 0},
+        {"--nhid", nhid, 1, 65536, 0, 0},
+        {"--chunk-size", chunk, 1, 65536, 0, 0},
+        {"--slots", slots, 1, big, 0, 0},
+        {"--slots-eval", slots_eval, 1, big, 0, 0},
+        {"--layers", layers, 1, 64, 0, 0},
+        {"--heads", heads, 1, 65536, 0, 0},
+        {"--ffn", ffn, 1, 262144, 0, 0},
+        {"--head-hidden", head_hidden, 0, big, 0, 0},
+        {"--lr", lr, 0, big, 1, 0},
+        {"--clip", clip, 0, big, 0, 0},
+        {"--wdecay", wdecay, 0, big, 0, 0},
+        {"--dropouti", dropouti, 0, 1, 0, 1},
+        {"--dropout", dropout, 0, 1, 0, 1},
+        {"--dropoutm", dropoutm, 0, 1, 0, 1},
+        {"--dropouto", dropouto, 0, 1, 0, 1},
+        {"--dropout-attn", dropouta, 0, 1, 0, 1},
+    };
+    if ((rc = check_ranges(cmd, ranges, sizeof ranges / sizeof ranges[0])) !=
+        CLI_CONTINUE) {
+        return rc;
+    }
     /* cheap refusals before the data is read */
     struct train_run_spec spec = train_run_spec_default();
     spec.dir = common.out;
@@ -328,16 +404,16 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         const char *const *models;
         const char *lacks; /* "(MODEL has no ...)" */
     } specific[] = {
-        {"--chunk-size", chunk != -1, chunked, "chunked cell"},
-        {"--slots", slots != -1, ordered_memory, "memory slots"},
-        {"--slots-eval", slots_eval != -1, ordered_memory, "memory slots"},
-        {"--dropoutm", dropoutm != -1, ordered_memory, "memory dropout"},
-        {"--dropout", dropout != -1, cell_dropout,
+        {"--chunk-size", chunk != UNSET, chunked, "chunked cell"},
+        {"--slots", slots != UNSET, ordered_memory, "memory slots"},
+        {"--slots-eval", slots_eval != UNSET, ordered_memory, "memory slots"},
+        {"--dropoutm", !isnan(dropoutm), ordered_memory, "memory dropout"},
+        {"--dropout", !isnan(dropout), cell_dropout,
          "cell or residual dropout; --dropouti is on the embeddings"},
-        {"--layers", layers != -1, attention, "attention layers"},
-        {"--heads", heads != -1, attention, "attention layers"},
-        {"--ffn", ffn != -1, attention, "attention layers"},
-        {"--dropout-attn", dropouta != -1, attention, "attention layers"},
+        {"--layers", layers != UNSET, attention, "attention layers"},
+        {"--heads", heads != UNSET, attention, "attention layers"},
+        {"--ffn", ffn != UNSET, attention, "attention layers"},
+        {"--dropout-attn", !isnan(dropouta), attention, "attention layers"},
         {"--post-norm", post_norm, post_normed, "post-norm option"},
     };
     for (size_t f = 0; f < sizeof specific / sizeof specific[0]; f++) {
@@ -362,75 +438,55 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                specific[f].flag, list, tc.enc.model,
                                specific[f].lacks);
     }
-    if ((epochs != INT_MIN && epochs < 0) || (batch != INT_MIN && batch < 1) ||
-        max_batches < 0 || test_every < 1 || eval_batch < 1 ||
-        (!isnan(lr) && !(lr > 0)) || !(clip >= 0) || !(wdecay >= 0)) {
-        return cli_usage_error(cmd, "--epochs >= 0, --batch >= 1, "
-                                    "--max-batches >= 0, --test-every >= 1, "
-                                    "--lr > 0, --clip and --wdecay >= 0");
-    }
-    const double *drops[] = {&dropouti, &dropout, &dropoutm, &dropouto,
-                             &dropouta};
-    const char *dnames[] = {"--dropouti", "--dropout", "--dropoutm",
-                            "--dropouto", "--dropout-attn"};
-    for (int i = 0; i < 5; i++) {
-        if (*drops[i] != -1 && !(*drops[i] >= 0 && *drops[i] < 1)) {
-            return cli_usage_error(cmd, "%s %g must be in [0, 1)", dnames[i],
-                                   *drops[i]);
-        }
-    }
-    if (epochs != INT_MIN) {
+    if (epochs != UNSET) {
         tc.epochs = epochs;
     }
-    if (batch != INT_MIN) {
+    if (batch != UNSET) {
         tc.batch = batch;
     }
-    if (emsize != -1) {
+    if (emsize != UNSET) {
         tc.enc.emsize = emsize;
     }
-    if (nhid != -1) {
+    if (nhid != UNSET) {
         tc.enc.hidden = nhid;
     }
-    if (chunk != -1) {
+    if (chunk != UNSET) {
         tc.enc.chunk = chunk;
     }
-    if (slots != -1) {
+    if (slots != UNSET) {
         tc.enc.slots_train = slots;
     }
-    if (slots_eval != -1) {
+    if (slots_eval != UNSET) {
         tc.enc.slots_eval = slots_eval;
     }
-    if (dropouti != -1) {
+    if (!isnan(dropouti)) {
         tc.enc.dropout_in = (float)dropouti;
     }
-    if (dropout != -1) {
+    if (!isnan(dropout)) {
         tc.enc.dropout_cell = (float)dropout;
     }
-    if (dropoutm != -1) {
+    if (!isnan(dropoutm)) {
         tc.enc.dropout_mem = (float)dropoutm;
     }
-    if (dropouto != -1) {
+    if (!isnan(dropouto)) {
         tc.dropout_out = (float)dropouto;
     }
-    if (dropouta != -1) {
+    if (!isnan(dropouta)) {
         tc.enc.dropout_attn = (float)dropouta;
     }
-    if (layers != -1) {
+    if (layers != UNSET) {
         tc.enc.layers = layers;
     }
-    if (heads != -1) {
+    if (heads != UNSET) {
         tc.enc.heads = heads;
     }
-    if (ffn != -1) {
+    if (ffn != UNSET) {
         tc.enc.ffn = ffn;
     }
     if (post_norm) {
         tc.enc.post_norm = 1;
     }
-    if (head_hidden != -2) {
-        if (head_hidden < 0) {
-            return cli_usage_error(cmd, "--head-hidden must be 0 or more");
-        }
+    if (head_hidden != UNSET) {
         tc.head_hidden = head_hidden;
     }
     if (!isnan(lr)) {
@@ -537,7 +593,10 @@ const struct cli_command cmd_nlp_classify_train = {
     "to test_acc_12 by number of operators), curves.png, best.ckpt (best "
     "validation accuracy) and last.ckpt (--resume continues it bit for "
     "bit). A model-specific flag (its help names the models that read it) "
-    "is refused for any other model. Example: grove nlp classify train "
+    "is refused for any other model. A numeric flag given outside its "
+    "range (a negative size, a dropout of 1, ...) is refused with one line "
+    "naming the flag and the range; no value stands for \"not given\". "
+    "Example: grove nlp classify train "
     "--task listops --model lstm "
     "--epochs 2 --max-batches 20 --out runs/listops-smoke",
     run_train,

@@ -63,7 +63,7 @@ grep -q "not a multiple of --heads 3" "$tmp/err" || fail "--heads 3: $(cat "$tmp
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "--heads 3: stderr is not one line: $(cat "$tmp/err")"
 "$grove" "${ct[@]}" --task listops --model transformer --dropout-attn 1 --out "$tmp/bad2" >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc -eq 2 ] && grep -q -- "--dropout-attn 1 must be in \[0, 1)" "$tmp/err" ||
+[ $rc -eq 2 ] && grep -q -- "--dropout-attn 1 is out of range (\[0, 1))" "$tmp/err" ||
     fail "--dropout-attn 1: exit $rc: $(cat "$tmp/err")"
 { [ -e "$tmp/bad" ] || [ -e "$tmp/bad2" ]; } && fail "a refused command left a run folder"
 
