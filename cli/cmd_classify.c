@@ -720,6 +720,11 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         free(ckpt_vocab);
         return cli_fail(cmd);
     }
+    /* the data summary, as training prints it (stderr: stdout keeps the
+     * results alone) */
+    if (!common.quiet) {
+        fprintf(stderr, "%s\n", d.summary);
+    }
     /* the data's words through the checkpoint's vocabulary: the ids of a
      * vocabulary built from other files mean other words */
     if (ckpt_vocab != NULL && d.vocab_text != NULL) {
@@ -809,7 +814,10 @@ const struct cli_command cmd_nlp_classify_eval = {
     "--data or the file flags as for training; for sst2, sst5 and snli its "
     "words are read through the checkpoint's vocabulary (a word it lacks "
     "as <unk>, or as padding in a vocabulary without <unk>), so any test "
-    "file can be scored. --on valid scores the run's own validation part "
+    "file can be scored. Prints the data summary first, on stderr as "
+    "training does (the files or folder read, the examples of each part; "
+    "logic: the operator counts k), then the results on stdout. --on valid "
+    "scores the run's own validation part "
     "(ListOps: held out of --train, or of the trees generated, with the "
     "seed and count the config records). --out writes a CSV (group, n, "
     "accuracy). Example: "

@@ -84,7 +84,7 @@ struct nlp_cls_data {
     int32_t listops_generated; /* ListOps: the training trees generated
                           * (no training file), else 0; a "listops-n N"
                           * config line when not the default 90,000 */
-    char summary[512];   /* what the loader read, for the data summary */
+    char summary[1024];  /* what the loader read, for the data summary */
 };
 
 void nlp_cls_data_init(struct nlp_cls_data *d);

@@ -68,6 +68,26 @@ summary_add(struct nlp_cls_data *d, int append, const char *fmt, ...)
 
 /* ---- logic ------------------------------------------------------------ */
 
+/* "k = LO-HI" (or "k = K"): the operator counts of split s's pairs. */
+static const char *k_range(const struct nlp_cls_data *d, int s, char *buf,
+                           size_t cap)
+{
+    const struct nlp_cls_split *sp = &d->split[s];
+    int32_t lo = NLP_LOGIC_MAX_K, hi = 0;
+    for (int64_t i = 0; i < sp->n; i++) {
+        lo = sp->ex[i].group < lo ? sp->ex[i].group : lo;
+        hi = sp->ex[i].group > hi ? sp->ex[i].group : hi;
+    }
+    if (sp->n == 0) {
+        snprintf(buf, cap, "none");
+    } else if (lo == hi) {
+        snprintf(buf, cap, "k = %d", (int)lo);
+    } else {
+        snprintf(buf, cap, "k = %d-%d", (int)lo, (int)hi);
+    }
+    return buf;
+}
+
 /* The gold tree of one expression (the bracketing in the file; the
  * parentheses are no nodes), for the models given their trees. */
 static int logic_tree(struct nlp_cls_data *d, int s, int second,
@@ -180,11 +200,11 @@ static int logic_files(struct nlp_cls_data *d,
         }
     }
     if (rc == 0) {
-        char a[32], b[32], c[32], e[32], f[32];
+        char a[32], b[32], c[32], e[32], f[32], kv[32], kt[32];
         summary_add(d, 0,
                  "logic: %s: %s pairs, split %s keeps %s; train %s / "
-                 "validation %s (%s); test %s pairs%s; labels that differ "
-                 "from the truth-table labeller: %d",
+                 "validation %s (%s; %s); test %s pairs (%s) of %s; labels "
+                 "that differ from the truth-table labeller: %d",
                  o->train != NULL ? o->train : "no --train",
                  thousands(tr.n, a, sizeof a),
                  nlp_logic_split_name(o->logic_split),
@@ -192,8 +212,10 @@ static int logic_files(struct nlp_cls_data *d,
                  thousands(d->split[NLP_CLS_TRAIN].n, c, sizeof c),
                  thousands(d->split[NLP_CLS_VALID].n, e, sizeof e),
                  o->valid != NULL ? o->valid : "every 10th kept pair",
+                 k_range(d, NLP_CLS_VALID, kv, sizeof kv),
                  thousands(n_test, f, sizeof f),
-                 o->test != NULL ? "" : " (no --test)",
+                 k_range(d, NLP_CLS_TEST, kt, sizeof kt),
+                 o->test != NULL ? o->test : "no --test",
                  tr.n_differ + va.n_differ + te.n_differ);
     }
     (void)removed;
@@ -235,11 +257,11 @@ static int load_logic(struct nlp_cls_data *d,
         n_long += k >= 7 ? ld.n_test[k] : 0;
     }
     if (rc == 0) {
-        char a[32], b[32], c[32], e[32], f[32], g[32];
+        char a[32], b[32], c[32], e[32], f[32], g[32], kt[32];
         summary_add(d, 0,
                  "logic: %s: train0-%d %s pairs; split %s keeps %s (before "
                  "the hold-out); train %s / validation %s (every 10th kept "
-                 "pair); test %s pairs%s (%s with k = 7-12); labels that "
+                 "pair); test %s pairs%s (%s; %s with k = 7-12); labels that "
                  "differ from the truth-table labeller: %d",
                  o->data, o->max_train_ops, thousands(ld.train.n, a, sizeof a),
                  nlp_logic_split_name(o->logic_split),
@@ -250,6 +272,7 @@ static int load_logic(struct nlp_cls_data *d,
                  o->logic_split == NLP_LOGIC_SPLIT_FULL
                      ? " in test0-12"
                      : " with the split's pattern",
+                 k_range(d, NLP_CLS_TEST, kt, sizeof kt),
                  thousands(n_long, g, sizeof g),
                  ld.train.n_differ + ld.test.n_differ);
     }

@@ -133,6 +133,11 @@ for b in 1 7 256; do
     expect 0 "^listops test: accuracy $acc on 150 examples" nlp classify eval \
         --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --test "$tmp/test.tsv" --batch $b
 done
+# eval prints the data summary first, as train does: the file and the
+# count of the examples it scores (stderr; stdout holds the results only)
+grep -q "^listops: .*test 150 examples of $tmp/test.tsv (all lengths" "$tmp/err" ||
+    fail "listops eval: no data summary naming the test file in: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "listops eval: stdout is not the result line alone: $(cat "$tmp/out")"
 # --on valid: the validation part held out of --train with the run's seed
 # (4), not another one (eval used seed 1111 whatever the run's, so that a
 # part of the examples it scored were training examples)
@@ -201,6 +206,12 @@ lacc=$("$grove" nlp classify eval --checkpoint "$tmp/lrun/best.ckpt" --train "$t
 [ -n "$lacc" ] || fail "logic eval with --train and --test: no accuracy line"
 expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv"
+# its data summary: the test file, its pairs and their operator counts
+grep -q "^logic: .*test 60 pairs (k = 1-3) of $tmp/ltest.tsv" "$tmp/err" ||
+    fail "logic eval: no data summary with the test file and its k range in: $(cat "$tmp/err")"
+expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
+    --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv" --quiet
+[ -s "$tmp/err" ] && fail "eval --quiet: stderr is not empty: $(cat "$tmp/err")"
 expect 2 "--task logic needs --data DIR .* or --test FILE" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt"
 expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task logic \
@@ -261,6 +272,8 @@ printf '%s\n' "(4 (2 a) (4 (4 splendid) (2 plot)))" "(0 (2 xylophone) (0 awful))
     --threads 1 --quiet --out "$tmp/sst" >/dev/null 2>"$tmp/sst.err" || { fail "sst5 run"; cat "$tmp/sst.err"; }
 expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
     --data "$tmp/sa" --threads 1
+grep -q "^sst5: $tmp/sa: train 4 sentences / dev 2 / test 4 sentences" "$tmp/err" ||
+    fail "sst5 eval: no data summary in: $(cat "$tmp/err")"
 sed 's/ (.*//' "$tmp/out" >"$tmp/sa.score"
 expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
     --data "$tmp/sb" --threads 1
