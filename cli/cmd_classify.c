@@ -53,14 +53,16 @@ static void draw_curves(const char *dir)
 }
 
 /* The loader options from the data flags; the split word for the config.
- * `eval`: for classify eval, where a test (or validation) file alone is
- * enough. */
+ * `only_split`: -1 for training; for classify eval the split it scores
+ * (NLP_CLS_TEST or NLP_CLS_VALID), where a test (or validation) file alone
+ * is enough and only the data that split needs is read. */
 static int task_options(const struct cli_command *cmd, const char *task,
                         const char *split, const char *data,
                         const char *train, const char *valid,
                         const char *test, uint64_t seed, int listops_n,
-                        int eval, struct nlp_cls_task_options *o)
+                        int only_split, struct nlp_cls_task_options *o)
 {
+    int eval = only_split >= 0;
     const char *paths[4] = {data, train, valid, test};
     const char *flags[4] = {"--data", "--train", "--valid", "--test"};
     for (int i = 0; i < 4; i++) {
@@ -75,6 +77,7 @@ static int task_options(const struct cli_command *cmd, const char *task,
     o->valid = valid;
     o->test = test;
     o->seed = seed;
+    o->only_split = only_split;
     if (listops_n > 0) {
         o->listops_generate = listops_n;
     }
@@ -95,6 +98,12 @@ static int task_options(const struct cli_command *cmd, const char *task,
         }
     } else if (strcmp(split, "full") != 0) {
         return cli_usage_error(cmd, "--split is for --task logic only");
+    }
+    if (strcmp(task, "listops") == 0 && only_split == NLP_CLS_TEST &&
+        data == NULL && test == NULL) {
+        return cli_usage_error(cmd, "--task listops: the test split needs "
+                                    "--test FILE or --data DIR (with "
+                                    "test_d20s.tsv)");
     }
     if (strncmp(task, "sst", 3) == 0 && data == NULL &&
         (train == NULL || valid == NULL || test == NULL)) {
@@ -511,7 +520,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split, data, train, valid, test, common.seed,
-                      listops_n, 0, &o);
+                      listops_n, -1, &o);
     if (rc != CLI_CONTINUE) {
         return rc;
     }
@@ -707,7 +716,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     struct nlp_cls_task_options o;
     rc = task_options(cmd, task, split ? split : run_split, data, train, valid,
-                      test, (uint64_t)run_seed, run_listops_n, 1, &o);
+                      test, (uint64_t)run_seed, run_listops_n, s, &o);
     if (rc != CLI_CONTINUE) {
         nlp_cls_model_free(m);
         free(ckpt_vocab);
@@ -814,9 +823,11 @@ const struct cli_command cmd_nlp_classify_eval = {
     "--data or the file flags as for training; for sst2, sst5 and snli its "
     "words are read through the checkpoint's vocabulary (a word it lacks "
     "as <unk>, or as padding in a vocabulary without <unk>), so any test "
-    "file can be scored. Prints the data summary first, on stderr as "
-    "training does (the files or folder read, the examples of each part; "
-    "logic: the operator counts k), then the results on stdout. --on valid "
+    "file can be scored. logic and listops read only the data of the "
+    "split scored: no training file is read, nor ListOps trees generated, "
+    "for the test split. Prints the data summary first, on stderr as "
+    "training does (the file or folder read, its examples; logic: their "
+    "operator counts k), then the results on stdout. --on valid "
     "scores the run's own validation part "
     "(ListOps: held out of --train, or of the trees generated, with the "
     "seed and count the config records). --out writes a CSV (group, n, "

@@ -646,8 +646,8 @@ int nlp_logic_load(struct nlp_logic_data *d, const char *dir,
                    enum nlp_logic_split split, int32_t max_train_ops)
 {
     memset(d, 0, sizeof *d);
-    if (max_train_ops < 0 || max_train_ops > NLP_LOGIC_MAX_K) {
-        return gr_error(GR_EINVAL, "logic: max train ops %d outside 0..12",
+    if (max_train_ops < -1 || max_train_ops > NLP_LOGIC_MAX_K) {
+        return gr_error(GR_EINVAL, "logic: max train ops %d outside -1..12",
                         max_train_ops);
     }
     if ((unsigned)split >= NLP_LOGIC_N_SPLITS) {

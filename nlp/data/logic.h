@@ -189,7 +189,9 @@ struct nlp_logic_data {
  * that every pair of file trainK/testK has k = K (GR_EFORMAT naming the
  * line otherwise), removes the split's pairs from the pool, holds out every
  * 10th pair of the pool for validation and selects the split's test pairs.
- * max_train_ops in 0..12 (the reference: 6). On failure d is left freed. */
+ * max_train_ops in 0..12 (the reference: 6), or -1: no training file is
+ * read (the tests alone, for an evaluation; train stays empty and n_pool,
+ * n_train, n_valid 0). On failure d is left freed. */
 int nlp_logic_load(struct nlp_logic_data *d, const char *dir,
                    enum nlp_logic_split split, int32_t max_train_ops);
 void nlp_logic_data_free(struct nlp_logic_data *d);

@@ -27,6 +27,13 @@ void nlp_cls_task_options_default(struct nlp_cls_task_options *o)
     o->max_train_tokens = 50;
     o->seed = 1111;
     o->sst_train_unit = NLP_SST_SENTENCES;
+    o->only_split = -1;
+}
+
+/* 1 if the load keeps split s (o->only_split: an evaluation of one). */
+static int wants(const struct nlp_cls_task_options *o, int s)
+{
+    return o->only_split < 0 || o->only_split == s;
 }
 
 int nlp_cls_task_known(const char *task)
@@ -168,13 +175,18 @@ static int logic_files(struct nlp_cls_data *d,
     nlp_logic_set_init(&va);
     nlp_logic_set_init(&te);
     int rc = 0;
-    if (o->train != NULL) {
+    /* an evaluation reads the training file only for the validation
+     * pairs it holds */
+    int read_train = o->train != NULL &&
+                     (o->only_split < 0 ||
+                      (o->only_split == NLP_CLS_VALID && o->valid == NULL));
+    if (read_train) {
         rc = nlp_logic_read_file(&tr, o->train);
     }
-    if (rc == 0 && o->valid != NULL) {
+    if (rc == 0 && o->valid != NULL && wants(o, NLP_CLS_VALID)) {
         rc = nlp_logic_read_file(&va, o->valid);
     }
-    if (rc == 0 && o->test != NULL) {
+    if (rc == 0 && o->test != NULL && wants(o, NLP_CLS_TEST)) {
         rc = nlp_logic_read_file(&te, o->test);
     }
     int32_t pool = 0, removed = 0;
@@ -184,9 +196,11 @@ static int logic_files(struct nlp_cls_data *d,
             continue;
         }
         pool++;
-        rc = logic_add(d, o->valid == NULL && pool % 10 == 0 ? NLP_CLS_VALID
-                                                             : NLP_CLS_TRAIN,
-                       &tr, i);
+        int s = o->valid == NULL && pool % 10 == 0 ? NLP_CLS_VALID
+                                                   : NLP_CLS_TRAIN;
+        if (wants(o, s)) {
+            rc = logic_add(d, s, &tr, i);
+        }
     }
     for (int32_t i = 0; rc == 0 && i < va.n; i++) {
         rc = logic_add(d, NLP_CLS_VALID, &va, i);
@@ -199,16 +213,43 @@ static int logic_files(struct nlp_cls_data *d,
             n_test++;
         }
     }
-    if (rc == 0) {
-        char a[32], b[32], c[32], e[32], f[32], kv[32], kt[32];
+    char a[32], b[32], c[32], e[32], f[32], kv[32], kt[32];
+    const char *split_name = nlp_logic_split_name(o->logic_split);
+    if (rc == 0 && o->only_split == NLP_CLS_TEST) {
+        summary_add(d, 0,
+                    "logic: %s: test %s pairs (%s) of the file's %s (split "
+                    "%s); no training data read; labels that differ from "
+                    "the truth-table labeller: %d",
+                    o->test != NULL ? o->test : "no --test",
+                    thousands(n_test, f, sizeof f),
+                    k_range(d, NLP_CLS_TEST, kt, sizeof kt),
+                    thousands(te.n, a, sizeof a), split_name, te.n_differ);
+    } else if (rc == 0 && o->only_split == NLP_CLS_VALID && o->valid) {
+        summary_add(d, 0,
+                    "logic: %s: validation %s pairs (%s); no training data "
+                    "read; labels that differ from the truth-table "
+                    "labeller: %d",
+                    o->valid, thousands(va.n, e, sizeof e),
+                    k_range(d, NLP_CLS_VALID, kv, sizeof kv), va.n_differ);
+    } else if (rc == 0 && o->only_split == NLP_CLS_VALID) {
+        summary_add(d, 0,
+                    "logic: %s: validation %s pairs (%s), every 10th of the "
+                    "%s that split %s keeps of the file's %s; test not "
+                    "read; labels that differ from the truth-table "
+                    "labeller: %d",
+                    o->train != NULL ? o->train : "no --train",
+                    thousands(d->split[NLP_CLS_VALID].n, e, sizeof e),
+                    k_range(d, NLP_CLS_VALID, kv, sizeof kv),
+                    thousands(pool, b, sizeof b), split_name,
+                    thousands(tr.n, a, sizeof a), tr.n_differ);
+    } else if (rc == 0) {
         summary_add(d, 0,
                  "logic: %s: %s pairs, split %s keeps %s; train %s / "
                  "validation %s (%s; %s); test %s pairs (%s) of %s; labels "
                  "that differ from the truth-table labeller: %d",
                  o->train != NULL ? o->train : "no --train",
                  thousands(tr.n, a, sizeof a),
-                 nlp_logic_split_name(o->logic_split),
-                 thousands(pool, b, sizeof b),
+                 split_name, thousands(pool, b, sizeof b),
                  thousands(d->split[NLP_CLS_TRAIN].n, c, sizeof c),
                  thousands(d->split[NLP_CLS_VALID].n, e, sizeof e),
                  o->valid != NULL ? o->valid : "every 10th kept pair",
@@ -238,26 +279,54 @@ static int load_logic(struct nlp_cls_data *d,
                         "test0-12 (--data DIR), --train FILE or --test FILE");
     }
     struct nlp_logic_data ld;
-    int rc = nlp_logic_load(&ld, o->data, o->logic_split, o->max_train_ops);
+    /* an evaluation of the tests reads no training file (-1) */
+    int rc = nlp_logic_load(&ld, o->data, o->logic_split,
+                            o->only_split == NLP_CLS_TEST ? -1
+                                                          : o->max_train_ops);
     if (rc < 0) {
         return rc;
     }
-    for (int32_t i = 0; rc == 0 && i < ld.n_train; i++) {
+    for (int32_t i = 0; rc == 0 && wants(o, NLP_CLS_TRAIN) && i < ld.n_train;
+         i++) {
         rc = logic_add(d, NLP_CLS_TRAIN, &ld.train, ld.train_idx[i]);
     }
-    for (int32_t i = 0; rc == 0 && i < ld.n_valid; i++) {
+    for (int32_t i = 0; rc == 0 && wants(o, NLP_CLS_VALID) && i < ld.n_valid;
+         i++) {
         rc = logic_add(d, NLP_CLS_VALID, &ld.train, ld.valid_idx[i]);
     }
     int32_t n_test = 0, n_long = 0;
     for (int k = 0; rc == 0 && k < NLP_LOGIC_N_K; k++) {
-        for (int32_t i = 0; rc == 0 && i < ld.n_test[k]; i++) {
+        for (int32_t i = 0; rc == 0 && wants(o, NLP_CLS_TEST) &&
+                            i < ld.n_test[k];
+             i++) {
             rc = logic_add(d, NLP_CLS_TEST, &ld.test, ld.test_idx[k][i]);
         }
         n_test += ld.n_test[k];
         n_long += k >= 7 ? ld.n_test[k] : 0;
     }
-    if (rc == 0) {
-        char a[32], b[32], c[32], e[32], f[32], g[32], kt[32];
+    char a[32], b[32], c[32], e[32], f[32], g[32], kt[32];
+    if (rc == 0 && o->only_split == NLP_CLS_TEST) {
+        summary_add(d, 0,
+                    "logic: %s: test %s pairs%s (%s; %s with k = 7-12); no "
+                    "training data read; labels that differ from the "
+                    "truth-table labeller: %d",
+                    o->data, thousands(n_test, f, sizeof f),
+                    o->logic_split == NLP_LOGIC_SPLIT_FULL
+                        ? " in test0-12"
+                        : " with the split's pattern",
+                    k_range(d, NLP_CLS_TEST, kt, sizeof kt),
+                    thousands(n_long, g, sizeof g), ld.test.n_differ);
+    } else if (rc == 0 && o->only_split == NLP_CLS_VALID) {
+        summary_add(d, 0,
+                    "logic: %s: validation %s pairs (%s), every 10th of the "
+                    "%s that split %s keeps of train0-%d's %s; labels that "
+                    "differ from the truth-table labeller: %d",
+                    o->data, thousands(ld.n_valid, e, sizeof e),
+                    k_range(d, NLP_CLS_VALID, kt, sizeof kt),
+                    thousands(ld.n_pool, b, sizeof b),
+                    nlp_logic_split_name(o->logic_split), o->max_train_ops,
+                    thousands(ld.train.n, a, sizeof a), ld.train.n_differ);
+    } else if (rc == 0) {
         summary_add(d, 0,
                  "logic: %s: train0-%d %s pairs; split %s keeps %s (before "
                  "the hold-out); train %s / validation %s (every 10th kept "
@@ -347,12 +416,19 @@ static int load_listops(struct nlp_cls_data *d,
     }
     char train_path[GR_PATH_MAX], test_path[GR_PATH_MAX], src[GR_PATH_MAX + 64];
     struct nlp_listops_set tr, va, te;
+    memset(&tr, 0, sizeof tr);
     memset(&va, 0, sizeof va);
     memset(&te, 0, sizeof te);
-    int rc;
-    if (o->train != NULL ||
-        optional_file(o->data, "train_d20s.tsv", train_path,
-                      sizeof train_path)) {
+    int rc = 0;
+    /* an evaluation reads (or generates) the training trees only for the
+     * validation part held out of them */
+    int need_train = o->only_split < 0 ||
+                     (o->only_split == NLP_CLS_VALID && o->valid == NULL);
+    if (!need_train) {
+        snprintf(src, sizeof src, "not read");
+    } else if (o->train != NULL ||
+               optional_file(o->data, "train_d20s.tsv", train_path,
+                             sizeof train_path)) {
         const char *p = o->train != NULL ? o->train : train_path;
         rc = nlp_listops_read_file(&tr, p);
         snprintf(src, sizeof src, "%s", p);
@@ -366,13 +442,18 @@ static int load_listops(struct nlp_cls_data *d,
     if (rc < 0) {
         return rc;
     }
-    int have_test = o->test != NULL ||
-                    optional_file(o->data, "test_d20s.tsv", test_path,
-                                  sizeof test_path);
+    int have_test = wants(o, NLP_CLS_TEST) &&
+                    (o->test != NULL ||
+                     optional_file(o->data, "test_d20s.tsv", test_path,
+                                   sizeof test_path));
+    if (o->only_split == NLP_CLS_TEST && !have_test) {
+        return gr_error(GR_EINVAL, "listops: no test data to evaluate (give "
+                        "--test FILE, or --data DIR holding test_d20s.tsv)");
+    }
     if (have_test) {
         rc = nlp_listops_read_file(&te, o->test != NULL ? o->test : test_path);
     }
-    if (rc == 0 && o->valid != NULL) {
+    if (rc == 0 && o->valid != NULL && wants(o, NLP_CLS_VALID)) {
         rc = nlp_listops_read_file(&va, o->valid);
     }
     int32_t *perm = NULL, *buf = NULL, cap = 0, dropped = 0, held = 0;
@@ -398,7 +479,7 @@ static int load_listops(struct nlp_cls_data *d,
                 rc = listops_add(d, NLP_CLS_VALID, &tr, i, &buf, &cap);
             } else if (tr.examples[i].n_tokens > o->max_train_tokens) {
                 dropped++;
-            } else {
+            } else if (wants(o, NLP_CLS_TRAIN)) {
                 rc = listops_add(d, NLP_CLS_TRAIN, &tr, i, &buf, &cap);
             }
         }
@@ -410,7 +491,29 @@ static int load_listops(struct nlp_cls_data *d,
     for (int32_t i = 0; rc == 0 && i < te.n; i++) {
         rc = listops_add(d, NLP_CLS_TEST, &te, i, &buf, &cap);
     }
-    if (rc == 0) {
+    if (rc == 0 && o->only_split == NLP_CLS_TEST) {
+        char f[32];
+        summary_add(d, 0,
+                    "listops: test %s: %s examples (all lengths, %d bare "
+                    "digit%s); no training data read or generated",
+                    o->test != NULL ? o->test : test_path,
+                    thousands(te.n, f, sizeof f), te.n_bare,
+                    te.n_bare == 1 ? "" : "s");
+    } else if (rc == 0 && o->only_split == NLP_CLS_VALID && o->valid) {
+        char e[32];
+        summary_add(d, 0,
+                    "listops: validation %s: %s examples; no training data "
+                    "read or generated",
+                    o->valid, thousands(va.n, e, sizeof e));
+    } else if (rc == 0 && o->only_split == NLP_CLS_VALID) {
+        char a[32], e[32];
+        summary_add(d, 0,
+                    "listops: validation held out of train %s (%s "
+                    "examples, seed %llu): %s examples; test not read",
+                    src, thousands(tr.n, a, sizeof a),
+                    (unsigned long long)o->seed,
+                    thousands(d->split[NLP_CLS_VALID].n, e, sizeof e));
+    } else if (rc == 0) {
         char a[32], b[32], c[32], e[32], f[32];
         char valid_desc[GR_PATH_MAX + 64];
         if (o->valid != NULL) {

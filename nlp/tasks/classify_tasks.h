@@ -32,7 +32,9 @@
  *            .jsonl or the three files; one lower-cased vocabulary of every
  *            split (padding = the last id); pairs without a gold label
  *            skipped and counted (fasttrees.md §6.4).
- * A path that is given but unreadable is an error; "when present" means
+ * With only_split (an evaluation), logic and listops read only what that
+ * split needs (below). A path that is given but unreadable is an error;
+ * "when present" means
  * the file is silently optional only where this table says so, and the
  * summary says which source was used.
  *
@@ -67,6 +69,14 @@ struct nlp_cls_task_options {
     int32_t valid_n;           /* held out of train: 1,000 */
     int32_t max_train_tokens;  /* 50 (the reference's 2n-1 <= 100) */
     uint64_t seed;             /* generation and hold-out: 1111 */
+    /* -1 (the default): every split, for training. NLP_CLS_TEST or
+     * NLP_CLS_VALID: an evaluation of that split, so only the data it
+     * needs is read (logic, listops): no training file is read, nor
+     * ListOps' trees generated, unless the validation part is held out of
+     * them; the other splits stay empty and the summary describes the
+     * split evaluated. sst and snli read their three files whatever it is
+     * (their vocabulary is built from all of them). */
+    int only_split;
     /* sst */
     enum nlp_sst_unit sst_train_unit; /* NLP_SST_SENTENCES */
     int sst_dependency; /* 1: every SST tree converted to a dependency tree

@@ -166,6 +166,119 @@ static void test_files(void)
     rmdir(dir);
 }
 
+/* An evaluation's load (only_split): only the split scored, equal to the
+ * full load's; no training trees generated or files read for a test
+ * split; the validation part held out as in training. */
+static void test_only_split(void)
+{
+    char dir[] = "/tmp/grove_cls_XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        CHECK(0);
+        return;
+    }
+    char te[128], ltr[128], lte[128], missing[128];
+    snprintf(te, sizeof te, "%s/test.tsv", dir);
+    snprintf(ltr, sizeof ltr, "%s/ltrain.tsv", dir);
+    snprintf(lte, sizeof lte, "%s/ltest.tsv", dir);
+    snprintf(missing, sizeof missing, "%s/missing.tsv", dir);
+    write_file(te, "0\t( ( ( ( ( [SM 6 ) 5 ) 9 ) 0 ) ] )\n"
+                   "3\t( ( ( [MIN 6 ) 3 ) ] )\n7\t7\n");
+    struct nlp_cls_task_options o;
+    nlp_cls_task_options_default(&o);
+    o.test = te;
+    o.seed = 4;
+    o.listops_generate = 1500;
+    struct nlp_cls_data full, d;
+    int rc = nlp_cls_load_task(&full, "listops", &o);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc < 0) {
+        return;
+    }
+    CHECK(full.listops_generated == 1500 && full.split[NLP_CLS_TRAIN].n > 0);
+    /* the test split: the file alone, nothing generated */
+    o.only_split = NLP_CLS_TEST;
+    rc = nlp_cls_load_task(&d, "listops", &o);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc == 0) {
+        CHECK(d.listops_generated == 0 && d.split[NLP_CLS_TRAIN].n == 0 &&
+              d.split[NLP_CLS_VALID].n == 0 && d.split[NLP_CLS_TEST].n == 3);
+        /* the tokens a model reads: [SM 6 5 9 0 ], [MIN 6 3 ], 7 */
+        CHECK(d.n_tokens == 6 + 4 + 1 &&
+              memcmp(d.tokens,
+                     full.tokens + full.split[NLP_CLS_TEST].ex[0].a,
+                     (size_t)d.n_tokens * sizeof *d.tokens) == 0);
+        CHECK_STR_CONTAINS(d.summary, "3 examples (all lengths, 1 bare digit)");
+        CHECK_STR_CONTAINS(d.summary, "no training data read or generated");
+        nlp_cls_data_free(&d);
+    }
+    /* the validation split: the same 1,000 trees held out of the same
+     * generated ones; the test file is not read */
+    o.only_split = NLP_CLS_VALID;
+    o.test = missing;
+    rc = nlp_cls_load_task(&d, "listops", &o);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc == 0) {
+        const struct nlp_cls_split *a = &d.split[NLP_CLS_VALID],
+                                   *b = &full.split[NLP_CLS_VALID];
+        int same = a->n == b->n && a->n == 1000;
+        for (int64_t i = 0; same && i < a->n; i++) {
+            same = a->ex[i].len_a == b->ex[i].len_a &&
+                   a->ex[i].label == b->ex[i].label &&
+                   memcmp(d.tokens + a->ex[i].a, full.tokens + b->ex[i].a,
+                          (size_t)a->ex[i].len_a * sizeof *d.tokens) == 0;
+        }
+        CHECK(same && d.split[NLP_CLS_TRAIN].n == 0 &&
+              d.split[NLP_CLS_TEST].n == 0);
+        CHECK_STR_CONTAINS(d.summary,
+                           "1,500 examples, seed 4): 1,000 examples");
+        nlp_cls_data_free(&d);
+    }
+    nlp_cls_data_free(&full);
+    /* no test data for a test split: an error, before any generation */
+    nlp_cls_task_options_default(&o);
+    o.only_split = NLP_CLS_TEST;
+    CHECK(nlp_cls_load_task(&d, "listops", &o) == GR_EINVAL);
+    CHECK_STR_CONTAINS(gr_last_error(), "no test data");
+
+    /* logic from files: a test split never reads --train (a path that does
+     * not exist is not opened), a validation split the pairs held out */
+    write_file(ltr, "#\ta\tb\n<\t( a ( and b ) )\ta\n#\ta\tc\n"
+                    "#\ta\td\n#\ta\te\n#\ta\tf\n#\tb\tc\n#\tb\td\n"
+                    "#\tb\te\n<\t( a ( or ( not b ) ) )\ta\n");
+    write_file(lte, "=\ta\ta\n|\t( e ( and ( not a ) ) )\ta\n");
+    nlp_cls_task_options_default(&o);
+    o.train = missing;
+    o.test = lte;
+    o.only_split = NLP_CLS_TEST;
+    rc = nlp_cls_load_task(&d, "logic", &o);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc == 0) {
+        CHECK(d.split[NLP_CLS_TRAIN].n == 0 && d.split[NLP_CLS_VALID].n == 0 &&
+              d.split[NLP_CLS_TEST].n == 2);
+        CHECK_STR_CONTAINS(d.summary, "test 2 pairs (k = 0-2) of the file's 2");
+        CHECK_STR_CONTAINS(d.summary, "no training data read");
+        nlp_cls_data_free(&d);
+    }
+    o.train = ltr;
+    o.test = missing;
+    o.only_split = NLP_CLS_VALID;
+    rc = nlp_cls_load_task(&d, "logic", &o);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc == 0) {
+        /* the 10th pair of the pool: k = 2 */
+        CHECK(d.split[NLP_CLS_TRAIN].n == 0 && d.split[NLP_CLS_VALID].n == 1 &&
+              d.split[NLP_CLS_TEST].n == 0 &&
+              d.split[NLP_CLS_VALID].ex[0].group == 2 &&
+              d.split[NLP_CLS_VALID].ex[0].line == 10);
+        CHECK_STR_CONTAINS(d.summary, "validation 1 pairs (k = 2)");
+        nlp_cls_data_free(&d);
+    }
+    unlink(te);
+    unlink(ltr);
+    unlink(lte);
+    rmdir(dir);
+}
+
 static void test_shared(const char *root)
 {
     char path[1024];
@@ -189,6 +302,29 @@ static void test_shared(const char *root)
         CHECK(x->len_a == 1 && x->len_b == 1 && x->group == 0);
         CHECK_STR_CONTAINS(d.summary, "train 121,977 / validation 13,552");
         CHECK_STR_CONTAINS(d.summary, "differ from the truth-table labeller: 0");
+        /* an evaluation of the tests: no training file read, the same
+         * test pairs */
+        struct nlp_cls_data t;
+        o.only_split = NLP_CLS_TEST;
+        rc = nlp_cls_load_task(&t, "logic", &o);
+        CHECK_MSG(rc == 0, "%s", gr_last_error());
+        if (rc == 0) {
+            const struct nlp_cls_split *a = &t.split[2], *b = &d.split[2];
+            int same = a->n == b->n && t.split[0].n == 0 && t.split[1].n == 0;
+            for (int64_t i = 0; same && i < a->n; i++) {
+                same = a->ex[i].group == b->ex[i].group &&
+                       a->ex[i].label == b->ex[i].label &&
+                       a->ex[i].len_a == b->ex[i].len_a &&
+                       memcmp(t.tokens + a->ex[i].a, d.tokens + b->ex[i].a,
+                              (size_t)a->ex[i].len_a * sizeof *t.tokens) == 0;
+            }
+            CHECK(same);
+            CHECK_STR_CONTAINS(t.summary, "test 37,367 pairs in test0-12 "
+                                          "(k = 0-12; ");
+            CHECK_STR_CONTAINS(t.summary, "no training data read");
+            nlp_cls_data_free(&t);
+        }
+        o.only_split = -1;
         nlp_cls_data_free(&d);
     }
     o.logic_split = NLP_LOGIC_SPLIT_C;
@@ -229,6 +365,7 @@ int main(int argc, char **argv)
 {
     test_listops_generated();
     test_files();
+    test_only_split();
     struct stat st;
     if (argc > 1 && stat(argv[1], &st) == 0) {
         test_shared(argv[1]);

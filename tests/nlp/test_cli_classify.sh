@@ -134,8 +134,10 @@ for b in 1 7 256; do
         --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --test "$tmp/test.tsv" --batch $b
 done
 # eval prints the data summary first, as train does: the file and the
-# count of the examples it scores (stderr; stdout holds the results only)
-grep -q "^listops: .*test 150 examples of $tmp/test.tsv (all lengths" "$tmp/err" ||
+# count of the examples it scores (stderr; stdout holds the results only);
+# it reads no training data it does not use: --train is not read for the
+# test split
+grep -q "^listops: test $tmp/test.tsv: 150 examples (all lengths, .*); no training data read or generated$" "$tmp/err" ||
     fail "listops eval: no data summary naming the test file in: $(cat "$tmp/err")"
 [ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "listops eval: stdout is not the result line alone: $(cat "$tmp/out")"
 # --on valid: the validation part held out of --train with the run's seed
@@ -145,6 +147,11 @@ vacc=$(sed -n 's/^best validation accuracy \([0-9.]*\) at epoch [0-9]* .*$/\1/p'
 [ -n "$vacc" ] || { fail "no validation accuracy line"; cat "$tmp/run.out"; }
 expect 0 "^listops valid: accuracy $vacc on 1000 examples" nlp classify eval \
     --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --on valid --batch 64
+grep -q "^listops: validation held out of train $tmp/train.tsv (1,400 examples, seed 4): 1,000 examples; test not read$" "$tmp/err" ||
+    fail "listops eval --on valid: data summary: $(cat "$tmp/err")"
+# the test split needs test data: refused before anything is generated
+expect 2 "--task listops: the test split needs --test FILE or --data DIR" nlp classify eval \
+    --checkpoint "$tmp/run/best.ckpt"
 expect 0 "wrote $tmp/eval.csv" nlp classify eval --checkpoint "$tmp/run/best.ckpt" \
     --train "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/eval.csv"
 grep -q "^all,150,0\." "$tmp/eval.csv" || fail "eval.csv: $(cat "$tmp/eval.csv")"
@@ -207,7 +214,7 @@ lacc=$("$grove" nlp classify eval --checkpoint "$tmp/lrun/best.ckpt" --train "$t
 expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv"
 # its data summary: the test file, its pairs and their operator counts
-grep -q "^logic: .*test 60 pairs (k = 1-3) of $tmp/ltest.tsv" "$tmp/err" ||
+grep -q "^logic: $tmp/ltest.tsv: test 60 pairs (k = 1-3) of the file's 60 (split full); no training data read" "$tmp/err" ||
     fail "logic eval: no data summary with the test file and its k range in: $(cat "$tmp/err")"
 expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv" --quiet
@@ -234,6 +241,16 @@ bvacc=$(sed -n 's/^best validation accuracy \([0-9.]*\) at epoch 1 .*$/\1/p' "$t
 grep -q "^listops-n 2000$" "$tmp/bigbatch/config" || fail "the run's config has no listops-n 2000 line"
 expect 0 "^listops valid: accuracy $bvacc on 1000 examples" nlp classify eval \
     --checkpoint "$tmp/bigbatch/best.ckpt" --on valid --threads 1
+grep -q "^listops: validation held out of train generated (seed 1, .*) (2,000 examples, seed 1): 1,000 examples" "$tmp/err" ||
+    fail "eval --on valid of generated trees: data summary: $(cat "$tmp/err")"
+# and its test split generates no training trees at all (it used to
+# generate the run's 2,000, or 90,000 for a run with the default count)
+expect 0 "^listops test: accuracy [01]\.[0-9]+ on 150 examples" nlp classify eval \
+    --checkpoint "$tmp/bigbatch/best.ckpt" --test "$tmp/test.tsv" --threads 1
+grep -q "^listops: test $tmp/test.tsv: 150 examples .*; no training data read or generated$" "$tmp/err" ||
+    fail "eval of generated trees' run on --test: data summary: $(cat "$tmp/err")"
+grep -q "generated" <(grep -v "no training data read or generated" "$tmp/err") &&
+    fail "eval on --test mentions generated trees: $(cat "$tmp/err")"
 # and --resume with another count is refused (3,000: the default's 90,000
 # trees would take seconds to generate under ASan; checked by hand, the
 # same refusal)
