@@ -35,6 +35,8 @@
 #ifndef GROVE_CLI_CLI_H
 #define GROVE_CLI_CLI_H
 
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -137,6 +139,48 @@ int cli_fail(const struct cli_command *cmd);
  * CLI_EXIT_USAGE. */
 int cli_need_path(const struct cli_command *cmd, const char *flag,
                   const char *path);
+
+/* ---- the range of a numeric flag ----
+ * A flag whose default is resolved after parsing (it depends on the task or
+ * the model) starts at CLI_UNSET (an int) or NAN (a double): cli_parse
+ * refuses both on the command line, so every value a user can type, -1
+ * included, is a value given and is checked against the flag's range; none
+ * stands for "not given".
+ *
+ *   int batch = CLI_UNSET; double lr = NAN;
+ *   ... cli_parse ...
+ *   const struct cli_range ranges[] = {
+ *       CLI_AT_LEAST("--batch", batch, 1),
+ *       CLI_POSITIVE("--lr", lr),
+ *   };
+ *   if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) return rc;
+ *   if (batch == CLI_UNSET) batch = the task's default;
+ */
+#define CLI_UNSET INT_MIN
+
+struct cli_range {
+    const char *flag;     /* as typed: "--batch" */
+    double v;             /* the value; CLI_UNSET or NaN: not given */
+    double lo, hi;        /* allowed: lo <= v <= hi (HUGE_VAL: no bound) */
+    int lo_open, hi_open; /* 1: lo < v, v < hi */
+};
+
+/* lo..hi, both ends allowed */
+#define CLI_RANGE(flag, v, lo, hi) {flag, (double)(v), lo, hi, 0, 0}
+/* lo or more */
+#define CLI_AT_LEAST(flag, v, lo) {flag, (double)(v), lo, HUGE_VAL, 0, 0}
+/* more than 0 (a learning rate) */
+#define CLI_POSITIVE(flag, v) {flag, (double)(v), 0, HUGE_VAL, 1, 0}
+/* [0, 1) (a dropout rate) */
+#define CLI_RATE(flag, v) {flag, (double)(v), 0, 1, 0, 1}
+
+/* The first flag of c[0, n) given outside its range: prints the usage line
+ * "FLAG V is out of range (RANGE)" (RANGE as ">= 1", "> 0", "1..64",
+ * "[0, 1)") and returns CLI_EXIT_USAGE; else CLI_CONTINUE. */
+int cli_check_ranges(const struct cli_command *cmd, const struct cli_range *c,
+                     size_t n);
+#define CLI_CHECK_RANGES(cmd, table)                                          \
+    cli_check_ranges(cmd, table, sizeof(table) / sizeof((table)[0]))
 
 /* Splits a comma-separated list in place into at most `cap` items;
  * returns the count, or -1 when there are more than `cap` or an empty item. */

@@ -120,62 +120,21 @@ static int task_options(const struct cli_command *cmd, const char *task,
     return CLI_CONTINUE;
 }
 
-/* An int flag that was not given (cli_parse refuses INT_MIN). */
-#define UNSET INT_MIN
-
-/* A numeric flag of classify train and its range. */
-struct range_check {
-    const char *flag;
-    double v;      /* the value; UNSET or NaN: not given */
-    double lo, hi; /* allowed: lo <= v <= hi (or lo < v: lo_open) */
-    int lo_open, hi_open;
-};
-
-/* The first flag of c[n] given outside its range: the usage line naming
- * it and its range (exit 2); else CLI_CONTINUE. */
-static int check_ranges(const struct cli_command *cmd,
-                        const struct range_check *c, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        double v = c[i].v;
-        if (isnan(v) || v == (double)UNSET) {
-            continue;
-        }
-        if ((c[i].lo_open ? v > c[i].lo : v >= c[i].lo) &&
-            (c[i].hi_open ? v < c[i].hi : v <= c[i].hi)) {
-            continue;
-        }
-        char range[64];
-        if (isinf(c[i].hi)) {
-            snprintf(range, sizeof range, "%s %g", c[i].lo_open ? ">" : ">=",
-                     c[i].lo);
-        } else if (c[i].lo_open || c[i].hi_open) {
-            snprintf(range, sizeof range, "%s%g, %g%s",
-                     c[i].lo_open ? "(" : "[", c[i].lo, c[i].hi,
-                     c[i].hi_open ? ")" : "]");
-        } else {
-            snprintf(range, sizeof range, "%g..%g", c[i].lo, c[i].hi);
-        }
-        return cli_usage_error(cmd, "%s %.15g is out of range (%s)",
-                               c[i].flag, v, range);
-    }
-    return CLI_CONTINUE;
-}
-
 static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
     const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
     const char *tree_kind = NULL;
-    /* Not given: INT_MIN and NaN, which cli_parse refuses on the command
+    /* Not given: CLI_UNSET and NaN, which cli_parse refuses on the command
      * line, so that every value a user can type (-1 included) is checked
-     * against the flag's range below, none taken for "unset". */
-    int epochs = UNSET, batch = UNSET;
-    int emsize = UNSET, nhid = UNSET, chunk = UNSET;
-    int slots = UNSET, slots_eval = UNSET, max_batches = 0, resume = 0;
+     * against the flag's range below (cli_check_ranges), none taken for
+     * "unset". */
+    int epochs = CLI_UNSET, batch = CLI_UNSET;
+    int emsize = CLI_UNSET, nhid = CLI_UNSET, chunk = CLI_UNSET;
+    int slots = CLI_UNSET, slots_eval = CLI_UNSET, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
-    int head_hidden = UNSET, layers = UNSET, heads = UNSET, ffn = UNSET,
-        post_norm = 0;
+    int head_hidden = CLI_UNSET, layers = CLI_UNSET, heads = CLI_UNSET,
+        ffn = CLI_UNSET, post_norm = 0;
     double dropouta = NAN;
     double lr = NAN, clip = 1.0, wdecay = 1.2e-6, dropouti = NAN,
            dropout = NAN, dropoutm = NAN, dropouto = NAN;
@@ -327,34 +286,32 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     /* every numeric flag given is in its range (the encoders' limits of
      * nlp_encoder_config_check where they have one) */
-    const double big = HUGE_VAL;
-    const struct range_check ranges[] = {
-        {"--epochs", epochs, 0, big, 0, 0},
-        {"--batch", batch, 1, big, 0, 0},
-        {"--max-batches", max_batches, 0, big, 0, 0},
-        {"--test-every", test_every, 1, big, 0, 0},
-        {"--eval-batch", eval_batch, 1, big, 0, 0},
-        {"--listops-n", listops_n, 1, big, 0, 0},
-        {"--emsize", emsize, 1, 65536, 0, 0},
-        {"--nhid", nhid, 1, 65536, 0, 0},
-        {"--chunk-size", chunk, 1, 65536, 0, 0},
-        {"--slots", slots, 1, big, 0, 0},
-        {"--slots-eval", slots_eval, 1, big, 0, 0},
-        {"--layers", layers, 1, 64, 0, 0},
-        {"--heads", heads, 1, 65536, 0, 0},
-        {"--ffn", ffn, 1, 262144, 0, 0},
-        {"--head-hidden", head_hidden, 0, big, 0, 0},
-        {"--lr", lr, 0, big, 1, 0},
-        {"--clip", clip, 0, big, 0, 0},
-        {"--wdecay", wdecay, 0, big, 0, 0},
-        {"--dropouti", dropouti, 0, 1, 0, 1},
-        {"--dropout", dropout, 0, 1, 0, 1},
-        {"--dropoutm", dropoutm, 0, 1, 0, 1},
-        {"--dropouto", dropouto, 0, 1, 0, 1},
-        {"--dropout-attn", dropouta, 0, 1, 0, 1},
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--epochs", epochs, 0),
+        CLI_AT_LEAST("--batch", batch, 1),
+        CLI_AT_LEAST("--max-batches", max_batches, 0),
+        CLI_AT_LEAST("--test-every", test_every, 1),
+        CLI_AT_LEAST("--eval-batch", eval_batch, 1),
+        CLI_AT_LEAST("--listops-n", listops_n, 1),
+        CLI_RANGE("--emsize", emsize, 1, 65536),
+        CLI_RANGE("--nhid", nhid, 1, 65536),
+        CLI_RANGE("--chunk-size", chunk, 1, 65536),
+        CLI_AT_LEAST("--slots", slots, 1),
+        CLI_AT_LEAST("--slots-eval", slots_eval, 1),
+        CLI_RANGE("--layers", layers, 1, 64),
+        CLI_RANGE("--heads", heads, 1, 65536),
+        CLI_RANGE("--ffn", ffn, 1, 262144),
+        CLI_AT_LEAST("--head-hidden", head_hidden, 0),
+        CLI_POSITIVE("--lr", lr),
+        CLI_AT_LEAST("--clip", clip, 0),
+        CLI_AT_LEAST("--wdecay", wdecay, 0),
+        CLI_RATE("--dropouti", dropouti),
+        CLI_RATE("--dropout", dropout),
+        CLI_RATE("--dropoutm", dropoutm),
+        CLI_RATE("--dropouto", dropouto),
+        CLI_RATE("--dropout-attn", dropouta),
     };
-    if ((rc = check_ranges(cmd, ranges, sizeof ranges / sizeof ranges[0])) !=
-        CLI_CONTINUE) {
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
         return rc;
     }
     /* cheap refusals before the data is read */
@@ -413,15 +370,16 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         const char *const *models;
         const char *lacks; /* "(MODEL has no ...)" */
     } specific[] = {
-        {"--chunk-size", chunk != UNSET, chunked, "chunked cell"},
-        {"--slots", slots != UNSET, ordered_memory, "memory slots"},
-        {"--slots-eval", slots_eval != UNSET, ordered_memory, "memory slots"},
+        {"--chunk-size", chunk != CLI_UNSET, chunked, "chunked cell"},
+        {"--slots", slots != CLI_UNSET, ordered_memory, "memory slots"},
+        {"--slots-eval", slots_eval != CLI_UNSET, ordered_memory,
+         "memory slots"},
         {"--dropoutm", !isnan(dropoutm), ordered_memory, "memory dropout"},
         {"--dropout", !isnan(dropout), cell_dropout,
          "cell or residual dropout; --dropouti is on the embeddings"},
-        {"--layers", layers != UNSET, attention, "attention layers"},
-        {"--heads", heads != UNSET, attention, "attention layers"},
-        {"--ffn", ffn != UNSET, attention, "attention layers"},
+        {"--layers", layers != CLI_UNSET, attention, "attention layers"},
+        {"--heads", heads != CLI_UNSET, attention, "attention layers"},
+        {"--ffn", ffn != CLI_UNSET, attention, "attention layers"},
         {"--dropout-attn", !isnan(dropouta), attention, "attention layers"},
         {"--post-norm", post_norm, post_normed, "post-norm option"},
     };
@@ -447,25 +405,25 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                specific[f].flag, list, tc.enc.model,
                                specific[f].lacks);
     }
-    if (epochs != UNSET) {
+    if (epochs != CLI_UNSET) {
         tc.epochs = epochs;
     }
-    if (batch != UNSET) {
+    if (batch != CLI_UNSET) {
         tc.batch = batch;
     }
-    if (emsize != UNSET) {
+    if (emsize != CLI_UNSET) {
         tc.enc.emsize = emsize;
     }
-    if (nhid != UNSET) {
+    if (nhid != CLI_UNSET) {
         tc.enc.hidden = nhid;
     }
-    if (chunk != UNSET) {
+    if (chunk != CLI_UNSET) {
         tc.enc.chunk = chunk;
     }
-    if (slots != UNSET) {
+    if (slots != CLI_UNSET) {
         tc.enc.slots_train = slots;
     }
-    if (slots_eval != UNSET) {
+    if (slots_eval != CLI_UNSET) {
         tc.enc.slots_eval = slots_eval;
     }
     if (!isnan(dropouti)) {
@@ -483,19 +441,19 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (!isnan(dropouta)) {
         tc.enc.dropout_attn = (float)dropouta;
     }
-    if (layers != UNSET) {
+    if (layers != CLI_UNSET) {
         tc.enc.layers = layers;
     }
-    if (heads != UNSET) {
+    if (heads != CLI_UNSET) {
         tc.enc.heads = heads;
     }
-    if (ffn != UNSET) {
+    if (ffn != CLI_UNSET) {
         tc.enc.ffn = ffn;
     }
     if (post_norm) {
         tc.enc.post_norm = 1;
     }
-    if (head_hidden != UNSET) {
+    if (head_hidden != CLI_UNSET) {
         tc.head_hidden = head_hidden;
     }
     if (!isnan(lr)) {

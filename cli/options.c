@@ -68,6 +68,35 @@ int cli_need_path(const struct cli_command *cmd, const char *flag,
     return cli_usage_error(cmd, "%s %s: it does not exist", flag, path);
 }
 
+int cli_check_ranges(const struct cli_command *cmd, const struct cli_range *c,
+                     size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = c[i].v;
+        if (isnan(v) || v == (double)CLI_UNSET) {
+            continue;
+        }
+        if ((c[i].lo_open ? v > c[i].lo : v >= c[i].lo) &&
+            (c[i].hi_open ? v < c[i].hi : v <= c[i].hi)) {
+            continue;
+        }
+        char range[64];
+        if (isinf(c[i].hi)) {
+            snprintf(range, sizeof range, "%s %.15g", c[i].lo_open ? ">" : ">=",
+                     c[i].lo);
+        } else if (c[i].lo_open || c[i].hi_open) {
+            snprintf(range, sizeof range, "%s%.15g, %.15g%s",
+                     c[i].lo_open ? "(" : "[", c[i].lo, c[i].hi,
+                     c[i].hi_open ? ")" : "]");
+        } else {
+            snprintf(range, sizeof range, "%.15g..%.15g", c[i].lo, c[i].hi);
+        }
+        return cli_usage_error(cmd, "%s %.15g is out of range (%s)",
+                               c[i].flag, v, range);
+    }
+    return CLI_CONTINUE;
+}
+
 int cli_split_list(char *text, char **items, int cap)
 {
     int n = 0;
