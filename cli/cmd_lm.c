@@ -120,10 +120,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int first = 0;
     const char *model = NULL, *data = NULL, *when = NULL;
     const char *conv_axis = NULL;
-    int emsize = -1, nhid = -1, nlayers = -1, chunk = -1, bptt = -1,
-        batch = -1, nonmono = -1, finetuning = -1, epochs = -1,
-        max_batches = 0, eval_batch = -1, test_batch = -1, resume = 0,
-        fixed_windows = 0;
+    /* the defaults of the table below; --finetuning's (CLI_UNSET: not
+     * given) depends on the model, and so do the dropouts' (NaN) */
+    int emsize = 0, nhid = 0, nlayers = 0, chunk = 0, bptt = 0, batch = 0,
+        nonmono = 0, finetuning = CLI_UNSET, epochs = 0, max_batches = 0,
+        eval_batch = 0, test_batch = 0, resume = 0, fixed_windows = 0;
     double lr = NAN, clip = NAN, dropout = NAN, dropouth = NAN,
            dropouti = NAN, dropoute = NAN, wdrop = NAN, wdecay = NAN,
            alpha = NAN, beta = NAN;
@@ -238,6 +239,36 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each other");
     }
+    /* every numeric flag in its range (nlp_lm_config_check's limits for
+     * the model's; a layer size that is no multiple of --chunk-size is
+     * refused by it below) */
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--emsize", emsize, 1),
+        CLI_AT_LEAST("--nhid", nhid, 1),
+        CLI_RANGE("--nlayers", nlayers, 1, NLP_LM_MAX_LAYERS),
+        CLI_AT_LEAST("--chunk-size", chunk, 1),
+        CLI_AT_LEAST("--bptt", bptt, 1),
+        CLI_AT_LEAST("--batch-size", batch, 1),
+        CLI_POSITIVE("--lr", lr),
+        CLI_AT_LEAST("--clip", clip, 0),
+        CLI_RATE("--dropout", dropout),
+        CLI_RATE("--dropouth", dropouth),
+        CLI_RATE("--dropouti", dropouti),
+        CLI_RATE("--dropoute", dropoute),
+        CLI_RATE("--wdrop", wdrop),
+        CLI_AT_LEAST("--wdecay", wdecay, 0),
+        CLI_AT_LEAST("--alpha", alpha, 0),
+        CLI_AT_LEAST("--beta", beta, 0),
+        CLI_AT_LEAST("--nonmono", nonmono, 0),
+        CLI_AT_LEAST("--finetuning", finetuning, 0),
+        CLI_AT_LEAST("--epochs", epochs, 0),
+        CLI_AT_LEAST("--max-batches", max_batches, 0),
+        CLI_AT_LEAST("--eval-batch-size", eval_batch, 1),
+        CLI_AT_LEAST("--test-batch-size", test_batch, 1),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
+    }
     struct nlp_lm_train_config tc;
     nlp_lm_train_config_default(&tc, kind);
     tc.model.emsize = emsize;
@@ -261,10 +292,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.model.dropoute = (float)dropoute;
     tc.model.alpha = (float)alpha;
     tc.model.beta = (float)beta;
-    if (finetuning >= 0) {
+    if (finetuning != CLI_UNSET) {
         tc.finetuning = finetuning;
-    } else if (finetuning != -1) {
-        return cli_usage_error(cmd, "--finetuning must be 0 or more");
     }
     tc.lr = (float)lr;
     tc.clip = (float)clip;
@@ -286,15 +315,6 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.argv = argv;
     if ((rc = parse_when(cmd, when, &tc)) != CLI_CONTINUE) {
         return rc;
-    }
-    if (!(lr > 0) || !(clip >= 0) || !(wdecay >= 0) || bptt < 1 ||
-        batch < 1 || epochs < 0 || max_batches < 0 || eval_batch < 1 ||
-        test_batch < 1 || nonmono < 0) {
-        return cli_usage_error(cmd,
-                               "need --lr > 0, --clip >= 0, --wdecay >= 0, "
-                               "--bptt/--batch-size/--eval-batch-size/"
-                               "--test-batch-size >= 1, --epochs, "
-                               "--max-batches, --nonmono >= 0");
     }
     tc.model.vocab = 1; /* set from the corpus; checked below */
     if (!resume && nlp_lm_config_check(&tc.model) < 0) {
@@ -413,7 +433,10 @@ const struct cli_command cmd_nlp_lm_train = {
     "(about 82 hours on a V100). The run folder holds metrics.csv, "
     "best.ckpt (for eval/parse/syneval), last.ckpt (for --resume).\n"
     "The parameter count is printed in digits first; --epochs 0 writes the "
-    "initial model (last.ckpt) and evaluates nothing.\n\n"
+    "initial model (last.ckpt) and evaluates nothing. A numeric flag given "
+    "outside its range (a negative size, a dropout of 1, --finetuning -1, "
+    "...) is refused with one line naming the flag and the range; no value "
+    "stands for \"not given\".\n\n"
     "Examples (a smoke run of a minute, the published run, its resumption):\n"
     "  grove nlp lm train --data data/ptb --out runs/smoke --emsize 40 "
     "\\\n      --nhid 60 --epochs 2 --max-batches 50\n"
@@ -430,7 +453,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     struct cli_common common;
     int first = 0;
     const char *ckpt = NULL, *data = NULL, *split_text = "test";
-    int batch = -1, bptt = 70, compat = 0;
+    int batch = CLI_UNSET, bptt = 70, compat = 0; /* batch: by --split */
     const struct cli_option opts[] = {
         CLI_STRING_REQUIRED("checkpoint", "FILE",
                             "a checkpoint of grove nlp lm train", &ckpt),
@@ -460,12 +483,15 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--split expects valid or test, got '%s'",
                                split_text);
     }
-    if (batch == -1) {
-        batch = split == NLP_TEST ? 1 : 10;
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--batch-size", batch, 1),
+        CLI_AT_LEAST("--bptt", bptt, 1),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
-    if (batch < 1 || bptt < 1) {
-        return cli_usage_error(cmd, "--batch-size and --bptt must be 1 or "
-                               "more");
+    if (batch == CLI_UNSET) {
+        batch = split == NLP_TEST ? 1 : 10;
     }
     struct gr_ctx_config cc;
     if ((rc = lm_cli_ctx_config(cmd, &common, &cc)) != CLI_CONTINUE) {

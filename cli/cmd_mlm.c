@@ -154,15 +154,29 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--model '%s': expected %s", model,
                                nlp_mlm_model_names());
     }
-    if (nemb < 1 || nlayers < 1 || nheads < 1 || head_size < 1 ||
-        players < 1 || pos_classes < 0 || epochs < 0 || max_batches < 0 ||
-        batch_tokens < 1 || eval_runs < 1 || min_count < 0 ||
-        trees_limit < 0 || !(lr > 0) || !(rate > 0 && rate < 1) ||
-        !(clip >= 0) || !(wd >= 0) || !(dropout >= 0 && dropout < 1) ||
-        !(dropatt >= 0 && dropatt < 1) || !(pdrop >= 0 && pdrop < 1)) {
-        return cli_usage_error(cmd, "sizes >= 1 (--pos-classes, --epochs, "
-                               "--max-batches, --min-count >= 0), --lr > 0, "
-                               "--mask-rate in (0, 1), dropouts in [0, 1)");
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--trees-limit", trees_limit, 0),
+        CLI_AT_LEAST("--nemb", nemb, 1),
+        CLI_AT_LEAST("--nlayers", nlayers, 1),
+        CLI_AT_LEAST("--nheads", nheads, 1),
+        CLI_AT_LEAST("--head-size", head_size, 1),
+        CLI_AT_LEAST("--parser-layers", players, 1),
+        CLI_AT_LEAST("--pos-classes", pos_classes, 0),
+        CLI_RATE("--dropout", dropout),
+        CLI_RATE("--dropatt", dropatt),
+        CLI_RATE("--parser-dropout", pdrop),
+        CLI_AT_LEAST("--epochs", epochs, 0),
+        CLI_AT_LEAST("--max-batches", max_batches, 0),
+        CLI_AT_LEAST("--batch-tokens", batch_tokens, 1),
+        CLI_AT_LEAST("--eval-runs", eval_runs, 1),
+        CLI_AT_LEAST("--min-count", min_count, 0),
+        CLI_POSITIVE("--lr", lr),
+        {"--mask-rate", rate, 0, 1, 1, 1},
+        CLI_AT_LEAST("--clip", clip, 0),
+        CLI_AT_LEAST("--wdecay", wd, 0),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
     if (strcmp(model, "udgn") != 0 &&
         (no_nonlinear || no_gates || sigmoid || single || abs_pos)) {
@@ -309,9 +323,12 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--split '%s': expected valid or test",
                                split);
     }
-    if (runs < 1 || batch_tokens < 1) {
-        return cli_usage_error(cmd, "--eval-runs and --batch-tokens must be "
-                               ">= 1");
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--eval-runs", runs, 1),
+        CLI_AT_LEAST("--batch-tokens", batch_tokens, 1),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
     if (data && !gr_path_exists(data)) {
         return cli_usage_error(cmd, "--data %s: it does not exist", data);

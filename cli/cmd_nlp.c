@@ -307,7 +307,8 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
     int first = 0;
     const char *trees = NULL, *baseline_text = NULL, *split_text = NULL;
     const char *ckpt = NULL;
-    int max_len = -1, show = 0, all_labels = 0, layer = 2;
+    /* max_len CLI_UNSET: not given (all lengths; -1 below) */
+    int max_len = CLI_UNSET, show = 0, all_labels = 0, layer = 2;
     const struct cli_option opts[] = {
         CLI_STRING_REQUIRED("trees", "PATH",
                             "gold trees: treebank.zip, a folder of "
@@ -382,12 +383,18 @@ static int run_parse(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--split expects all or test, got '%s'",
                                split_text);
     }
-    if (max_len == 0 || max_len < -1) {
-        return cli_usage_error(cmd, "--max-len must be 1 or more, got %d",
-                               max_len);
+    /* --layer's upper end is the model's layer count, checked when the
+     * checkpoint is read */
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--layer", layer, 1),
+        CLI_AT_LEAST("--max-len", max_len, 1),
+        CLI_AT_LEAST("--show", show, 0),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
-    if (show < 0) {
-        return cli_usage_error(cmd, "--show must be 0 or more, got %d", show);
+    if (max_len == CLI_UNSET) {
+        max_len = -1; /* nlp_treebank_selected: every length */
     }
 
     struct nlp_treebank tb;

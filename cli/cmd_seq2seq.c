@@ -1,6 +1,7 @@
 /* grove nlp seq2seq train | translate | eval: the encoder-decoder path of
  * issue 23 §3 on parallel text (nlp/tasks/seq2seq.h). */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,14 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     const char *model = "transformer";
     int d = tc.model.d, layers = tc.model.layers, heads = tc.model.heads;
     int ffn = tc.model.ffn, post_norm = 0;
-    /* -1: the task's default (tsv or mlu) */
-    int merges = -1, max_len = -1, batch = -1, steps = -1, eval_every = -1;
-    int warmup = -1, mlu_train = -1, mlu_valid = -1;
+    /* CLI_UNSET / NaN (not given, which cli_parse refuses on the command
+     * line): the task's default (tsv or mlu) */
+    int merges = CLI_UNSET, max_len = CLI_UNSET, batch = CLI_UNSET;
+    int steps = CLI_UNSET, eval_every = CLI_UNSET, warmup = CLI_UNSET;
+    int mlu_train = CLI_UNSET, mlu_valid = CLI_UNSET;
     double dropout = tc.model.dropout, dropatt = tc.model.dropout_attn;
     double lr = tc.lr_factor, ls = tc.label_smoothing, clip = tc.clip;
-    double beta2 = -1.0;
+    double beta2 = NAN;
     int resume = 0, average_last = 0;
     struct cli_common common;
     int first = 0;
@@ -107,7 +110,34 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "--task mlu takes both --train and "
                                "--valid, or neither (generated)");
     }
-    if ((mlu_train != -1 || mlu_valid != -1) && !(is_mlu && train == NULL)) {
+    /* every numeric flag given in its range, before any default is
+     * resolved */
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--d", d, 1),
+        CLI_AT_LEAST("--layers", layers, 1),
+        CLI_AT_LEAST("--heads", heads, 1),
+        CLI_AT_LEAST("--ffn", ffn, 1),
+        CLI_RATE("--dropout", dropout),
+        CLI_RATE("--dropout-attn", dropatt),
+        CLI_AT_LEAST("--bpe-merges", merges, 0),
+        CLI_AT_LEAST("--max-len", max_len, 2),
+        CLI_RANGE("--batch", batch, 1, 4096),
+        CLI_AT_LEAST("--max-steps", steps, 1),
+        CLI_AT_LEAST("--eval-every", eval_every, 1),
+        CLI_AT_LEAST("--warmup", warmup, 1),
+        CLI_RATE("--adam-beta2", beta2),
+        CLI_RANGE("--average-last", average_last, 0, 64),
+        CLI_RANGE("--mlu-train", mlu_train, 1, NLP_MLU_MAX_N),
+        CLI_RANGE("--mlu-valid", mlu_valid, 1, NLP_MLU_MAX_N),
+        CLI_POSITIVE("--lr", lr),
+        CLI_RATE("--label-smoothing", ls),
+        CLI_AT_LEAST("--clip", clip, 0),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
+    }
+    if ((mlu_train != CLI_UNSET || mlu_valid != CLI_UNSET) &&
+        !(is_mlu && train == NULL)) {
         return cli_usage_error(cmd, "--mlu-train/--mlu-valid size the "
                                "generated MLU data (--task mlu without "
                                "--train/--valid)");
@@ -120,41 +150,29 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         }
     }
     const struct nlp_s2s_train_config *def = is_mlu ? &mlu : &tc;
-    merges = merges == -1 ? def->bpe_merges : merges;
-    max_len = max_len == -1 ? def->max_len : max_len;
-    batch = batch == -1 ? def->batch : batch;
-    steps = steps == -1 ? def->max_steps : steps;
-    eval_every = eval_every == -1 ? def->eval_every : eval_every;
-    warmup = warmup == -1 ? def->warmup : warmup;
-    beta2 = beta2 == -1.0 ? def->adam_beta2 : beta2;
-    mlu_train = mlu_train == -1 ? (int)mlu.mlu_train : mlu_train;
-    mlu_valid = mlu_valid == -1 ? (int)mlu.mlu_valid : mlu_valid;
-    if (mlu_train < 1 || mlu_valid < 1 ||
-        (int64_t)mlu_train + 2 * (int64_t)mlu_valid > NLP_MLU_MAX_N) {
-        return cli_usage_error(cmd, "--mlu-train and --mlu-valid >= 1, "
-                               "train + 2 x valid <= %d", NLP_MLU_MAX_N);
-    }
-    if (!(beta2 >= 0 && beta2 < 1)) {
-        return cli_usage_error(cmd, "--adam-beta2 in [0, 1)");
+    merges = merges == CLI_UNSET ? def->bpe_merges : merges;
+    max_len = max_len == CLI_UNSET ? def->max_len : max_len;
+    batch = batch == CLI_UNSET ? def->batch : batch;
+    steps = steps == CLI_UNSET ? def->max_steps : steps;
+    eval_every = eval_every == CLI_UNSET ? def->eval_every : eval_every;
+    warmup = warmup == CLI_UNSET ? def->warmup : warmup;
+    beta2 = isnan(beta2) ? def->adam_beta2 : beta2;
+    mlu_train = mlu_train == CLI_UNSET ? (int)mlu.mlu_train : mlu_train;
+    mlu_valid = mlu_valid == CLI_UNSET ? (int)mlu.mlu_valid : mlu_valid;
+    if ((int64_t)mlu_train + 2 * (int64_t)mlu_valid > NLP_MLU_MAX_N) {
+        return cli_usage_error(cmd, "--mlu-train %d and --mlu-valid %d: "
+                               "train + 2 x valid must be <= %d", mlu_train,
+                               mlu_valid, NLP_MLU_MAX_N);
     }
     if (common.out == NULL) {
         return cli_usage_error(cmd, "--out DIR (the run folder) is required");
     }
-    if (d < 1 || layers < 1 || heads < 1 || d % heads != 0 || ffn < 1 ||
-        merges < 0 || max_len < 2 || batch < 1 || batch > 4096 || steps < 1 ||
-        eval_every < 1 || warmup < 1 || !(lr > 0) || !(clip >= 0) ||
-        !(dropout >= 0 && dropout < 1) || !(dropatt >= 0 && dropatt < 1) ||
-        !(ls >= 0 && ls < 1)) {
-        return cli_usage_error(cmd, "sizes >= 1 with --d a multiple of "
-                               "--heads, --max-len >= 2, --batch <= 4096, "
-                               "--lr > 0, --clip >= 0, dropouts and "
-                               "--label-smoothing in [0, 1)");
+    if (d % heads != 0) {
+        return cli_usage_error(cmd, "--d %d is not a multiple of --heads %d",
+                               d, heads);
     }
     if (nlp_s2s_model_by_name(&tc.model, model) < 0) {
         return cli_usage_error(cmd, "--model: %s", gr_last_error());
-    }
-    if (average_last < 0 || average_last > 64) {
-        return cli_usage_error(cmd, "--average-last N with 0 <= N <= 64");
     }
     if (resume && common.force) {
         return cli_usage_error(cmd, "--resume and --force exclude each "
@@ -233,7 +251,10 @@ const struct cli_command cmd_nlp_seq2seq_train = {
     "valid_bleu, valid_acc, lr, wall_s), best.ckpt (by validation BLEU of "
     "greedy decoding), last.ckpt, bpe.codes and vocab.txt; a generated "
     "MLU run also mlu_train.tsv, mlu_valid.tsv and mlu_test.tsv (grove nlp "
-    "seq2seq eval --test on the last gives the test accuracy).\n"
+    "seq2seq eval --test on the last gives the test accuracy). A numeric "
+    "flag given outside its range (-1 included: no value stands for the "
+    "task's default) is refused with one line naming the flag and the "
+    "range.\n"
     "Examples:\n"
     "  grove nlp seq2seq train --task mlu --model ftt --out runs/mlu\n"
     "  grove nlp seq2seq train --task tsv --train train.tsv "
@@ -285,8 +306,12 @@ static int run_translate(const struct cli_command *cmd, int argc,
     if (rc != CLI_CONTINUE) {
         return rc;
     }
-    if (beam < 1 || !(alpha >= 0)) {
-        return cli_usage_error(cmd, "--beam >= 1 and --length-penalty >= 0");
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--beam", beam, 1),
+        CLI_AT_LEAST("--length-penalty", alpha, 0),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
     if (!gr_path_exists(input)) {
         return cli_usage_error(cmd, "--input %s: it does not exist", input);
@@ -366,8 +391,12 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE) {
         return rc;
     }
-    if (beam < 1 || !(alpha >= 0)) {
-        return cli_usage_error(cmd, "--beam >= 1 and --length-penalty >= 0");
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--beam", beam, 1),
+        CLI_AT_LEAST("--length-penalty", alpha, 0),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
     if (!gr_path_exists(test)) {
         return cli_usage_error(cmd, "--test %s: it does not exist", test);

@@ -40,10 +40,45 @@ expect 2 "--data DIR is required" nlp lm train --out "$tmp/x"
 expect 2 "--out PATH is required" nlp lm train --data "$tmp"
 expect 2 "--model expects one of onlstm\|lstm\|ft\|cft\|fft\|ftlstm, got 'gru'" nlp lm train --data d --out o --model gru
 expect 2 "not a multiple of chunk-size 10" nlp lm train --data d --out o --nhid 1155
-expect 2 "dropouth must be in \[0, 1\)" nlp lm train --data d --out o --dropouth 1.5
+expect 2 "^grove nlp lm train: --dropouth 1.5 is out of range \(\[0, 1\)\)" nlp lm train --data d --out o --dropouth 1.5
 expect 2 "--when: 'x' is not an epoch" nlp lm train --data d --out o --when 3,x
 expect 2 "--resume and --force exclude each other" nlp lm train --data d --out o --resume --force
 expect 2 "--checkpoint FILE is required" nlp lm eval --data d
+# every numeric flag typed out of its range: one line naming it and its
+# range, exit 2; -1 too (--finetuning -1 once meant the model's default,
+# --batch-size -1 of lm eval the split's)
+while read -r flag value range; do
+    expect 2 "^grove nlp lm train: --$flag $value is out of range \($range\) \(see" \
+        nlp lm train --data d --out o --"$flag" "$value"
+done <<'RANGES'
+emsize 0 >= 1
+nhid -1 >= 1
+nlayers 0 1\.\.8
+nlayers 9 1\.\.8
+chunk-size -1 >= 1
+bptt 0 >= 1
+batch-size -1 >= 1
+lr 0 > 0
+clip -1 >= 0
+dropout -1 \[0, 1\)
+dropouti 1 \[0, 1\)
+dropoute -0.5 \[0, 1\)
+wdrop -1 \[0, 1\)
+wdecay -1 >= 0
+alpha -1 >= 0
+beta -1 >= 0
+nonmono -1 >= 0
+finetuning -1 >= 0
+epochs -1 >= 0
+max-batches -1 >= 0
+eval-batch-size 0 >= 1
+test-batch-size -1 >= 1
+RANGES
+# a flag of another model is still checked (--chunk-size -1 once passed
+# for lstm, which reads no chunk size)
+expect 2 "^grove nlp lm train: --chunk-size -1 is out of range" nlp lm train --data d --out o --model lstm --chunk-size -1
+expect 2 "^grove nlp lm eval: --batch-size -1 is out of range \(>= 1\)" nlp lm eval --checkpoint c --data d --batch-size -1
+expect 2 "^grove nlp lm eval: --bptt 0 is out of range \(>= 1\)" nlp lm eval --checkpoint c --data d --bptt 0
 expect 2 "--split expects valid or test" nlp lm eval --checkpoint c --data d --split train
 expect 1 "cannot read|No such file" nlp lm eval --checkpoint "$tmp/none.ckpt" --data "$tmp"
 
@@ -80,7 +115,7 @@ expect 1 "resume.*last.ckpt|last.ckpt" nlp lm train "${small[@]}" --out "$tmp/no
 # --fixed-windows: whole epochs of windows of exactly --bptt steps, so the
 # count is ceil((rows - 2) / bptt) with rows = tokens / batch (one <eos> a line).
 expect 0 "best valid: ppl" nlp lm train --data "$tmp/ptb" --emsize 16 --nhid 24 --chunk-size 4 \
-    --batch-size 8 --bptt 20 --fixed-windows --epochs 1 --test-batch-size 4 --quiet --out "$tmp/fixed"
+    --batch-size 8 --bptt 20 --fixed-windows --epochs 1 --test-batch-size 4 --finetuning 0 --quiet --out "$tmp/fixed"
 tokens=$(($(wc -w <"$tmp/ptb/ptb.train.txt") + $(wc -l <"$tmp/ptb/ptb.train.txt")))
 rows=$((tokens / 8))
 want=$(((rows - 2 + 19) / 20))
@@ -89,6 +124,12 @@ checks=$((checks + 1))
 [ "$got" = "$want" ] || fail "--fixed-windows: $got windows, want $want"
 checks=$((checks + 1))
 grep -q "^fixed-windows 1$" "$tmp/fixed/config" || fail "config lacks fixed-windows 1"
+# --finetuning 0 (the end of its range) is taken; not given, the model's
+# default (500 for onlstm)
+checks=$((checks + 1))
+grep -q "^finetuning 0$" "$tmp/fixed/config" || fail "--finetuning 0: config lacks finetuning 0"
+checks=$((checks + 1))
+grep -q "^finetuning 500$" "$tmp/run/config" || fail "no --finetuning: config lacks the default finetuning 500"
 
 expect 0 "^perplexity +[0-9.]+ +exact mean" nlp lm eval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/ptb" --quiet
 expect 0 "reference-compatible" nlp lm eval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/ptb" --compat --split valid --quiet

@@ -105,8 +105,11 @@ expect 2 "does not exist" nlp mlm eval --checkpoint "$tmp/nope.ckpt"
 
 # ---- bad command lines -----------------------------------------------------
 expect 2 "--model 'bert'" nlp mlm train --model bert --data "$tmp/ptb" --out "$tmp/x"
-expect 2 "mask-rate" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --mask-rate 1.5
-expect 2 "sizes" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --nemb 0
+expect 2 "^grove nlp mlm train: --mask-rate 1.5 is out of range \(\(0, 1\)\)" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --mask-rate 1.5
+expect 2 "^grove nlp mlm train: --nemb 0 is out of range \(>= 1\)" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --nemb 0
+expect 2 "^grove nlp mlm train: --pos-classes -1 is out of range \(>= 0\)" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --pos-classes -1
+expect 2 "^grove nlp mlm train: --parser-dropout 1 is out of range \(\[0, 1\)\)" nlp mlm train --data "$tmp/ptb" --out "$tmp/x" --parser-dropout 1
+expect 2 "^grove nlp mlm eval: --eval-runs 0 is out of range \(>= 1\)" nlp mlm eval --checkpoint "$tmp/a/best.ckpt" --eval-runs 0
 expect 2 "data" nlp mlm train --out "$tmp/x"
 expect 2 "does not exist" nlp mlm train --data "$tmp/none" --out "$tmp/x"
 expect 2 "udgn only" nlp mlm train --model transformer --no-gates --data "$tmp/ptb" --out "$tmp/x"

@@ -42,7 +42,12 @@ expect 2 "--trees PATH is required" nlp parse --baseline right
 expect 2 "either --checkpoint FILE .* or --baseline NAME" nlp parse --trees x.zip
 expect 2 "either --checkpoint FILE .* or --baseline NAME" nlp parse --trees x.zip --baseline left --checkpoint m.ckpt
 expect 2 "--baseline expects right, left, balanced or random, got 'up'" nlp parse --trees x --baseline up
-expect 2 "--max-len must be 1 or more" nlp parse --trees x --baseline right --max-len 0
+# numeric flags out of range, -1 included (--max-len -1 once meant all
+# lengths, as when it is not given)
+expect 2 "^grove nlp parse: --max-len 0 is out of range \(>= 1\)" nlp parse --trees x --baseline right --max-len 0
+expect 2 "^grove nlp parse: --max-len -1 is out of range \(>= 1\)" nlp parse --trees x --baseline right --max-len -1
+expect 2 "^grove nlp parse: --show -1 is out of range \(>= 0\)" nlp parse --trees x --baseline right --show -1
+expect 2 "^grove nlp parse: --layer 0 is out of range \(>= 1\)" nlp parse --trees x --checkpoint m.ckpt --layer 0
 expect 2 "--split expects all or test" nlp parse --trees x --baseline right --split dev
 expect 2 "unknown option '--checkpoints'" nlp parse --trees x --checkpoints m.ckpt
 expect 2 "--data DIR is required" nlp corpus

@@ -57,10 +57,44 @@ st=(nlp seq2seq train)
 expect 2 "--task tsv[|]mlu is required" "${st[@]}" --out "$tmp/x"
 expect 2 "--task mlu takes both --train and --valid, or neither" "${st[@]}" --task mlu --train "$tmp/train.tsv" --out "$tmp/x"
 expect 2 "--mlu-train/--mlu-valid size the generated MLU data" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --mlu-train 10 --out "$tmp/x"
-expect 2 "--mlu-train and --mlu-valid >= 1" "${st[@]}" --task mlu --mlu-valid 0 --out "$tmp/x"
+# every numeric flag typed out of its range: one line naming it and its
+# range, exit 2; -1 too, which once meant "the task's default" (tsv or mlu)
+while read -r flag value range; do
+    expect 2 "^grove nlp seq2seq train: --$flag $value is out of range \($range\) \(see" \
+        "${st[@]}" --task mlu --"$flag" "$value" --out "$tmp/x"
+done <<'RANGES'
+d 0 >= 1
+layers -1 >= 1
+heads 0 >= 1
+ffn -1 >= 1
+dropout -1 \[0, 1\)
+dropout-attn 1 \[0, 1\)
+bpe-merges -1 >= 0
+max-len -1 >= 2
+max-len 1 >= 2
+batch -1 1\.\.4096
+batch 4097 1\.\.4096
+max-steps -1 >= 1
+max-steps 0 >= 1
+eval-every -1 >= 1
+warmup -1 >= 1
+adam-beta2 -1 \[0, 1\)
+adam-beta2 1 \[0, 1\)
+average-last -1 0\.\.64
+average-last 65 0\.\.64
+mlu-train -1 1\.\.24000000
+mlu-valid -1 1\.\.24000000
+mlu-valid 0 1\.\.24000000
+lr 0 > 0
+label-smoothing -1 \[0, 1\)
+clip -1 >= 0
+RANGES
+expect 2 "--mlu-train 20000000 and --mlu-valid 2000001: train \+ 2 x valid must be <= " "${st[@]}" --task mlu --mlu-train 20000000 --mlu-valid 2000001 --out "$tmp/x"
+expect 2 "^grove nlp seq2seq eval: --beam 0 is out of range \(>= 1\)" nlp seq2seq eval --checkpoint c --test "$tmp/valid.tsv" --beam 0
+expect 2 "^grove nlp seq2seq translate: --length-penalty -1 is out of range \(>= 0\)" nlp seq2seq translate --checkpoint c --input "$tmp/valid.tsv" --length-penalty -1
 expect 2 "--task tsv needs --train FILE and --valid FILE" "${st[@]}" --task tsv --train "$tmp/train.tsv" --out "$tmp/x"
 expect 2 "--valid .*nowhere.*: it does not exist" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/nowhere" --out "$tmp/x"
-expect 2 "a multiple of --heads" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --d 32 --heads 3 --out "$tmp/x"
+expect 2 "--d 32 is not a multiple of --heads 3" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --d 32 --heads 3 --out "$tmp/x"
 expect 2 "unknown seq2seq model 'hybrid'" "${st[@]}" --task tsv --train "$tmp/train.tsv" --valid "$tmp/valid.tsv" --model hybrid --out "$tmp/x"
 printf 'a b\tb a\nno tab here\n' >"$tmp/bad.tsv"
 expect 1 "bad.tsv:2: want one TAB between source and target" "${st[@]}" --task tsv --train "$tmp/bad.tsv" --valid "$tmp/valid.tsv" --quiet --out "$tmp/x"
@@ -164,7 +198,7 @@ expect 0 "^seq2seq test: BLEU" nlp seq2seq eval --checkpoint "$tmp/ra/averaged.c
 "$grove" "${st[@]}" "${rs[@]}" --seed 5 --average-last 1 --max-steps 20 --quiet --out "$tmp/r1" || fail "--average-last 1"
 [ "$(params "$tmp/r1/averaged.ckpt")" = "$(params "$tmp/r1/last.ckpt")" ] ||
     fail "--average-last 1: averaged.ckpt is not the last model"
-expect 2 "--average-last N with 0 <= N <= 64" "${st[@]}" "${rs[@]}" --average-last 65 --out "$tmp/x"
+expect 2 "--average-last 65 is out of range \(0\.\.64\)" "${st[@]}" "${rs[@]}" --average-last 65 --out "$tmp/x"
 
 # SIGINT: stops at a step boundary with last.ckpt, says how to resume, and
 # exits 128 + SIGINT as every trainer does
