@@ -120,6 +120,54 @@ static int task_options(const struct cli_command *cmd, const char *task,
     return CLI_CONTINUE;
 }
 
+/* --listops-n N given: refused where nothing is generated (another task,
+ * --train FILE, a --data DIR holding train_d20s.tsv: load_listops of
+ * nlp/tasks/classify_tasks.c) and below the count that can leave a
+ * training tree: the loader holds valid_n (1,000) of the generated trees
+ * out for validation unless --valid FILE is given, and trains on the
+ * rest (those of at most max_train_tokens, 50, tokens), so N <= 1,000
+ * leaves none. Above it the seed decides whether one of the rest is short
+ * enough (about 3 trees in 4 are); the loader says so when none is. */
+static int check_listops_n(const struct cli_command *cmd, const char *task,
+                           const char *data, const char *train,
+                           const char *valid, int listops_n)
+{
+    if (strcmp(task, "listops") != 0) {
+        return cli_usage_error(cmd, "--listops-n is for --task listops (the "
+                                    "generated ListOps training trees), not "
+                                    "%s",
+                               task);
+    }
+    char path[GR_PATH_MAX];
+    if (train != NULL) {
+        return cli_usage_error(cmd, "--listops-n: nothing is generated with "
+                                    "--train FILE (the training trees are "
+                                    "read from it)");
+    }
+    if (data != NULL &&
+        gr_path_join(path, sizeof path, data, "train_d20s.tsv") == 0 &&
+        gr_path_exists(path)) {
+        return cli_usage_error(cmd, "--listops-n: nothing is generated: the "
+                                    "training trees are read from %s",
+                               path);
+    }
+    struct nlp_cls_task_options def;
+    nlp_cls_task_options_default(&def);
+    int min = valid != NULL ? 1 : def.valid_n + 1;
+    if (listops_n >= min) {
+        return CLI_CONTINUE;
+    }
+    if (valid != NULL) {
+        return cli_usage_error(cmd, "--listops-n %d is out of range (>= 1)",
+                               listops_n);
+    }
+    return cli_usage_error(cmd, "--listops-n %d is out of range (>= %d): "
+                                "%d generated trees are held out for "
+                                "validation (without --valid FILE), and "
+                                "training needs at least one more",
+                           listops_n, min, def.valid_n);
+}
+
 static int run_train(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
@@ -132,7 +180,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int epochs = CLI_UNSET, batch = CLI_UNSET;
     int emsize = CLI_UNSET, nhid = CLI_UNSET, chunk = CLI_UNSET;
     int slots = CLI_UNSET, slots_eval = CLI_UNSET, max_batches = 0, resume = 0;
-    int select_on_test = 0, test_every = 1, eval_batch = 256, listops_n = 0;
+    int select_on_test = 0, test_every = 1, eval_batch = 256;
+    int listops_n = CLI_UNSET; /* not given: NLP_CLS_LISTOPS_GENERATE */
     int head_hidden = CLI_UNSET, layers = CLI_UNSET, heads = CLI_UNSET,
         ffn = CLI_UNSET, post_norm = 0;
     double dropouta = NAN;
@@ -181,8 +230,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    "or on sst2/sst5 dependency trees converted from them by "
                    "grove's right-head rule (docs/nlp/trees.md)",
                    &tree_kind),
-        CLI_INT("listops-n", "N", "90000",
-                "ListOps without a training file: examples generated",
+        CLI_INT("listops-n", "N", NULL,
+                "ListOps without a training file: trees generated (default "
+                "90000; more than the 1000 held out for validation unless "
+                "--valid is given)",
                 &listops_n),
         CLI_INT("epochs", "N", NULL,
                 "epochs (0: write the initial model and stop; default 50, "
@@ -292,7 +343,6 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_AT_LEAST("--max-batches", max_batches, 0),
         CLI_AT_LEAST("--test-every", test_every, 1),
         CLI_AT_LEAST("--eval-batch", eval_batch, 1),
-        CLI_AT_LEAST("--listops-n", listops_n, 1),
         CLI_RANGE("--emsize", emsize, 1, 65536),
         CLI_RANGE("--nhid", nhid, 1, 65536),
         CLI_RANGE("--chunk-size", chunk, 1, 65536),
@@ -312,6 +362,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_RATE("--dropout-attn", dropouta),
     };
     if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
+    }
+    if (listops_n != CLI_UNSET &&
+        (rc = check_listops_n(cmd, task, data, train, valid, listops_n)) !=
+            CLI_CONTINUE) {
         return rc;
     }
     /* cheap refusals before the data is read */

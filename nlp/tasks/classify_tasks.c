@@ -485,6 +485,18 @@ static int load_listops(struct nlp_cls_data *d,
         }
         free(is_valid);
     }
+    /* generated trees: whether one of those left for training is short
+     * enough depends on the seed (the CLI refuses a count that leaves
+     * none at all) */
+    if (rc == 0 && need_train && d->listops_generated > 0 &&
+        wants(o, NLP_CLS_TRAIN) && d->split[NLP_CLS_TRAIN].n == 0) {
+        rc = gr_error(GR_EINVAL, "listops: no training examples: the %d "
+                      "generated trees left after the %d held out for "
+                      "validation all have more than %d tokens (seed %llu); "
+                      "generate more trees (--listops-n)",
+                      (int)(tr.n - held), (int)held, o->max_train_tokens,
+                      (unsigned long long)o->seed);
+    }
     for (int32_t i = 0; rc == 0 && i < va.n; i++) {
         rc = listops_add(d, NLP_CLS_VALID, &va, i, &buf, &cap);
     }

@@ -61,8 +61,6 @@ batch -1 >= 1
 max-batches -1 >= 0
 test-every 0 >= 1
 eval-batch -1 >= 1
-listops-n -1 >= 1
-listops-n 0 >= 1
 emsize -1 1\.\.65536
 emsize 65537 1\.\.65536
 nhid -1 1\.\.65536
@@ -83,6 +81,32 @@ dropoutm -1 \[0, 1\)
 dropouto -1 \[0, 1\)
 dropout-attn -1 \[0, 1\)
 RANGES
+# --listops-n: below 1,001 no generated tree is left for training (1,000
+# are held out for validation; all of them with --valid FILE, where 1 is
+# the end); refused where nothing is generated or for another task
+lo_min="is out of range \(>= 1001\): 1000 generated trees are held out for validation \(without --valid FILE\), and training needs at least one more \(see"
+expect 2 "^grove nlp classify train: --listops-n 1000 $lo_min" "${ct[@]}" --task listops --model lstm --listops-n 1000 --out "$tmp/x"
+expect 2 "^grove nlp classify train: --listops-n -1 $lo_min" "${ct[@]}" --task listops --model lstm --listops-n -1 --out "$tmp/x"
+"$grove" nlp listops generate --n 20 --seed 9 --out "$tmp/lo20.tsv" --quiet >/dev/null || fail "listops generate --n 20"
+expect 2 "^grove nlp classify train: --listops-n 0 is out of range \(>= 1\) \(see" \
+    "${ct[@]}" --task listops --model lstm --listops-n 0 --valid "$tmp/lo20.tsv" --out "$tmp/x"
+expect 0 "wrote the initial model" "${ct[@]}" --task listops --model lstm --listops-n 20 --valid "$tmp/lo20.tsv" \
+    --emsize 4 --nhid 4 --epochs 0 --threads 1 --quiet --out "$tmp/lo-valid"
+grep -qx "listops-n 20" "$tmp/lo-valid/config" || fail "--listops-n 20 --valid: the config lacks 'listops-n 20'"
+expect 2 "^grove nlp classify train: --listops-n: nothing is generated with --train FILE" \
+    "${ct[@]}" --task listops --model lstm --listops-n 2000 --train "$tmp/lo20.tsv" --out "$tmp/x"
+mkdir -p "$tmp/lo-dir"
+cp "$tmp/lo20.tsv" "$tmp/lo-dir/train_d20s.tsv"
+expect 2 "^grove nlp classify train: --listops-n: nothing is generated: the training trees are read from .*lo-dir/train_d20s.tsv" \
+    "${ct[@]}" --task listops --model lstm --listops-n 2000 --data "$tmp/lo-dir" --out "$tmp/x"
+expect 2 "^grove nlp classify train: --listops-n is for --task listops .*, not logic" \
+    "${ct[@]}" --task logic --listops-n 2000 --data "$tmp/lo-dir" --out "$tmp/x"
+expect 2 "--listops-n is for --task listops .*, not sst2" "${ct[@]}" --task sst2 --listops-n 2000 --out "$tmp/x"
+# above the minimum the seed decides whether a tree left for training has
+# at most 50 tokens: with seed 1 the one tree of 1,001 left is longer
+expect 1 "^grove nlp classify train: listops: no training examples: the 1 generated trees left after the 1000 held out for validation all have more than 50 tokens \(seed 1\); generate more trees \(--listops-n\)$" \
+    "${ct[@]}" --task listops --model lstm --listops-n 1001 --seed 1 --emsize 4 --nhid 4 --epochs 0 --threads 1 --quiet --out "$tmp/x"
+[ -e "$tmp/x" ] && fail "a refused --listops-n left $tmp/x behind"
 # the values at the ends of the ranges are taken, and written to the config
 expect 0 "wrote the initial model" "${ct[@]}" --task listops --model lstm --listops-n 1100 --emsize 1 --nhid 1 \
     --head-hidden 0 --dropouti 0 --dropouto 0 --epochs 0 --threads 1 --quiet --out "$tmp/ends"

@@ -68,8 +68,9 @@ ppo=(train ppo --policy oracle --task AC --total-timesteps 256 --num-envs 2
      --num-steps 8 --eval-episodes 2 --hidden 8 --width 8 --threads 1 --quiet)
 lm=(nlp lm train --data "$tmp/ptb" --emsize 8 --nhid 8 --nlayers 2
     --chunk-size 4 --bptt 5 --batch-size 2 --threads 1 --quiet)
-cls=(nlp classify train --task listops --model lstm --listops-n 1100
-     --emsize 8 --nhid 8 --batch 8 --threads 1 --quiet)
+clsf=(nlp classify train --task listops --model lstm
+      --emsize 8 --nhid 8 --batch 8 --threads 1 --quiet) # on --train FILE
+cls=("${clsf[@]}" --listops-n 1100) # generated trees
 
 o=$tmp/run
 # a bad flag
@@ -86,13 +87,13 @@ refused 2 "$o" train ppo --options "$tmp/none.ckpt" --task AC --quiet --out "$o"
 grep -q -- "--options $tmp/none.ckpt: it does not exist" "$tmp/e" || fail "ppo: $(cat "$tmp/e")"
 refused 2 "$o" nlp lm train --data "$tmp/none" --quiet --out "$o"
 grep -q -- "--data $tmp/none: it does not exist" "$tmp/e" || fail "lm: $(cat "$tmp/e")"
-refused 2 "$o" "${cls[@]}" --train "$tmp/none.tsv" --out "$o"
+refused 2 "$o" "${clsf[@]}" --train "$tmp/none.tsv" --out "$o"
 grep -q -- "--train $tmp/none.tsv: it does not exist" "$tmp/e" || fail "classify: $(cat "$tmp/e")"
 # an input file that cannot be read as what it should be
 refused 1 "$o" "${bc[@]}" --out "$o" --demos "$garbage"
 refused 1 "$o" train ppo --options "$garbage" --task AC --quiet --out "$o"
 refused 1 "$o" nlp lm train --data "$tmp/badptb" --quiet --out "$o"
-refused 1 "$o" "${cls[@]}" --train "$garbage" --out "$o"
+refused 1 "$o" "${clsf[@]}" --train "$garbage" --out "$o"
 # --resume of a folder that is not a run
 refused 1 "$o" "${bc[@]}" --out "$o" --resume
 grep -q "last.ckpt" "$tmp/e" || fail "bc --resume: $(cat "$tmp/e")"
