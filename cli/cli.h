@@ -160,19 +160,29 @@ int cli_need_path(const struct cli_command *cmd, const char *flag,
 
 struct cli_range {
     const char *flag;     /* as typed: "--batch" */
-    double v;             /* the value; CLI_UNSET or NaN: not given */
+    double v;             /* the value */
+    int unset;            /* 1: not given (an int CLI_UNSET, a double NaN) */
     double lo, hi;        /* allowed: lo <= v <= hi (HUGE_VAL: no bound) */
     int lo_open, hi_open; /* 1: lo < v, v < hi */
 };
 
+/* Whether v (an int or a double flag) was not given: CLI_UNSET for an int
+ * only, so that a double typed as -2147483648 is still checked. */
+#define CLI_IS_UNSET(v)                                                       \
+    _Generic((v), int: (v) == CLI_UNSET, default: isnan((double)(v)))
+#define CLI_RANGE_ROW_(flag, v, lo, hi, lo_open, hi_open)                     \
+    {flag, (double)(v), CLI_IS_UNSET(v), lo, hi, lo_open, hi_open}
+
 /* lo..hi, both ends allowed */
-#define CLI_RANGE(flag, v, lo, hi) {flag, (double)(v), lo, hi, 0, 0}
+#define CLI_RANGE(flag, v, lo, hi) CLI_RANGE_ROW_(flag, v, lo, hi, 0, 0)
 /* lo or more */
-#define CLI_AT_LEAST(flag, v, lo) {flag, (double)(v), lo, HUGE_VAL, 0, 0}
+#define CLI_AT_LEAST(flag, v, lo) CLI_RANGE_ROW_(flag, v, lo, HUGE_VAL, 0, 0)
 /* more than 0 (a learning rate) */
-#define CLI_POSITIVE(flag, v) {flag, (double)(v), 0, HUGE_VAL, 1, 0}
+#define CLI_POSITIVE(flag, v) CLI_RANGE_ROW_(flag, v, 0, HUGE_VAL, 1, 0)
 /* [0, 1) (a dropout rate) */
-#define CLI_RATE(flag, v) {flag, (double)(v), 0, 1, 0, 1}
+#define CLI_RATE(flag, v) CLI_RANGE_ROW_(flag, v, 0, 1, 0, 1)
+/* (lo, hi), both ends excluded (a masking probability) */
+#define CLI_OPEN(flag, v, lo, hi) CLI_RANGE_ROW_(flag, v, lo, hi, 1, 1)
 
 /* The first flag of c[0, n) given outside its range: prints the usage line
  * "FLAG V is out of range (RANGE)" (RANGE as ">= 1", "> 0", "1..64",

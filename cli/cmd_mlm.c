@@ -171,7 +171,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_AT_LEAST("--eval-runs", eval_runs, 1),
         CLI_AT_LEAST("--min-count", min_count, 0),
         CLI_POSITIVE("--lr", lr),
-        {"--mask-rate", rate, 0, 1, 1, 1},
+        CLI_OPEN("--mask-rate", rate, 0, 1),
         CLI_AT_LEAST("--clip", clip, 0),
         CLI_AT_LEAST("--wdecay", wd, 0),
     };

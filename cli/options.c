@@ -73,7 +73,7 @@ int cli_check_ranges(const struct cli_command *cmd, const struct cli_range *c,
 {
     for (size_t i = 0; i < n; i++) {
         double v = c[i].v;
-        if (isnan(v) || v == (double)CLI_UNSET) {
+        if (c[i].unset) {
             continue;
         }
         if ((c[i].lo_open ? v > c[i].lo : v >= c[i].lo) &&

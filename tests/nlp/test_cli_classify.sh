@@ -73,6 +73,7 @@ ffn -1 1\.\.262144
 head-hidden -1 >= 0
 head-hidden -2 >= 0
 lr 0 > 0
+lr -2147483648 > 0
 clip -1 >= 0
 wdecay -1 >= 0
 dropouti -1 \[0, 1\)

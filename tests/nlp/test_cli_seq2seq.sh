@@ -88,6 +88,7 @@ mlu-valid 0 1\.\.24000000
 lr 0 > 0
 label-smoothing -1 \[0, 1\)
 clip -1 >= 0
+clip -2147483648 >= 0
 RANGES
 expect 2 "--mlu-train 20000000 and --mlu-valid 2000001: train \+ 2 x valid must be <= " "${st[@]}" --task mlu --mlu-train 20000000 --mlu-valid 2000001 --out "$tmp/x"
 expect 2 "^grove nlp seq2seq eval: --beam 0 is out of range \(>= 1\)" nlp seq2seq eval --checkpoint c --test "$tmp/valid.tsv" --beam 0
