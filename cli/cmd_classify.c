@@ -589,6 +589,17 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     if (!isnan(res.test.acc)) {
         printf("test accuracy (best.ckpt) %.4f on %lld examples\n",
                res.test.acc, (long long)res.test.n);
+        if (strcmp(task, "logic") == 0) {
+            /* the published tables' layout: one column per number of
+             * operators (the same numbers as classify eval --per-length) */
+            printf("test accuracy by operators (best.ckpt):");
+            for (int g = 1; g < NLP_CLS_MAX_GROUPS; g++) {
+                if (res.test.group_n[g] > 0) {
+                    printf(" %d: %.4f", g, res.test.group_acc[g]);
+                }
+            }
+            printf("\n");
+        }
         if (res.test.node_n > 0) {
             printf("test accuracy over all labelled nodes %.4f on %lld "
                    "nodes\n", res.test.node_acc, (long long)res.test.node_n);

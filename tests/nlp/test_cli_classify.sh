@@ -334,7 +334,19 @@ fi
 # logic: the per-length test columns (one short epoch, small model)
 "$grove" "${ct[@]}" --task logic --model lstm --data "$data/logic_inference" --emsize 8 --nhid 8 \
     --epochs 1 --max-batches 2 --test-every 1 --eval-batch 1024 --threads 1 --quiet \
-    --out "$tmp/logic" >/dev/null 2>"$tmp/logic.err" || { fail "logic run"; cat "$tmp/logic.err"; }
+    --out "$tmp/logic" >"$tmp/logic.out" 2>"$tmp/logic.err" || { fail "logic run"; cat "$tmp/logic.err"; }
+# the end of the run: best.ckpt's test accuracy for every number of operators
+# in test0-12, each the value classify eval --per-length gives
+checks=$((checks + 1))
+by_ops=$(grep '^test accuracy by operators (best.ckpt):' "$tmp/logic.out")
+[ "$(echo "$by_ops" | grep -o ' [0-9]*: [01]\.[0-9]*' | wc -l)" -eq 12 ] ||
+    fail "logic run: per-operator line: '$by_ops'"
+"$grove" nlp classify eval --checkpoint "$tmp/logic/best.ckpt" --data "$data/logic_inference" \
+    --per-length --batch 1024 --threads 1 >"$tmp/logic_eval.out" 2>/dev/null || fail "logic eval"
+for g in 7 12; do
+    acc=$(grep -E "^  operators +$g: " "$tmp/logic_eval.out" | awk '{print $3}')
+    [ -n "$acc" ] && echo "$by_ops" | grep -q " $g: $acc" || fail "logic run: $g operators '$acc' of eval not in '$by_ops'"
+done
 head -1 "$tmp/logic/metrics.csv" | grep -q ",test_acc_1,.*,test_acc_12$" ||
     fail "logic metrics.csv header: $(head -1 "$tmp/logic/metrics.csv")"
 echo "cli_classify: $checks checks, $fails failed"
