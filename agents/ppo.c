@@ -633,22 +633,18 @@ struct ppo_trainer {
     float *d_val;
     int64_t *d_off;   /* [D] */
     size_t pool_cap, pool_used;
-    int32_t *d_nz;
     float *d_hc;      /* [D, d] */
-    float *d_first, *d_logp, *d_value, *d_R, *d_boot, *d_adv, *d_ret;
-    int32_t *d_opt, *d_n;
-    uint8_t *d_term, *d_trunc;
-    float *last_value; /* [E] */
+    float *d_first;
+    int32_t *d_opt;
+    struct ppo_rollout r; /* the rest (agents/ppo_internal.h) */
     int32_t *count;   /* [E] decisions this rollout */
     uint8_t *actions; /* [E] */
     /* scratch */
     int32_t *row_idx; /* [O] */
     float *row_val;
     float *z, *u, *head, *prob, *hnext; /* [max(w, nh, K, d)] */
-    int32_t *perm;    /* [D] of every process's worlds */
-    int32_t *mb_rows; /* [M]: a minibatch's rows of this process */
     int32_t *mb_idx, *mb_opt; /* mb_idx, mb_val: [M, mb_nz] */
-    float *mb_val, *mb_hc, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    float *mb_val, *mb_hc, *mb_first;
     int mb_nz;
     /* progress */
     int64_t iteration, global_step, total_episodes;
@@ -1102,7 +1098,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 if (t->count[e] == S) {
                     /* the world waits here for the next rollout: this
                      * decision's value bootstraps the last one */
-                    t->last_value[e] = v;
+                    t->r.last_value[e] = v;
                     t->count[e] = S + 1;
                     n_active--;
                     part(t, PPO_PART_ROLLOUT);
@@ -1120,17 +1116,17 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                        (size_t)nz * sizeof *t->d_val);
                 t->d_off[j] = (int64_t)t->pool_used;
                 t->pool_used += (size_t)nz;
-                t->d_nz[j] = nz;
+                t->r.nz[j] = nz;
                 memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
                 t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
                 t->d_opt[j] = k;
-                t->d_logp[j] = (float)((double)t->head[k] / t->tau - lse);
-                t->d_value[j] = v;
-                t->d_R[j] = 0.0f;
-                t->d_n[j] = 0;
-                t->d_term[j] = 0;
-                t->d_trunc[j] = 0;
-                t->d_boot[j] = 0.0f;
+                t->r.logp[j] = (float)((double)t->head[k] / t->tau - lse);
+                t->r.value[j] = v;
+                t->r.R[j] = 0.0f;
+                t->r.n[j] = 0;
+                t->r.term[j] = 0;
+                t->r.trunc[j] = 0;
+                t->r.boot[j] = 0.0f;
                 memcpy(a->hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
                 a->first[e] = 0;
                 a->ask[e] = (uint8_t)t->decide_every;
@@ -1151,12 +1147,12 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
             }
             frames++;
             int64_t j = a->cur[e];
-            t->d_R[j] += a->disc[e] * reward[e];
+            t->r.R[j] += a->disc[e] * reward[e];
             a->disc[e] *= t->cfg.gamma;
-            t->d_n[j]++;
+            t->r.n[j]++;
             if (term[e] || trunc[e]) {
-                t->d_term[j] = term[e];
-                t->d_trunc[j] = trunc[e];
+                t->r.term[j] = term[e];
+                t->r.trunc[j] = trunc[e];
                 if (trunc[e] && final_ready) {
                     part(t, PPO_PART_CTRL);
                     int fnz = sparse_row(t->final_obs, O, t->row_idx,
@@ -1168,7 +1164,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                     float v;
                     ctrl_forward(t, t->row_idx, t->row_val, fnz,
                                  a->hc + (size_t)e * d, &v);
-                    t->d_boot[j] = v;
+                    t->r.boot[j] = v;
                     part(t, PPO_PART_ROLLOUT);
                 }
                 dec_sum += a->ep_dec[e];
@@ -1224,18 +1220,15 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t Ml,
     struct ppo_trainer *t = self;
     const int d = t->d;
     const int64_t M = (int64_t)t->E * t->S / t->cfg.num_minibatches;
-    int nzm = 1;
-    for (int64_t i = 0; i < Ml; i++) {
-        int32_t j = rows[i];
-        nzm = t->d_nz[j] > nzm ? t->d_nz[j] : nzm;
-    }
+    int nzm = ppo_rollout_nz_max(&t->r, rows, Ml);
     int rc = mb_reserve(t, M, nzm);
     if (rc < 0) {
         return rc;
     }
+    ppo_rollout_gather(&t->r, rows, Ml);
     for (int64_t i = 0; i < Ml; i++) {
         int64_t j = rows[i];
-        int nz = t->d_nz[j];
+        int nz = t->r.nz[j];
         memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
                (size_t)nz * sizeof *t->mb_idx);
         memcpy(t->mb_val + i * nzm, t->d_val + t->d_off[j],
@@ -1248,13 +1241,10 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t Ml,
                (size_t)d * sizeof *t->mb_hc);
         t->mb_first[i] = t->d_first[j];
         t->mb_opt[i] = t->d_opt[j];
-        t->mb_logp[i] = t->d_logp[j];
-        t->mb_adv[i] = t->d_adv[j];
-        t->mb_ret[i] = t->d_ret[j];
     }
     struct ppo_minibatch b = {(int)Ml,   nzm,        t->mb_idx,  t->mb_val,
-                              t->mb_hc,  t->mb_first, t->mb_opt, t->mb_logp,
-                              t->mb_adv, t->mb_ret};
+                              t->mb_hc,  t->mb_first, t->mb_opt, t->r.mb_logp,
+                              t->r.mb_adv, t->r.mb_ret};
     return loss_with(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
                      t->cfg.ent_coef, t->cfg.norm_adv, mean, sd, lo);
 }
@@ -1269,21 +1259,7 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
         .perm_tag = 0x5045524D,
         .iteration = t->iteration,
         .global_step = t->global_step,
-        .E = t->E,
-        .S = t->S,
-        .e0 = t->e0,
-        .e1 = t->e1,
-        .R = t->d_R,
-        .steps = t->d_n,
-        .value = t->d_value,
-        .term = t->d_term,
-        .trunc = t->d_trunc,
-        .boot = t->d_boot,
-        .last_value = t->last_value,
-        .adv = t->d_adv,
-        .ret = t->d_ret,
-        .perm = t->perm,
-        .rows = t->mb_rows,
+        .r = &t->r,
         .loss = minibatch_loss,
         .self = t,
     };
@@ -1678,17 +1654,13 @@ void ppo_trainer_free(struct ppo_trainer *t)
     hcell_free(&t->ho);
     craft_batch_free(&t->batch);
     actor_free(&t->act);
+    ppo_rollout_free(&t->r);
     void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
-                    t->d_off,
-                    t->d_nz,    t->d_hc,      t->d_first, t->d_logp,
-                    t->d_value, t->d_R,       t->d_boot,  t->d_adv,
-                    t->d_ret,   t->d_opt,     t->d_n,     t->d_term,
-                    t->d_trunc, t->last_value, t->count,  t->actions,
-                    t->row_idx, t->row_val,   t->z,       t->u,
-                    t->head,    t->prob,      t->hnext,   t->perm,
-                    t->mb_idx,  t->mb_opt,    t->mb_val,  t->mb_hc,
-                    t->mb_first, t->mb_logp,  t->mb_adv,  t->mb_ret,
-                    t->mb_rows, t->state_host};
+                    t->d_off,   t->d_hc,      t->d_first, t->d_opt,
+                    t->count,   t->actions,   t->row_idx, t->row_val,
+                    t->z,       t->u,         t->head,    t->prob,
+                    t->hnext,   t->mb_idx,    t->mb_opt,  t->mb_val,
+                    t->mb_hc,   t->mb_first,  t->state_host};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -1828,6 +1800,10 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     }
     size_t scr = (size_t)(w > d ? w : d) + (size_t)K + (size_t)t->A + d + 2;
     if (rc == 0) {
+        rc = ppo_rollout_init(&t->r, E, S, t->e0, t->e1,
+                              cfg->num_minibatches, "PPO");
+    }
+    if (rc == 0) {
         t->obs = malloc((size_t)E * O * sizeof(float));
         t->final_obs = malloc((size_t)O * sizeof(float));
         /* the sparse pool starts at PPO_NZ_START entries a decision and
@@ -1836,20 +1812,9 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->d_idx = malloc(t->pool_cap * sizeof(int32_t));
         t->d_val = malloc(t->pool_cap * sizeof(float));
         t->d_off = calloc(D, sizeof(int64_t));
-        t->d_nz = calloc(D, sizeof(int32_t));
         t->d_hc = malloc(D * d * sizeof(float));
         t->d_first = calloc(D, sizeof(float));
-        t->d_logp = calloc(D, sizeof(float));
-        t->d_value = calloc(D, sizeof(float));
-        t->d_R = calloc(D, sizeof(float));
-        t->d_boot = calloc(D, sizeof(float));
-        t->d_adv = calloc(D, sizeof(float));
-        t->d_ret = calloc(D, sizeof(float));
         t->d_opt = calloc(D, sizeof(int32_t));
-        t->d_n = calloc(D, sizeof(int32_t));
-        t->d_term = calloc(D, 1);
-        t->d_trunc = calloc(D, 1);
-        t->last_value = calloc((size_t)E, sizeof(float));
         t->count = calloc((size_t)E, sizeof(int32_t));
         t->actions = calloc((size_t)E, 1);
         t->row_idx = malloc((size_t)O * sizeof(int32_t));
@@ -1859,27 +1824,18 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->head = malloc(scr * sizeof(float));
         t->prob = malloc(scr * sizeof(float));
         t->hnext = malloc(scr * sizeof(float));
-        t->perm = malloc((size_t)E * S * sizeof(int32_t));
         size_t M = (size_t)E * S / (size_t)cfg->num_minibatches;
-        t->mb_rows = malloc(M * sizeof(int32_t));
         t->mb_nz = PPO_NZ_START;
         t->mb_idx = malloc(M * PPO_NZ_START * sizeof(int32_t));
         t->mb_val = malloc(M * PPO_NZ_START * sizeof(float));
         t->mb_hc = malloc(M * d * sizeof(float));
         t->mb_first = malloc(M * sizeof(float));
         t->mb_opt = malloc(M * sizeof(int32_t));
-        t->mb_logp = malloc(M * sizeof(float));
-        t->mb_adv = malloc(M * sizeof(float));
-        t->mb_ret = malloc(M * sizeof(float));
         if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val ||
-            !t->d_off || !t->d_nz ||
-            !t->d_hc || !t->d_first || !t->d_logp || !t->d_value || !t->d_R ||
-            !t->d_boot || !t->d_adv || !t->d_ret || !t->d_opt || !t->d_n ||
-            !t->d_term || !t->d_trunc || !t->last_value || !t->count ||
+            !t->d_off || !t->d_hc || !t->d_first || !t->d_opt || !t->count ||
             !t->actions || !t->row_idx || !t->row_val || !t->z || !t->u ||
-            !t->head || !t->prob || !t->hnext || !t->perm || !t->mb_idx ||
-            !t->mb_val || !t->mb_hc || !t->mb_first || !t->mb_opt ||
-            !t->mb_logp || !t->mb_adv || !t->mb_ret || !t->mb_rows) {
+            !t->head || !t->prob || !t->hnext || !t->mb_idx || !t->mb_val ||
+            !t->mb_hc || !t->mb_first || !t->mb_opt) {
             rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
                           D);
         }

@@ -131,15 +131,14 @@ struct ppo_compile {
     /* storage: decision i of world e at e·S + i */
     int32_t *d_idx;
     float *d_val, *d_z;
-    int32_t *d_nz, *d_k, *d_n;
-    float *d_logp, *d_value, *d_R, *d_adv, *d_ret, *d_boot;
-    uint8_t *d_term, *d_trunc;
-    float *last_value, *disc, *reward;
+    int32_t *d_k;
+    struct ppo_rollout r; /* the rest (agents/ppo_internal.h) */
+    float *disc, *reward;
     int32_t *count, *cur, *ep_dec; /* ep_dec: decisions of each world's
                                       running episode */
     uint8_t *term, *trunc, *hold, *skip;
-    int32_t *perm, *mb_rows, *mb_idx, *mb_k;
-    float *mb_val, *mb_z, *mb_logp, *mb_adv, *mb_ret;
+    int32_t *mb_idx, *mb_k;
+    float *mb_val, *mb_z;
     int64_t iteration, global_step, total_episodes;
     struct gr_tensor *state;
     size_t state_bytes;
@@ -522,7 +521,7 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
                 continue;
             }
             if (a->decided[e] == 2) {
-                t->last_value[e] = a->v[e];
+                t->r.last_value[e] = a->v[e];
                 t->skip[e] = 1;
                 active--;
                 continue;
@@ -533,16 +532,16 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
                        PPO_NZ_MAX * 4);
                 memcpy(t->d_val + j * PPO_NZ_MAX, a->val + (size_t)e * PPO_NZ_MAX,
                        PPO_NZ_MAX * 4);
-                t->d_nz[j] = a->nz[e];
+                t->r.nz[j] = a->nz[e];
                 memcpy(t->d_z + j * d, a->z + (size_t)e * d, (size_t)d * 4);
                 t->d_k[j] = a->k_new[e];
-                t->d_logp[j] = a->logp_new[e];
-                t->d_value[j] = a->v[e];
-                t->d_R[j] = 0.0f;
-                t->d_n[j] = 0;
-                t->d_term[j] = 0;
-                t->d_trunc[j] = 0;
-                t->d_boot[j] = 0.0f;
+                t->r.logp[j] = a->logp_new[e];
+                t->r.value[j] = a->v[e];
+                t->r.R[j] = 0.0f;
+                t->r.n[j] = 0;
+                t->r.term[j] = 0;
+                t->r.trunc[j] = 0;
+                t->r.boot[j] = 0.0f;
                 t->cur[e] = (int32_t)j;
                 t->disc[e] = 1.0f;
                 ep_dec[e]++;
@@ -559,11 +558,11 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
             }
             frames++;
             int64_t j = t->cur[e];
-            t->d_R[j] += t->disc[e] * t->reward[e];
+            t->r.R[j] += t->disc[e] * t->reward[e];
             t->disc[e] *= t->cfg.gamma;
-            t->d_n[j]++;
+            t->r.n[j]++;
             if (t->term[e] || t->trunc[e]) {
-                t->d_term[j] = 1; /* truncation as termination */
+                t->r.term[j] = 1; /* truncation as termination */
                 a->ask[e] = 1;
                 dec_sum += ep_dec[e];
                 ep_dec[e] = 0;
@@ -643,7 +642,7 @@ static int loss_rows(struct ppo_compile *t, int64_t M, int nz, double mean,
         lp = ppo_gauss_logp(ctx, z, mu, t->log_std);
     }
     struct ppo_loss_head h = {lp, NULL, ent, v, NULL, NULL, NULL};
-    return ppo_loss_tail(ctx, &h, M, t->mb_logp, t->mb_adv, t->mb_ret,
+    return ppo_loss_tail(ctx, &h, M, t->r.mb_logp, t->r.mb_adv, t->r.mb_ret,
                          t->cfg.clip_coef, t->cfg.vf_coef, t->cfg.ent_coef,
                          t->cfg.norm_adv, mean, sd, "PPO loss (compILE)",
                          out);
@@ -656,10 +655,8 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
 {
     struct ppo_compile *t = self;
     const int d = t->d;
-    int nzm = 1;
-    for (int64_t i = 0; i < M; i++) {
-        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-    }
+    int nzm = ppo_rollout_nz_max(&t->r, rows, M);
+    ppo_rollout_gather(&t->r, rows, M);
     for (int64_t i = 0; i < M; i++) {
         int64_t j = rows[i];
         memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
@@ -668,9 +665,6 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
                (size_t)nzm * 4);
         memcpy(t->mb_z + i * d, t->d_z + j * d, (size_t)d * 4);
         t->mb_k[i] = t->d_k[j];
-        t->mb_logp[i] = t->d_logp[j];
-        t->mb_adv[i] = t->d_adv[j];
-        t->mb_ret[i] = t->d_ret[j];
     }
     return loss_rows(t, M, nzm, mean, sd, lo);
 }
@@ -692,21 +686,7 @@ static int update(struct ppo_compile *t, struct ppo_stats *st)
         .perm_tag = 0x43504552,
         .iteration = t->iteration,
         .global_step = t->global_step,
-        .E = t->E,
-        .S = t->S,
-        .e0 = t->e0,
-        .e1 = t->e1,
-        .R = t->d_R,
-        .steps = t->d_n,
-        .value = t->d_value,
-        .term = t->d_term,
-        .trunc = t->d_trunc,
-        .boot = t->d_boot,
-        .last_value = t->last_value,
-        .adv = t->d_adv,
-        .ret = t->d_ret,
-        .perm = t->perm,
-        .rows = t->mb_rows,
+        .r = &t->r,
         .loss = minibatch_loss,
         .self = t,
     };
@@ -876,12 +856,11 @@ void ppo_compile_free(struct ppo_compile *t)
     for (int g = 0; g < t->G; g++) {
         gr_ctx_free(t->mctx[g]);
     }
-    void *p[] = {t->log_std_h, t->d_idx, t->d_val, t->d_z, t->d_nz, t->d_k,
-                 t->d_n, t->d_logp, t->d_value, t->d_R, t->d_adv, t->d_ret,
-                 t->d_boot, t->d_term, t->d_trunc, t->last_value, t->disc,
-                 t->reward, t->count, t->cur, t->ep_dec, t->term, t->trunc, t->hold,
-                 t->skip, t->perm, t->mb_rows, t->mb_idx, t->mb_k, t->mb_val, t->mb_z,
-                 t->mb_logp, t->mb_adv, t->mb_ret, t->state_host};
+    ppo_rollout_free(&t->r);
+    void *p[] = {t->log_std_h, t->d_idx, t->d_val,  t->d_z,   t->d_k,
+                 t->disc,      t->reward, t->count, t->cur,   t->ep_dec,
+                 t->term,      t->trunc,  t->hold,  t->skip,  t->mb_idx,
+                 t->mb_k,      t->mb_val, t->mb_z,  t->state_host};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(p[i]);
     }
@@ -1133,22 +1112,15 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         rc = cactor_init(&t->a, t, t->E, t->env_seed);
     }
     if (rc == 0) {
+        rc = ppo_rollout_init(&t->r, t->E, t->S, t->e0, t->e1,
+                              cfg->num_minibatches, "PPO (compILE)");
+    }
+    if (rc == 0) {
         t->log_std_h = calloc((size_t)d, 4);
         t->d_idx = malloc(D * PPO_NZ_MAX * 4);
         t->d_val = malloc(D * PPO_NZ_MAX * 4);
         t->d_z = malloc(D * (size_t)d * 4);
-        t->d_nz = calloc(D, 4);
         t->d_k = calloc(D, 4);
-        t->d_n = calloc(D, 4);
-        t->d_logp = calloc(D, 4);
-        t->d_value = calloc(D, 4);
-        t->d_R = calloc(D, 4);
-        t->d_adv = calloc(D, 4);
-        t->d_ret = calloc(D, 4);
-        t->d_boot = calloc(D, 4);
-        t->d_term = calloc(D, 1);
-        t->d_trunc = calloc(D, 1);
-        t->last_value = calloc(E, 4);
         t->disc = calloc(E, 4);
         t->reward = calloc(E, 4);
         t->count = calloc(E, 4);
@@ -1158,23 +1130,14 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         t->trunc = calloc(E, 1);
         t->hold = calloc(E, 1);
         t->skip = calloc(E, 1);
-        t->perm = malloc(Dall * 4);
-        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_z = malloc(M * (size_t)d * 4);
         t->mb_k = malloc(M * 4);
-        t->mb_logp = malloc(M * 4);
-        t->mb_adv = malloc(M * 4);
-        t->mb_ret = malloc(M * 4);
-        if (!t->log_std_h || !t->d_idx || !t->d_val || !t->d_z || !t->d_nz ||
-            !t->d_k || !t->d_n || !t->d_logp || !t->d_value || !t->d_R ||
-            !t->d_adv || !t->d_ret || !t->d_boot || !t->d_term ||
-            !t->d_trunc || !t->last_value || !t->disc || !t->reward ||
-            !t->count || !t->cur || !t->ep_dec || !t->term || !t->trunc || !t->hold ||
-            !t->skip || !t->perm || !t->mb_rows || !t->mb_idx ||
-            !t->mb_val || !t->mb_z || !t->mb_k || !t->mb_logp ||
-            !t->mb_adv || !t->mb_ret) {
+        if (!t->log_std_h || !t->d_idx || !t->d_val || !t->d_z || !t->d_k ||
+            !t->disc || !t->reward || !t->count || !t->cur || !t->ep_dec ||
+            !t->term || !t->trunc || !t->hold || !t->skip || !t->mb_idx ||
+            !t->mb_val || !t->mb_z || !t->mb_k) {
             rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
         }
     }

@@ -63,6 +63,45 @@ typedef int (*ppo_minibatch_loss_fn)(void *self, const int32_t *rows,
                                      int64_t n, double mean, double sd,
                                      struct ppo_loss_out *out);
 
+/* The decision storage every trainer's rollout fills and the update reads,
+ * with the update's scratch: this process's decisions of worlds [e0, e1)
+ * of E (all of them in one process), S a world, world e's decision i at
+ * (e − e0)·S + i; D = (e1 − e0)·S of them, M = E·S / num_minibatches rows
+ * a minibatch (all processes). What a policy stores besides (its
+ * observations, states, actions) stays in its trainer. */
+struct ppo_rollout {
+    int E, S;
+    int e0, e1;
+    /* [D] */
+    float *R;                /* discounted reward of a decision */
+    int32_t *n;              /* frames a decision lasted */
+    float *value, *logp;     /* V and log π of the decision taken */
+    uint8_t *term, *trunc;
+    float *boot;             /* a truncation's bootstrap value */
+    int32_t *nz;             /* non-zeros of the decision's observation */
+    float *adv, *ret;        /* written by the update (GAE) */
+    float *last_value;       /* [E], world e at e */
+    int32_t *perm;           /* [E·S] scratch */
+    int32_t *rows;           /* [M] a minibatch's rows of this process */
+    float *mb_logp, *mb_adv, *mb_ret; /* [M] */
+};
+
+/* Allocates r for E worlds of S decisions, this process's [e0, e1), and
+ * num_minibatches (the buffers zeroed); `what` names the trainer in the
+ * error ("PPO (OMPN)"). ppo_rollout_free frees what there is (r zeroed
+ * first by the caller, as a calloc'ed trainer's is). */
+int ppo_rollout_init(struct ppo_rollout *r, int E, int S, int e0, int e1,
+                     int num_minibatches, const char *what);
+void ppo_rollout_free(struct ppo_rollout *r);
+
+/* The most non-zeros of the decisions rows[0..M), at least 1. */
+int ppo_rollout_nz_max(const struct ppo_rollout *r, const int32_t *rows,
+                       int64_t M);
+
+/* mb_logp, mb_adv, mb_ret [i] = logp, adv, ret [rows[i]], i < M. */
+void ppo_rollout_gather(struct ppo_rollout *r, const int32_t *rows,
+                        int64_t M);
+
 struct ppo_update {
     struct gr_ctx *ctx;
     struct gr_optim *optim;
@@ -71,18 +110,7 @@ struct ppo_update {
     uint32_t perm_tag;       /* the permutation's RNG stream tag */
     int64_t iteration;       /* iterations done before this one */
     int64_t global_step;     /* frames after this rollout */
-    int E, S;                /* worlds (all processes), decisions a world */
-    int e0, e1;              /* this process's worlds */
-    /* this process's decisions, world e's S at (e − e0)·S */
-    const float *R;
-    const int32_t *steps;
-    const float *value;
-    const uint8_t *term, *trunc;
-    const float *boot;
-    const float *last_value; /* [E], world e at e */
-    float *adv, *ret;        /* written: GAE's advantages and returns */
-    int32_t *perm;           /* scratch [E·S] */
-    int32_t *rows;           /* scratch [E·S / num_minibatches] */
+    struct ppo_rollout *r;   /* read; adv, ret, perm, rows written */
     ppo_minibatch_loss_fn loss;
     void *self;
 };

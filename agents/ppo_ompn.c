@@ -101,11 +101,10 @@ struct ppo_ompn {
     /* storage: frame s of world e at (e − e0)·S + s, D = (e1 − e0)·S */
     int32_t *d_idx;         /* [D, PPO_NZ_MAX] */
     float *d_val;
-    int32_t *d_nz, *d_act, *d_n;
+    int32_t *d_act;
     float *d_mem;           /* [D, n, d] */
-    float *d_first, *d_logp, *d_value, *d_R, *d_adv, *d_ret, *d_boot;
-    uint8_t *d_term, *d_trunc;
-    float *last_value;      /* [E] */
+    float *d_first;
+    struct ppo_rollout r;   /* the rest (agents/ppo_internal.h) */
     /* scratch */
     float *probs, *feat, *vtmp; /* [E, A], [E, F], [E] */
     int32_t *amax;          /* [E] */
@@ -115,8 +114,8 @@ struct ppo_ompn {
     float *mem_keep;        /* [e1 − e0, n, d] */
     uint8_t *first_keep;    /* [e1 − e0] */
     float *vw_h;            /* [F + 1]: the value head on the host */
-    int32_t *perm, *mb_rows, *mb_idx, *mb_act;
-    float *mb_val, *mb_mem, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    int32_t *mb_idx, *mb_act;
+    float *mb_val, *mb_mem, *mb_first;
     int64_t iteration, global_step, total_episodes;
     char source[512];
     struct gr_tensor *state;
@@ -227,7 +226,7 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             if (nz < 0) {
                 return nz;
             }
-            t->d_nz[j] = nz;
+            t->r.nz[j] = nz;
         }
         rc = ompn_act_feat(&t->m, &t->act, obs_l, t->amax, t->probs, NULL,
                            t->feat);
@@ -242,8 +241,8 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             int a = sample_a(t, e, p);
             t->actions[e] = (uint8_t)a;
             t->d_act[j] = a;
-            t->d_logp[j] = logf(fmaxf(p[a], 1e-30f));
-            t->d_value[j] = t->vtmp[le];
+            t->r.logp[j] = logf(fmaxf(p[a], 1e-30f));
+            t->r.value[j] = t->vtmp[le];
         }
         struct craft_batch_out out = {0};
         out.obs = t->obs;
@@ -254,13 +253,13 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
                                     &log);
         for (int e = e0; rc == 0 && e < e1; e++) {
             int64_t j = (int64_t)(e - e0) * S + s;
-            t->d_R[j] = t->reward[e];
-            t->d_n[j] = 1;
+            t->r.R[j] = t->reward[e];
+            t->r.n[j] = 1;
             /* a truncation ends the episode as a termination does (the
              * header): no bootstrap from the last observation */
-            t->d_term[j] = (uint8_t)(t->term[e] || t->trunc[e]);
-            t->d_trunc[j] = 0;
-            t->d_boot[j] = 0.0f;
+            t->r.term[j] = (uint8_t)(t->term[e] || t->trunc[e]);
+            t->r.trunc[j] = 0;
+            t->r.boot[j] = 0.0f;
             if (t->term[e] || t->trunc[e]) {
                 ompn_act_reset(&t->act, e - e0, 0);
             }
@@ -276,7 +275,7 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
         memcpy(t->act.mem, t->mem_keep, (size_t)El * nd * sizeof(float));
         memcpy(t->act.first, t->first_keep, (size_t)El);
         if (rc == 0) {
-            host_values(t, t->feat, El, t->last_value + e0);
+            host_values(t, t->feat, El, t->r.last_value + e0);
         }
     }
     if (rc < 0) {
@@ -321,10 +320,8 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
 {
     struct ppo_ompn *t = self;
     const size_t nd = (size_t)t->n * t->d;
-    int nzm = 1;
-    for (int64_t i = 0; i < M; i++) {
-        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-    }
+    int nzm = ppo_rollout_nz_max(&t->r, rows, M);
+    ppo_rollout_gather(&t->r, rows, M);
     for (int64_t i = 0; i < M; i++) {
         int64_t j = rows[i];
         memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
@@ -335,13 +332,10 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
                nd * sizeof *t->mb_mem);
         t->mb_first[i] = t->d_first[j];
         t->mb_act[i] = t->d_act[j];
-        t->mb_logp[i] = t->d_logp[j];
-        t->mb_adv[i] = t->d_adv[j];
-        t->mb_ret[i] = t->d_ret[j];
     }
     struct ppo_ompn_minibatch b = {
         (int)M,      nzm,       t->mb_idx,  t->mb_val, t->mb_mem,
-        t->mb_first, t->mb_act, t->mb_logp, t->mb_adv, t->mb_ret};
+        t->mb_first, t->mb_act, t->r.mb_logp, t->r.mb_adv, t->r.mb_ret};
     return loss_with(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
                      t->cfg.vf_coef, t->cfg.ent_coef, t->cfg.norm_adv, mean,
                      sd, lo);
@@ -357,21 +351,7 @@ static int update(struct ppo_ompn *t, struct ppo_stats *st)
         .perm_tag = 0x4F504552,
         .iteration = t->iteration,
         .global_step = t->global_step,
-        .E = t->E,
-        .S = t->S,
-        .e0 = t->e0,
-        .e1 = t->e1,
-        .R = t->d_R,
-        .steps = t->d_n,
-        .value = t->d_value,
-        .term = t->d_term,
-        .trunc = t->d_trunc,
-        .boot = t->d_boot,
-        .last_value = t->last_value,
-        .adv = t->d_adv,
-        .ret = t->d_ret,
-        .perm = t->perm,
-        .rows = t->mb_rows,
+        .r = &t->r,
         .loss = minibatch_loss,
         .self = t,
     };
@@ -570,17 +550,14 @@ void ppo_ompn_free(struct ppo_ompn *t)
     gr_optim_free(t->optim);
     craft_batch_free(&t->batch);
     ompn_act_state_free(&t->act);
-    void *bufs[] = {t->obs,     t->draws,   t->d_idx,    t->d_val,
-                    t->d_nz,    t->d_act,   t->d_n,      t->d_mem,
-                    t->d_first, t->d_logp,  t->d_value,  t->d_R,
-                    t->d_adv,   t->d_ret,   t->d_boot,   t->d_term,
-                    t->d_trunc, t->last_value, t->probs, t->feat,
-                    t->vtmp,    t->amax,    t->actions,  t->reward,
-                    t->term,    t->trunc,   t->mem_keep, t->first_keep,
-                    t->mem_all, t->first_all,
-                    t->vw_h,    t->perm,    t->mb_rows,  t->mb_idx,
-                    t->mb_act,  t->mb_val,  t->mb_mem,   t->mb_first,
-                    t->mb_logp, t->mb_adv,  t->mb_ret,   t->state_host};
+    ppo_rollout_free(&t->r);
+    void *bufs[] = {t->obs,      t->draws,      t->d_idx,    t->d_val,
+                    t->d_act,    t->d_mem,      t->d_first,  t->probs,
+                    t->feat,     t->vtmp,       t->amax,     t->actions,
+                    t->reward,   t->term,       t->trunc,    t->mem_keep,
+                    t->first_keep, t->mem_all,  t->first_all, t->vw_h,
+                    t->mb_idx,   t->mb_act,     t->mb_val,   t->mb_mem,
+                    t->mb_first, t->state_host};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -734,24 +711,17 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = ompn_act_state_init(&t->act, &t->m, (int)El);
     }
     if (rc == 0) {
+        rc = ppo_rollout_init(&t->r, t->E, t->S, t->e0, t->e1,
+                              cfg->num_minibatches, "PPO (OMPN)");
+    }
+    if (rc == 0) {
         t->obs = malloc(E * t->O * sizeof(float));
         t->draws = calloc(E, 8);
         t->d_idx = malloc(D * PPO_NZ_MAX * sizeof(int32_t));
         t->d_val = malloc(D * PPO_NZ_MAX * sizeof(float));
-        t->d_nz = calloc(D, 4);
         t->d_act = calloc(D, 4);
-        t->d_n = calloc(D, 4);
         t->d_mem = malloc(D * nd * sizeof(float));
         t->d_first = calloc(D, 4);
-        t->d_logp = calloc(D, 4);
-        t->d_value = calloc(D, 4);
-        t->d_R = calloc(D, 4);
-        t->d_adv = calloc(D, 4);
-        t->d_ret = calloc(D, 4);
-        t->d_boot = calloc(D, 4);
-        t->d_term = calloc(D, 1);
-        t->d_trunc = calloc(D, 1);
-        t->last_value = calloc(E, 4);
         t->probs = malloc(E * t->A * sizeof(float));
         t->feat = malloc(E * t->F * sizeof(float));
         t->vtmp = malloc(E * sizeof(float));
@@ -765,26 +735,17 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         t->mem_all = calloc(E * nd, sizeof(float));
         t->first_all = calloc(E, 1);
         t->vw_h = malloc(((size_t)t->F + 1) * sizeof(float));
-        t->perm = malloc(Dall * 4);
-        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_mem = malloc(M * nd * sizeof(float));
         t->mb_act = malloc(M * 4);
         t->mb_first = malloc(M * 4);
-        t->mb_logp = malloc(M * 4);
-        t->mb_adv = malloc(M * 4);
-        t->mb_ret = malloc(M * 4);
-        if (!t->obs || !t->draws || !t->d_idx || !t->d_val || !t->d_nz ||
-            !t->d_act || !t->d_n || !t->d_mem || !t->d_first || !t->d_logp ||
-            !t->d_value || !t->d_R || !t->d_adv || !t->d_ret || !t->d_boot ||
-            !t->d_term || !t->d_trunc || !t->last_value || !t->probs ||
-            !t->feat || !t->vtmp || !t->amax || !t->actions || !t->reward ||
-            !t->term || !t->trunc || !t->mem_keep || !t->first_keep ||
-            !t->mem_all || !t->first_all || !t->vw_h || !t->perm ||
-            !t->mb_rows || !t->mb_idx || !t->mb_val || !t->mb_mem ||
-            !t->mb_act || !t->mb_first || !t->mb_logp || !t->mb_adv ||
-            !t->mb_ret) {
+        if (!t->obs || !t->draws || !t->d_idx || !t->d_val || !t->d_act ||
+            !t->d_mem || !t->d_first || !t->probs || !t->feat || !t->vtmp ||
+            !t->amax || !t->actions || !t->reward || !t->term || !t->trunc ||
+            !t->mem_keep || !t->first_keep || !t->mem_all ||
+            !t->first_all || !t->vw_h || !t->mb_idx || !t->mb_val ||
+            !t->mb_mem || !t->mb_act || !t->mb_first) {
             rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for %zu "
                                      "frames",
                           D);
