@@ -654,10 +654,7 @@ struct ppo_trainer {
     int n_sources;
     struct craft_subtask trained[64];
     int n_trained;
-    /* the trainer state buffer */
-    struct gr_tensor *state;
-    size_t state_bytes;
-    uint8_t *state_host;
+    struct ppo_state state; /* the checkpoint's (agents/ppo_internal.h) */
 };
 
 struct ocn_model *ppo_model(struct ppo_trainer *t)
@@ -1579,69 +1576,23 @@ static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
     return 0;
 }
 
-static size_t state_size(const struct ppo_trainer *t)
+/* The trainer state of a checkpoint: each world's acting state, then the
+ * worlds. */
+static void state_layout(struct ppo_trainer *t, struct ppo_state_layout *L)
 {
-    size_t E = (size_t)t->E, d = (size_t)t->d;
-    size_t per_world = 1 + 1 + 4 + 2 * d * 4 + 4 + 8 + 4 + /* actor */
-                       (size_t)t->batch.cells + 3 + 1 + 1 + 2 +
-                       CRAFT_N_KINDS * 2 + 4 + 8 + 8; /* batch */
-    return 64 + E * per_world;
-}
-
-/* Serialises (dir 0) or restores (dir 1) the trainer state. */
-static int state_io(struct ppo_trainer *t, uint8_t *buf, int dir)
-{
-    size_t at = 0;
-#define IO(ptr, bytes)                                  \
-    do {                                                \
-        if (dir == 0) {                                 \
-            memcpy(buf + at, (ptr), (bytes));           \
-        } else {                                        \
-            memcpy((ptr), buf + at, (bytes));           \
-        }                                               \
-        at += (bytes);                                  \
-    } while (0)
-    uint32_t head[4] = {0x50504F53u, 1u, (uint32_t)t->E, (uint32_t)t->d};
-    if (dir == 1) {
-        uint32_t got[4];
-        memcpy(got, buf, sizeof got);
-        if (got[0] != head[0] || got[1] != head[1] || got[2] != head[2] ||
-            got[3] != head[3]) {
-            return gr_error(GR_EFORMAT, "trainer state of another shape "
-                                        "(%u worlds, hidden %u; this run "
-                                        "has %u, %u)",
-                            got[2], got[3], head[2], head[3]);
-        }
-    }
-    IO(head, sizeof head);
-    IO(&t->iteration, 8);
-    IO(&t->global_step, 8);
-    IO(&t->total_episodes, 8);
-    at = 64;
-    size_t E = (size_t)t->E, d = (size_t)t->d;
+    const size_t d = (size_t)t->d;
     struct actor *a = &t->act;
-    struct craft_batch *b = &t->batch;
-    IO(a->ask, E);
-    IO(a->first, E);
-    IO(a->opt, E * 4);
-    IO(a->hc, E * d * 4);
-    IO(a->ho, E * d * 4);
-    IO(a->start, E * 4);
-    IO(a->draws, E * 8);
-    IO(a->ep_dec, E * 4);
-    IO(b->grid, E * (size_t)b->cells);
-    IO(b->x, E);
-    IO(b->y, E);
-    IO(b->dir, E);
-    IO(b->k, E);
-    IO(b->task, E);
-    IO(b->t, E * 2);
-    IO(b->inventory, E * CRAFT_N_KINDS * 2);
-    IO(b->ret, E * 4);
-    IO(b->episode, E * 8);
-    IO(b->seed, E * 8);
-#undef IO
-    return 0;
+    ppo_state_begin(L, 0x50504F53u, t->E, t->d, &t->iteration,
+                    &t->global_step, &t->total_episodes);
+    ppo_state_add(L, a->ask, 1);
+    ppo_state_add(L, a->first, 1);
+    ppo_state_add(L, a->opt, 4);
+    ppo_state_add(L, a->hc, d * 4);
+    ppo_state_add(L, a->ho, d * 4);
+    ppo_state_add(L, a->start, 4);
+    ppo_state_add(L, a->draws, 8);
+    ppo_state_add(L, a->ep_dec, 4);
+    ppo_state_add_batch(L, &t->batch);
 }
 
 void ppo_trainer_free(struct ppo_trainer *t)
@@ -1655,12 +1606,13 @@ void ppo_trainer_free(struct ppo_trainer *t)
     craft_batch_free(&t->batch);
     actor_free(&t->act);
     ppo_rollout_free(&t->r);
+    ppo_state_free(&t->state);
     void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
                     t->d_off,   t->d_hc,      t->d_first, t->d_opt,
                     t->count,   t->actions,   t->row_idx, t->row_val,
                     t->z,       t->u,         t->head,    t->prob,
                     t->hnext,   t->mb_idx,    t->mb_opt,  t->mb_val,
-                    t->mb_hc,   t->mb_first,  t->state_host};
+                    t->mb_hc,   t->mb_first};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -1853,13 +1805,9 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         rc = refresh_options(t);
     }
     if (rc == 0) {
-        t->state_bytes = state_size(t);
-        t->state_host = calloc(t->state_bytes + 4, 1);
-        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
-                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
-        if (t->state_host == NULL || t->state == NULL) {
-            rc = gr_error(GR_ENOMEM, "PPO: out of memory for the state");
-        }
+        struct ppo_state_layout L;
+        state_layout(t, &L);
+        rc = ppo_state_init(&t->state, ctx, &L, "PPO");
     }
     if (rc < 0) {
         ppo_trainer_free(t);
@@ -1954,58 +1902,17 @@ char *ppo_checkpoint_config(const struct ppo_trainer *t)
     return text;
 }
 
-/* With MPI: every process's worlds into every process's copy (each acts
- * its own share of them), so the trainer state is the whole run's. */
-static int gather_worlds(struct ppo_trainer *t)
+static char *config_text(const void *t)
 {
-    if (train_mpi_size() <= 1) {
-        return 0;
-    }
-    const int E = t->E;
-    const size_t d = (size_t)t->d;
-    struct actor *a = &t->act;
-    struct craft_batch *b = &t->batch;
-    struct {
-        void *p;
-        size_t size;
-    } arrays[] = {
-        {a->ask, 1},       {a->first, 1},     {a->opt, 4},
-        {a->hc, d * 4},    {a->ho, d * 4},    {a->start, 4},
-        {a->draws, 8},     {a->ep_dec, 4},    {b->grid, (size_t)b->cells},
-        {b->x, 1},         {b->y, 1},         {b->dir, 1},
-        {b->k, 1},         {b->task, 1},      {b->t, 2},
-        {b->inventory, CRAFT_N_KINDS * 2},    {b->ret, 4},
-        {b->episode, 8},   {b->seed, 8},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return ppo_checkpoint_config(t);
 }
 
 int ppo_save(struct ppo_trainer *t, const char *path, int force)
 {
-    int rc = gather_worlds(t);
-    if (rc < 0 || train_mpi_rank() != 0) {
-        return rc; /* process 0 writes */
-    }
-    memset(t->state_host, 0, t->state_bytes + 4);
-    rc = state_io(t, t->state_host, 0);
-    if (rc == 0) {
-        rc = gr_tensor_set_host(t->state, t->state_host);
-    }
-    char *text = rc == 0 ? ppo_checkpoint_config(t) : NULL;
-    if (rc == 0 && text == NULL) {
-        rc = GR_EINVAL;
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
-    }
-    free(text);
-    return rc;
+    struct ppo_state_layout L;
+    state_layout(t, &L);
+    return ppo_state_save(&t->state, t->ctx, &L, path, force, config_text,
+                          t);
 }
 
 /* The integer of the config line "key N", or -1. */
@@ -2049,20 +1956,10 @@ int ppo_load(struct ppo_trainer *t, const char *path)
                       path, K, d, w, t->K, t->d, t->w);
     }
     free(text);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
     if (rc == 0) {
-        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
-    }
-    if (rc == 0) {
-        rc = gr_tensor_to_host(t->state, t->state_host);
-    }
-    if (rc == 0) {
-        rc = state_io(t, t->state_host, 1);
-        if (rc < 0) {
-            rc = gr_error_wrap(rc, "%s", path);
-        }
-    }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
-        craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
+        rc = ppo_state_load(&t->state, t->ctx, &L, path, t->obs, t->O);
     }
     if (rc == 0) {
         rc = refresh_ctrl(t);

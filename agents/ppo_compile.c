@@ -140,9 +140,7 @@ struct ppo_compile {
     int32_t *mb_idx, *mb_k;
     float *mb_val, *mb_z;
     int64_t iteration, global_step, total_episodes;
-    struct gr_tensor *state;
-    size_t state_bytes;
-    uint8_t *state_host;
+    struct ppo_state state; /* the checkpoint's (agents/ppo_internal.h) */
 };
 
 static void cactor_free(struct cactor *a)
@@ -789,61 +787,17 @@ int ppo_compile_evaluate(struct ppo_compile *t, int episodes,
 
 /* ---- building, saving, loading ---------------------------------------------- */
 
-static size_t state_size(const struct ppo_compile *t)
+/* The trainer state of a checkpoint: between iterations every world waits
+ * at a decision, so no segment state to keep: each world's flag, sampling
+ * counter and decisions of its running episode, then the worlds. */
+static void state_layout(struct ppo_compile *t, struct ppo_state_layout *L)
 {
-    size_t per_world = 1 + 8 + 4 + (size_t)t->a.b.cells + 3 + 1 + 1 + 2 +
-                       CRAFT_N_KINDS * 2 + 4 + 8 + 8;
-    return 64 + (size_t)t->E * per_world;
-}
-
-static int state_io(struct ppo_compile *t, uint8_t *buf, int dir)
-{
-    size_t at = 0;
-#define IO(ptr, bytes)                                  \
-    do {                                                \
-        if (dir == 0) {                                 \
-            memcpy(buf + at, (ptr), (bytes));           \
-        } else {                                        \
-            memcpy((ptr), buf + at, (bytes));           \
-        }                                               \
-        at += (bytes);                                  \
-    } while (0)
-    uint32_t head[4] = {0x434D5053u, 1u, (uint32_t)t->E, (uint32_t)t->d};
-    if (dir == 1) {
-        uint32_t got[4];
-        memcpy(got, buf, sizeof got);
-        if (memcmp(got, head, sizeof got) != 0) {
-            return gr_error(GR_EFORMAT, "trainer state of another shape "
-                                        "(%u worlds, hidden %u; this run "
-                                        "has %u, %u)",
-                            got[2], got[3], head[2], head[3]);
-        }
-    }
-    IO(head, sizeof head);
-    IO(&t->iteration, 8);
-    IO(&t->global_step, 8);
-    IO(&t->total_episodes, 8);
-    at = 64;
-    size_t E = (size_t)t->E;
-    struct craft_batch *b = &t->a.b;
-    /* between iterations every world waits at a decision: no segment
-     * state to keep */
-    IO(t->a.ask, E);
-    IO(t->a.draws, E * 8);
-    IO(t->ep_dec, E * 4);
-    IO(b->grid, E * (size_t)b->cells);
-    IO(b->x, E);
-    IO(b->y, E);
-    IO(b->dir, E);
-    IO(b->k, E);
-    IO(b->task, E);
-    IO(b->t, E * 2);
-    IO(b->inventory, E * CRAFT_N_KINDS * 2);
-    IO(b->ret, E * 4);
-    IO(b->episode, E * 8);
-    IO(b->seed, E * 8);
-#undef IO
-    return 0;
+    ppo_state_begin(L, 0x434D5053u, t->E, t->d, &t->iteration,
+                    &t->global_step, &t->total_episodes);
+    ppo_state_add(L, t->a.ask, 1);
+    ppo_state_add(L, t->a.draws, 8);
+    ppo_state_add(L, t->ep_dec, 4);
+    ppo_state_add_batch(L, &t->a.b);
 }
 
 void ppo_compile_free(struct ppo_compile *t)
@@ -857,10 +811,11 @@ void ppo_compile_free(struct ppo_compile *t)
         gr_ctx_free(t->mctx[g]);
     }
     ppo_rollout_free(&t->r);
+    ppo_state_free(&t->state);
     void *p[] = {t->log_std_h, t->d_idx, t->d_val,  t->d_z,   t->d_k,
                  t->disc,      t->reward, t->count, t->cur,   t->ep_dec,
                  t->term,      t->trunc,  t->hold,  t->skip,  t->mb_idx,
-                 t->mb_k,      t->mb_val, t->mb_z,  t->state_host};
+                 t->mb_k,      t->mb_val, t->mb_z};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(p[i]);
     }
@@ -1142,13 +1097,9 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         }
     }
     if (rc == 0) {
-        t->state_bytes = state_size(t);
-        t->state_host = calloc(t->state_bytes + 4, 1);
-        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
-                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
-        if (t->state_host == NULL || t->state == NULL) {
-            rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
-        }
+        struct ppo_state_layout L;
+        state_layout(t, &L);
+        rc = ppo_state_init(&t->state, ctx, &L, "PPO (compILE)");
     }
     if (rc < 0) {
         ppo_compile_free(t);
@@ -1192,52 +1143,17 @@ char *ppo_compile_checkpoint_config(const struct ppo_compile *t)
     return text;
 }
 
-/* Every world's state on every process (with MPI each plays its share). */
-static int gather_worlds(struct ppo_compile *t)
+static char *config_text(const void *t)
 {
-    if (train_mpi_size() <= 1) {
-        return 0;
-    }
-    struct craft_batch *b = &t->a.b;
-    struct {
-        void *p;
-        size_t size;
-    } arrays[] = {
-        {t->a.ask, 1}, {t->a.draws, 8}, {t->ep_dec, 4},
-        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
-        {b->k, 1}, {b->task, 1}, {b->t, 2},
-        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
-        {b->seed, 8},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, t->E);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return ppo_compile_checkpoint_config(t);
 }
 
 int ppo_compile_save(struct ppo_compile *t, const char *path, int force)
 {
-    int rc = gather_worlds(t);
-    if (rc < 0 || train_mpi_rank() != 0) {
-        return rc; /* process 0 writes */
-    }
-    memset(t->state_host, 0, t->state_bytes + 4);
-    rc = state_io(t, t->state_host, 0);
-    if (rc == 0) {
-        rc = gr_tensor_set_host(t->state, t->state_host);
-    }
-    char *text = rc == 0 ? ppo_compile_checkpoint_config(t) : NULL;
-    if (rc == 0 && text == NULL) {
-        rc = GR_EINVAL;
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
-    }
-    free(text);
-    return rc;
+    struct ppo_state_layout L;
+    state_layout(t, &L);
+    return ppo_state_save(&t->state, t->ctx, &L, path, force, config_text,
+                          t);
 }
 
 int ppo_compile_load(struct ppo_compile *t, const char *path)
@@ -1257,20 +1173,10 @@ int ppo_compile_load(struct ppo_compile *t, const char *path)
                       c.num_envs, t->E);
     }
     free(text);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
     if (rc == 0) {
-        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
-    }
-    if (rc == 0) {
-        rc = gr_tensor_to_host(t->state, t->state_host);
-    }
-    if (rc == 0) {
-        rc = state_io(t, t->state_host, 1);
-        if (rc < 0) {
-            rc = gr_error_wrap(rc, "%s", path);
-        }
-    }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
-        craft_batch_observe(&t->a.b, e, t->a.obs + (size_t)e * t->O);
+        rc = ppo_state_load(&t->state, t->ctx, &L, path, t->a.obs, t->O);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(t->log_std, t->log_std_h);

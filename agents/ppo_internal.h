@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "agents/ppo.h"
+#include "envs/craft.h"
 #include "kernels/optim.h"
 #include "kernels/tensor.h"
 
@@ -122,5 +123,70 @@ struct ppo_update {
  * minibatch B)" with no step taken for that minibatch. Ends with the step
  * arena reset. */
 int ppo_update_run(const struct ppo_update *u, struct ppo_stats *st);
+
+/* ---- the trainer state of a checkpoint (agents/ppo_state.c) ---------------
+ *
+ * Beside the parameters and the optimizer, a PPO checkpoint holds the
+ * buffer "ppo.state": a 64-byte head (magic, version 1, E, hidden as
+ * uint32; the iteration, global_step and total_episodes counters as
+ * int64), then per-world arrays, each whole for the E worlds, in the order
+ * a trainer's layout adds them (its own acting state, then the worlds'
+ * batch). With MPI each process acts its share of the worlds: the arrays
+ * are gathered before process 0 writes. */
+
+#define PPO_STATE_MAX_ARRAYS 24
+
+struct ppo_state_layout {
+    uint32_t magic;          /* the trainer's ("PPOS", "OMPS", "CMPS") */
+    int E, d;
+    int64_t *iteration, *global_step, *total_episodes;
+    struct craft_batch *batch; /* the worlds (ppo_state_add_batch) */
+    int n;
+    struct {
+        void *p;
+        size_t size;         /* bytes a world */
+    } a[PPO_STATE_MAX_ARRAYS];
+};
+
+/* Starts L: the head's magic, E and hidden, and the counters. */
+void ppo_state_begin(struct ppo_state_layout *L, uint32_t magic, int E,
+                     int d, int64_t *iteration, int64_t *global_step,
+                     int64_t *total_episodes);
+
+/* Appends an array of E items of `size` bytes to the layout. */
+void ppo_state_add(struct ppo_state_layout *L, void *p, size_t size);
+
+/* Appends the worlds' arrays of b (grid, position, direction, progress,
+ * task, steps, inventory, return, episode, seed) and keeps b. */
+void ppo_state_add_batch(struct ppo_state_layout *L, struct craft_batch *b);
+
+/* The state buffer a trainer owns: its tensor "ppo.state" and host copy. */
+struct ppo_state {
+    struct gr_tensor *buf;
+    size_t bytes;
+    uint8_t *host;
+};
+
+/* Sizes and allocates s for the layout L (`what` names the trainer in the
+ * error). ppo_state_free frees the host copy (the tensor is ctx's). */
+int ppo_state_init(struct ppo_state *s, struct gr_ctx *ctx,
+                   const struct ppo_state_layout *L, const char *what);
+void ppo_state_free(struct ppo_state *s);
+
+/* The worlds gathered (MPI), then on process 0: the state into s, and the
+ * checkpoint of ctx (GR_CKPT_ALL) with the config text config(self) to
+ * path. */
+int ppo_state_save(struct ppo_state *s, struct gr_ctx *ctx,
+                   const struct ppo_state_layout *L, const char *path,
+                   int force, char *(*config)(const void *self),
+                   const void *self);
+
+/* The checkpoint of path into ctx (GR_CKPT_ALL), its state into L's
+ * arrays (a head of another shape: GR_EFORMAT naming path), and the
+ * worlds' observations into obs [E, O]. The trainer checks the config
+ * text before. */
+int ppo_state_load(struct ppo_state *s, struct gr_ctx *ctx,
+                   const struct ppo_state_layout *L, const char *path,
+                   float *obs, int O);
 
 #endif

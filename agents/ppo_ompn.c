@@ -118,9 +118,7 @@ struct ppo_ompn {
     float *mb_val, *mb_mem, *mb_first;
     int64_t iteration, global_step, total_episodes;
     char source[512];
-    struct gr_tensor *state;
-    size_t state_bytes;
-    uint8_t *state_host;
+    struct ppo_state state; /* the checkpoint's (agents/ppo_internal.h) */
 };
 
 struct ompn_model *ppo_ompn_model(struct ppo_ompn *t)
@@ -485,61 +483,16 @@ int ppo_ompn_evaluate(struct ppo_ompn *t, int episodes, uint64_t base_seed,
 
 /* ---- building, saving, loading ---------------------------------------------- */
 
-static size_t state_size(const struct ppo_ompn *t)
+/* The trainer state of a checkpoint: every world's memory, first flag
+ * and sampling counter, then the worlds. */
+static void state_layout(struct ppo_ompn *t, struct ppo_state_layout *L)
 {
-    size_t E = (size_t)t->E;
-    size_t per_world = (size_t)t->n * t->d * 4 + 1 + 8 + /* acting */
-                       (size_t)t->batch.cells + 3 + 1 + 1 + 2 +
-                       CRAFT_N_KINDS * 2 + 4 + 8 + 8; /* batch */
-    return 64 + E * per_world;
-}
-
-static int state_io(struct ppo_ompn *t, uint8_t *buf, int dir)
-{
-    size_t at = 0;
-#define IO(ptr, bytes)                                  \
-    do {                                                \
-        if (dir == 0) {                                 \
-            memcpy(buf + at, (ptr), (bytes));           \
-        } else {                                        \
-            memcpy((ptr), buf + at, (bytes));           \
-        }                                               \
-        at += (bytes);                                  \
-    } while (0)
-    uint32_t head[4] = {0x4F4D5053u, 1u, (uint32_t)t->E, (uint32_t)t->d};
-    if (dir == 1) {
-        uint32_t got[4];
-        memcpy(got, buf, sizeof got);
-        if (memcmp(got, head, sizeof got) != 0) {
-            return gr_error(GR_EFORMAT, "trainer state of another shape "
-                                        "(%u worlds, hidden %u; this run "
-                                        "has %u, %u)",
-                            got[2], got[3], head[2], head[3]);
-        }
-    }
-    IO(head, sizeof head);
-    IO(&t->iteration, 8);
-    IO(&t->global_step, 8);
-    IO(&t->total_episodes, 8);
-    at = 64;
-    size_t E = (size_t)t->E;
-    struct craft_batch *b = &t->batch;
-    IO(t->mem_all, E * (size_t)t->n * t->d * 4);
-    IO(t->first_all, E);
-    IO(t->draws, E * 8);
-    IO(b->grid, E * (size_t)b->cells);
-    IO(b->x, E);
-    IO(b->y, E);
-    IO(b->dir, E);
-    IO(b->k, E);
-    IO(b->task, E);
-    IO(b->t, E * 2);
-    IO(b->inventory, E * CRAFT_N_KINDS * 2);
-    IO(b->ret, E * 4);
-    IO(b->episode, E * 8);
-    IO(b->seed, E * 8);
-#undef IO
-    return 0;
+    ppo_state_begin(L, 0x4F4D5053u, t->E, t->d, &t->iteration,
+                    &t->global_step, &t->total_episodes);
+    ppo_state_add(L, t->mem_all, (size_t)t->n * t->d * 4);
+    ppo_state_add(L, t->first_all, 1);
+    ppo_state_add(L, t->draws, 8);
+    ppo_state_add_batch(L, &t->batch);
 }
 
 void ppo_ompn_free(struct ppo_ompn *t)
@@ -551,13 +504,14 @@ void ppo_ompn_free(struct ppo_ompn *t)
     craft_batch_free(&t->batch);
     ompn_act_state_free(&t->act);
     ppo_rollout_free(&t->r);
+    ppo_state_free(&t->state);
     void *bufs[] = {t->obs,      t->draws,      t->d_idx,    t->d_val,
                     t->d_act,    t->d_mem,      t->d_first,  t->probs,
                     t->feat,     t->vtmp,       t->amax,     t->actions,
                     t->reward,   t->term,       t->trunc,    t->mem_keep,
                     t->first_keep, t->mem_all,  t->first_all, t->vw_h,
                     t->mb_idx,   t->mb_act,     t->mb_val,   t->mb_mem,
-                    t->mb_first, t->state_host};
+                    t->mb_first};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -764,14 +718,9 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = refresh_value(t);
     }
     if (rc == 0) {
-        t->state_bytes = state_size(t);
-        t->state_host = calloc(t->state_bytes + 4, 1);
-        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
-                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
-        if (t->state_host == NULL || t->state == NULL) {
-            rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for the "
-                                     "state");
-        }
+        struct ppo_state_layout L;
+        state_layout(t, &L);
+        rc = ppo_state_init(&t->state, ctx, &L, "PPO (OMPN)");
     }
     if (rc < 0) {
         ppo_ompn_free(t);
@@ -813,58 +762,22 @@ char *ppo_ompn_checkpoint_config(const struct ppo_ompn *t)
     return text;
 }
 
-/* Every world's state on every process (with MPI each acts its share):
- * the memories from the acting state, then the gathers. */
-static int gather_worlds(struct ppo_ompn *t)
+static char *config_text(const void *t)
 {
-    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
-    memcpy(t->mem_all + (size_t)t->e0 * nd, t->act.mem,
-           El * nd * sizeof(float));
-    memcpy(t->first_all + t->e0, t->act.first, El);
-    if (train_mpi_size() <= 1) {
-        return 0;
-    }
-    const int E = t->E;
-    struct craft_batch *b = &t->batch;
-    struct {
-        void *p;
-        size_t size;
-    } arrays[] = {
-        {t->mem_all, nd * 4}, {t->first_all, 1}, {t->draws, 8},
-        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
-        {b->k, 1}, {b->task, 1}, {b->t, 2},
-        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
-        {b->seed, 8},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return ppo_ompn_checkpoint_config(t);
 }
 
 int ppo_ompn_save(struct ppo_ompn *t, const char *path, int force)
 {
-    int rc = gather_worlds(t);
-    if (rc < 0 || train_mpi_rank() != 0) {
-        return rc; /* process 0 writes */
-    }
-    memset(t->state_host, 0, t->state_bytes + 4);
-    rc = state_io(t, t->state_host, 0);
-    if (rc == 0) {
-        rc = gr_tensor_set_host(t->state, t->state_host);
-    }
-    char *text = rc == 0 ? ppo_ompn_checkpoint_config(t) : NULL;
-    if (rc == 0 && text == NULL) {
-        rc = GR_EINVAL;
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
-    }
-    free(text);
-    return rc;
+    /* the memories of this process's worlds from the acting state */
+    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
+    memcpy(t->mem_all + (size_t)t->e0 * nd, t->act.mem,
+           El * nd * sizeof(float));
+    memcpy(t->first_all + t->e0, t->act.first, El);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
+    return ppo_state_save(&t->state, t->ctx, &L, path, force, config_text,
+                          t);
 }
 
 int ppo_ompn_load(struct ppo_ompn *t, const char *path)
@@ -888,22 +801,15 @@ int ppo_ompn_load(struct ppo_ompn *t, const char *path)
                       t->d);
     }
     free(text);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
     if (rc == 0) {
-        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
+        rc = ppo_state_load(&t->state, t->ctx, &L, path, t->obs, t->O);
     }
     if (rc == 0) {
-        rc = gr_tensor_to_host(t->state, t->state_host);
-    }
-    if (rc == 0) {
-        /* the acting copies from the loaded parameters, then the state */
+        /* the acting copies from the loaded parameters */
         ompn_act_state_free(&t->act);
         rc = ompn_act_state_init(&t->act, &t->m, t->e1 - t->e0);
-    }
-    if (rc == 0) {
-        rc = state_io(t, t->state_host, 1);
-        if (rc < 0) {
-            rc = gr_error_wrap(rc, "%s", path);
-        }
     }
     if (rc == 0) {
         /* this process's worlds into the acting state */
@@ -912,9 +818,6 @@ int ppo_ompn_load(struct ppo_ompn *t, const char *path)
         memcpy(t->act.mem, t->mem_all + (size_t)t->e0 * nd,
                El * nd * sizeof(float));
         memcpy(t->act.first, t->first_all + t->e0, El);
-    }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
-        craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
     }
     if (rc == 0) {
         rc = refresh_value(t);
