@@ -570,29 +570,8 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
-    /* with MPI, the totals of every process's worlds */
-    double sums[6] = {(double)frames, (double)log.episodes, log.return_sum,
-                      (double)log.steps, (double)log.successes,
-                      (double)dec_sum};
-    rc = train_allreduce_sum(sums, 6);
-    if (rc < 0) {
-        return rc;
-    }
-    frames = (int64_t)sums[0];
-    t->global_step += frames;
-    t->total_episodes += (int64_t)sums[1];
-    st->frames = frames;
-    st->global_step = t->global_step;
-    st->decisions = (int64_t)E * S;
-    st->episodes = (int64_t)sums[1];
-    st->total_episodes = t->total_episodes;
-    double ne = sums[1];
-    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
-    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
-    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
-    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
-    st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
-    return 0;
+    return ppo_rollout_totals(&t->r, frames, &log, dec_sum, &t->global_step,
+                              &t->total_episodes, st);
 }
 
 /* The PPO loss of the M decisions gathered in mb_* on the tape

@@ -103,6 +103,16 @@ int ppo_rollout_nz_max(const struct ppo_rollout *r, const int32_t *rows,
 void ppo_rollout_gather(struct ppo_rollout *r, const int32_t *rows,
                         int64_t M);
 
+/* The rollout's totals over every process (MPI): `frames` played and the
+ * log of the episodes that ended on this process's worlds, dec_sum their
+ * decisions. Adds them to the trainer's counters and fills st's frames,
+ * global_step, decisions (E·S), episodes, total_episodes, the episodes'
+ * means (NaN without one) and mean_option_duration (frames / (E·S)). */
+int ppo_rollout_totals(const struct ppo_rollout *r, int64_t frames,
+                       const struct craft_log *log, int64_t dec_sum,
+                       int64_t *global_step, int64_t *total_episodes,
+                       struct ppo_stats *st);
+
 struct ppo_update {
     struct gr_ctx *ctx;
     struct gr_optim *optim;

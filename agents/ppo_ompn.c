@@ -279,29 +279,10 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
-    /* with MPI, the totals of every process's worlds */
-    double sums[5] = {(double)((int64_t)El * S), (double)log.episodes,
-                      log.return_sum, (double)log.steps,
-                      (double)log.successes};
-    rc = train_allreduce_sum(sums, 5);
-    if (rc < 0) {
-        return rc;
-    }
-    int64_t frames = (int64_t)sums[0];
-    t->global_step += frames;
-    t->total_episodes += (int64_t)sums[1];
-    st->frames = frames;
-    st->global_step = t->global_step;
-    st->decisions = frames;
-    st->episodes = (int64_t)sums[1];
-    st->total_episodes = t->total_episodes;
-    double ne = sums[1];
-    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
-    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
-    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
-    st->decisions_per_episode = st->episodic_length;
-    st->mean_option_duration = 1.0;
-    return 0;
+    /* a decision every frame */
+    return ppo_rollout_totals(&t->r, (int64_t)El * S, &log,
+                              (int64_t)log.steps, &t->global_step,
+                              &t->total_episodes, st);
 }
 
 static double now_s(void)

@@ -149,6 +149,36 @@ void ppo_rollout_gather(struct ppo_rollout *r, const int32_t *rows,
     }
 }
 
+int ppo_rollout_totals(const struct ppo_rollout *r, int64_t frames,
+                       const struct craft_log *log, int64_t dec_sum,
+                       int64_t *global_step, int64_t *total_episodes,
+                       struct ppo_stats *st)
+{
+    const int64_t D = (int64_t)r->E * r->S;
+    double sums[6] = {(double)frames, (double)log->episodes, log->return_sum,
+                      (double)log->steps, (double)log->successes,
+                      (double)dec_sum};
+    int rc = train_allreduce_sum(sums, 6);
+    if (rc < 0) {
+        return rc;
+    }
+    frames = (int64_t)sums[0];
+    *global_step += frames;
+    *total_episodes += (int64_t)sums[1];
+    st->frames = frames;
+    st->global_step = *global_step;
+    st->decisions = D;
+    st->episodes = (int64_t)sums[1];
+    st->total_episodes = *total_episodes;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
+    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
+    st->mean_option_duration = (double)frames / (double)D;
+    return 0;
+}
+
 /* ---- the update ------------------------------------------------------------ */
 
 /* GAE per world of this process, then the explained variance of the
