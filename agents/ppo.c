@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/bc.h"
 #include "agents/ocn_load.h"
@@ -1180,12 +1179,6 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                               &t->total_episodes, st);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One minibatch's loss (agents/ppo_internal.h): the rows' sparse
  * observations, controller states and the rest gathered from the storage,
@@ -1246,9 +1239,9 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
 int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = ppo_now_s();
     int rc = rollout(t, st);
-    double t1 = now_s();
+    double t1 = ppo_now_s();
     if (rc == 0) {
         part(t, PPO_PART_UPDATE);
         rc = update(t, st);
@@ -1260,7 +1253,7 @@ int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
     t->iteration++;
     st->iteration = t->iteration;
     st->rollout_s = t1 - t0;
-    st->update_s = now_s() - t1;
+    st->update_s = ppo_now_s() - t1;
     return 0;
 }
 
@@ -1710,11 +1703,7 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         rc = gr_error(GR_EINVAL, "PPO: the model has no option parameters");
     }
     if (rc == 0) {
-        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
-        ocf.lr = cfg->learning_rate;
-        ocf.eps = cfg->adam_eps;
-        ocf.prefix = "ctrl.";
-        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+        rc = ppo_optim_new(&t->optim, ctx, cfg, "ctrl.");
     }
     const int E = t->E, S = t->S, d = t->d, w = t->w, K = t->K, O = t->O;
     const size_t D = (size_t)(t->e1 - t->e0) * S; /* this process's */
@@ -1772,8 +1761,7 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         }
     }
     if (rc == 0) {
-        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
-        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
         rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, E,
                               t->env_seed, t->obs);
     }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/bc.h"
 #include "agents/demos.h"
@@ -646,12 +645,6 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
     return loss_rows(t, M, nzm, mean, sd, lo);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int update(struct ppo_compile *t, struct ppo_stats *st)
 {
@@ -674,9 +667,9 @@ static int update(struct ppo_compile *t, struct ppo_stats *st)
 int ppo_compile_iteration(struct ppo_compile *t, struct ppo_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = ppo_now_s();
     int rc = rollout(t, st);
-    double t1 = now_s();
+    double t1 = ppo_now_s();
     if (rc == 0) {
         rc = update(t, st);
     }
@@ -686,7 +679,7 @@ int ppo_compile_iteration(struct ppo_compile *t, struct ppo_stats *st)
     t->iteration++;
     st->iteration = t->iteration;
     st->rollout_s = t1 - t0;
-    st->update_s = now_s() - t1;
+    st->update_s = ppo_now_s() - t1;
     return 0;
 }
 
@@ -1023,11 +1016,7 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
     if (rc == 0 && G > 1) rc = gr_init_uniform(t->wk, -0.1f * bw, 0.1f * bw, rng);
     if (rc == 0) rc = gr_init_uniform(t->vw, -bw, bw, rng);
     if (rc == 0) {
-        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
-        ocf.lr = cfg->learning_rate;
-        ocf.eps = cfg->adam_eps;
-        ocf.prefix = "ctl.";
-        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+        rc = ppo_optim_new(&t->optim, ctx, cfg, "ctl.");
     }
     train_mpi_share(t->E, &t->e0, &t->e1);
     if (rc == 0 && t->e1 <= t->e0) {
@@ -1041,8 +1030,7 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
                  D = (size_t)(t->e1 - t->e0) * (size_t)t->S,
                  M = Dall / (size_t)cfg->num_minibatches;
     if (rc == 0) {
-        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
-        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
         rc = cactor_init(&t->a, t, t->E, t->env_seed);
     }
     if (rc == 0) {

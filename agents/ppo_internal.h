@@ -64,6 +64,19 @@ typedef int (*ppo_minibatch_loss_fn)(void *self, const int32_t *rows,
                                      int64_t n, double mean, double sd,
                                      struct ppo_loss_out *out);
 
+/* Adam over the parameters named prefix* with cfg's learning rate and
+ * epsilon (the update's optimizer). */
+int ppo_optim_new(struct gr_optim **out, struct gr_ctx *ctx,
+                  const struct ppo_config *cfg, const char *prefix);
+
+/* The run's two random streams from cfg->seed: the policy's sampling and
+ * the worlds' (craft_batch_init's base seed). */
+void ppo_seeds(const struct ppo_config *cfg, uint64_t *sample_seed,
+               uint64_t *env_seed);
+
+/* Monotonic seconds (the iteration's rollout_s, update_s). */
+double ppo_now_s(void);
+
 /* The decision storage every trainer's rollout fills and the update reads,
  * with the update's scratch: this process's decisions of worlds [e0, e1)
  * of E (all of them in one process), S a world, world e's decision i at

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/bc.h"
 #include "agents/ppo_internal.h"
@@ -285,12 +284,6 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
                               &t->total_episodes, st);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One minibatch's loss (agents/ppo_internal.h): the rows gathered from
  * the storage, then loss_with. */
@@ -356,9 +349,9 @@ static int rebuild_act(struct ppo_ompn *t, const float *mem,
 int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = ppo_now_s();
     int rc = rollout(t, st);
-    double t1 = now_s();
+    double t1 = ppo_now_s();
     if (rc < 0) {
         return rc;
     }
@@ -374,7 +367,7 @@ int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
     t->iteration++;
     st->iteration = t->iteration;
     st->rollout_s = t1 - t0;
-    st->update_s = now_s() - t1;
+    st->update_s = ppo_now_s() - t1;
     return 0;
 }
 
@@ -624,11 +617,7 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = gr_init_uniform(t->vw, -b, b, gr_rng_make(cfg->seed, 0x56414Cu));
     }
     if (rc == 0) {
-        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
-        ocf.lr = cfg->learning_rate;
-        ocf.eps = cfg->adam_eps;
-        ocf.prefix = "ompn.";
-        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+        rc = ppo_optim_new(&t->optim, ctx, cfg, "ompn.");
     }
     train_mpi_share(t->E, &t->e0, &t->e1);
     if (rc == 0 && t->e1 <= t->e0) {
@@ -687,8 +676,7 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         }
     }
     if (rc == 0) {
-        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
-        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
         rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, t->E,
                               t->env_seed, t->obs);
     }

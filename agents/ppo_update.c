@@ -1,11 +1,14 @@
 /* The PPO update the trainers share (see agents/ppo_internal.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "agents/ppo_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "kernels/ops.h"
 #include "kernels/rng.h"
 #include "kernels/tape.h"
@@ -78,6 +81,32 @@ int ppo_loss_tail(struct gr_ctx *ctx, const struct ppo_loss_head *h,
     out->approx_kl = akl / (double)M;
     out->clipfrac = cf / (double)M;
     return rc;
+}
+
+/* ---- what every trainer builds ----------------------------------------------- */
+
+int ppo_optim_new(struct gr_optim **out, struct gr_ctx *ctx,
+                  const struct ppo_config *cfg, const char *prefix)
+{
+    struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
+    ocf.lr = cfg->learning_rate;
+    ocf.eps = cfg->adam_eps;
+    ocf.prefix = prefix;
+    return gr_optim_new(out, ctx, "adam", &ocf);
+}
+
+void ppo_seeds(const struct ppo_config *cfg, uint64_t *sample_seed,
+               uint64_t *env_seed)
+{
+    *sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
+    *env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+}
+
+double ppo_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- the decision storage -------------------------------------------------- */
