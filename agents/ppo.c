@@ -781,20 +781,7 @@ static int refresh_options(struct ppo_trainer *t)
 /* Sparse form of one observation row; GR_EINVAL past PPO_NZ_MAX. */
 static int sparse_row(const float *x, int O, int32_t *idx, float *val)
 {
-    int nz = 0;
-    for (int i = 0; i < O; i++) {
-        if (x[i] != 0.0f) {
-            if (nz == PPO_NZ_MAX) {
-                return gr_error(GR_EINVAL, "PPO: an observation has more "
-                                           "than %d non-zero features",
-                                PPO_NZ_MAX);
-            }
-            idx[nz] = i;
-            val[nz] = x[i];
-            nz++;
-        }
-    }
-    return nz;
+    return ppo_sparse_row(x, O, idx, val, 0, "PPO");
 }
 
 /* Softmax of logits[n] / tau into p; returns log-sum-exp of the scaled

@@ -223,26 +223,12 @@ static int sparse_rows(struct cactor *a, int O)
 {
     int nzm = 1;
     for (int e = 0; e < a->E; e++) {
-        const float *x = a->obs + (size_t)e * O;
-        int32_t *ix = a->idx + (size_t)e * PPO_NZ_MAX;
-        float *vx = a->val + (size_t)e * PPO_NZ_MAX;
-        int n = 0;
-        for (int i = 0; i < O; i++) {
-            if (x[i] != 0.0f) {
-                if (n == PPO_NZ_MAX) {
-                    return gr_error(GR_EINVAL, "PPO (compILE): an "
-                                               "observation has more than "
-                                               "%d non-zeros",
-                                    PPO_NZ_MAX);
-                }
-                ix[n] = i;
-                vx[n] = x[i];
-                n++;
-            }
-        }
-        for (int k = n; k < PPO_NZ_MAX; k++) {
-            ix[k] = -1;
-            vx[k] = 0.0f;
+        int n = ppo_sparse_row(a->obs + (size_t)e * O, O,
+                               a->idx + (size_t)e * PPO_NZ_MAX,
+                               a->val + (size_t)e * PPO_NZ_MAX, 1,
+                               "PPO (compILE)");
+        if (n < 0) {
+            return n;
         }
         a->nz[e] = n;
         nzm = n > nzm ? n : nzm;

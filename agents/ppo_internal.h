@@ -74,6 +74,12 @@ int ppo_optim_new(struct gr_optim **out, struct gr_ctx *ctx,
 void ppo_seeds(const struct ppo_config *cfg, uint64_t *sample_seed,
                uint64_t *env_seed);
 
+/* The non-zeros of the observation x[0..O) into idx and val, at most
+ * PPO_NZ_MAX of them (more: GR_EINVAL naming `what`); with pad, the rest
+ * of the PPO_NZ_MAX slots get -1 and 0. Returns their count. */
+int ppo_sparse_row(const float *x, int O, int32_t *idx, float *val,
+                   int pad, const char *what);
+
 /* Monotonic seconds (the iteration's rollout_s, update_s). */
 double ppo_now_s(void);
 

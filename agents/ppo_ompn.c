@@ -175,24 +175,7 @@ static int sample_a(struct ppo_ompn *t, int e, const float *p)
 
 static int sparse_row(const float *x, int O, int32_t *idx, float *val)
 {
-    int nz = 0;
-    for (int i = 0; i < O; i++) {
-        if (x[i] != 0.0f) {
-            if (nz == PPO_NZ_MAX) {
-                return gr_error(GR_EINVAL, "PPO (OMPN): an observation has "
-                                           "more than %d non-zeros",
-                                PPO_NZ_MAX);
-            }
-            idx[nz] = i;
-            val[nz] = x[i];
-            nz++;
-        }
-    }
-    for (int c = nz; c < PPO_NZ_MAX; c++) {
-        idx[c] = -1;
-        val[c] = 0.0f;
-    }
-    return nz;
+    return ppo_sparse_row(x, O, idx, val, 1, "PPO (OMPN)");
 }
 
 /* One rollout of this process's worlds [e0, e1) (all of them in one

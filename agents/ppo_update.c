@@ -102,6 +102,29 @@ void ppo_seeds(const struct ppo_config *cfg, uint64_t *sample_seed,
     *env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
 }
 
+int ppo_sparse_row(const float *x, int O, int32_t *idx, float *val,
+                   int pad, const char *what)
+{
+    int nz = 0;
+    for (int i = 0; i < O; i++) {
+        if (x[i] != 0.0f) {
+            if (nz == PPO_NZ_MAX) {
+                return gr_error(GR_EINVAL, "%s: an observation has more "
+                                           "than %d non-zeros",
+                                what, PPO_NZ_MAX);
+            }
+            idx[nz] = i;
+            val[nz] = x[i];
+            nz++;
+        }
+    }
+    for (int c = nz; pad && c < PPO_NZ_MAX; c++) {
+        idx[c] = -1;
+        val[c] = 0.0f;
+    }
+    return nz;
+}
+
 double ppo_now_s(void)
 {
     struct timespec ts;
