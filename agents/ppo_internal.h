@@ -1,6 +1,9 @@
-/* agents/ppo_internal.h — the PPO update the three trainers share
+/* agents/ppo_internal.h — what the three PPO trainers share
  * (agents/ppo.c: ocn, moe, flat, oracle; agents/ppo_ompn.c;
- * agents/ppo_compile.c), internal to agents/.
+ * agents/ppo_compile.c), internal to agents/: the decision storage
+ * (struct ppo_rollout) and the update (agents/ppo_update.c), the trainer
+ * state of a checkpoint (agents/ppo_state.c), and the small pieces every
+ * trainer builds alike (optimizer, random streams, sparse rows, clock).
  *
  * A trainer's rollout fills its decision storage; ppo_update_run then does
  * what is the same for every policy: SMDP GAE per world (ppo_smdp_gae),
