@@ -1310,18 +1310,6 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
                 decided = 1;
                 dec += 1.0;
             }
-            if (trace != NULL && step < T) {
-                size_t at = (size_t)e * T + (size_t)step;
-                if (trace->action) {
-                    trace->action[at] = (uint8_t)act;
-                }
-                if (trace->option) {
-                    trace->option[at] = (int16_t)a.opt[e];
-                }
-                if (trace->decided) {
-                    trace->decided[at] = (uint8_t)decided;
-                }
-            }
             actions[e] = (uint8_t)act;
             struct craft_batch_out bo = {0};
             bo.obs = obs;
@@ -1334,18 +1322,14 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
             }
             float r = rew[e];
             int term = done[episodes + e], trunc = done[2 * episodes + e];
-            if (trace != NULL && trace->reward != NULL && step < T) {
-                trace->reward[(size_t)e * T + (size_t)step] = r;
-            }
+            ppo_trace_step(trace, T, e, step, act, a.opt[e], decided, r);
             ret_sum += r;
             if (term || trunc) {
                 done[e] = 1;
                 left--;
                 len_sum += step + 1;
                 succ += term;
-                if (trace != NULL && trace->length != NULL) {
-                    trace->length[e] = step + 1;
-                }
+                ppo_trace_end(trace, e, step + 1);
             }
         }
     }

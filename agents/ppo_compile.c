@@ -710,22 +710,15 @@ int ppo_compile_evaluate(struct ppo_compile *t, int episodes,
             o.truncated = te + E;
             float ret_before = a.b.ret[e];
             rc = craft_batch_step_range(&a.b, e, e + 1, a.actions, &o, NULL);
-            if (trace != NULL && step < T) {
-                size_t at = (size_t)e * T + (size_t)step;
-                if (trace->action != NULL) trace->action[at] = a.actions[e];
-                if (trace->option != NULL) trace->option[at] = (int16_t)a.model[e];
-                if (trace->decided != NULL) trace->decided[at] = a.decided[e] == 1;
-                if (trace->reward != NULL) trace->reward[at] = rew[e];
-            }
+            ppo_trace_step(trace, T, e, step, a.actions[e], a.model[e],
+                           a.decided[e] == 1, rew[e]);
             if (te[e] || te[E + e]) {
                 done[e] = 1;
                 left--;
                 R += ret_before + rew[e];
                 succ += te[e];
                 len += step + 1;
-                if (trace != NULL && trace->length != NULL) {
-                    trace->length[e] = step + 1;
-                }
+                ppo_trace_end(trace, e, step + 1);
             }
         }
     }

@@ -83,6 +83,13 @@ void ppo_seeds(const struct ppo_config *cfg, uint64_t *sample_seed,
 int ppo_sparse_row(const float *x, int O, int32_t *idx, float *val,
                    int pad, const char *what);
 
+/* An evaluation's step `step` of episode e into trace (nothing when
+ * trace is NULL, nor past T steps, nor into its NULL arrays), and the
+ * episode's length when it ends. */
+void ppo_trace_step(const struct ppo_trace *trace, int T, int e, int step,
+                    int action, int option, int decided, float reward);
+void ppo_trace_end(const struct ppo_trace *trace, int e, int length);
+
 /* Monotonic seconds (the iteration's rollout_s, update_s). */
 double ppo_now_s(void);
 

@@ -396,30 +396,15 @@ int ppo_ompn_evaluate(struct ppo_ompn *t, int episodes, uint64_t base_seed,
             int step = w[j].t;
             struct craft_step s;
             rc = craft_world_step(&w[j], act[j], &s);
-            if (trace != NULL && step < T) {
-                size_t at = (size_t)j * T + (size_t)step;
-                if (trace->action != NULL) {
-                    trace->action[at] = (uint8_t)act[j];
-                }
-                if (trace->option != NULL) {
-                    trace->option[at] = (int16_t)act[j];
-                }
-                if (trace->decided != NULL) {
-                    trace->decided[at] = 1;
-                }
-                if (trace->reward != NULL) {
-                    trace->reward[at] = s.reward;
-                }
-            }
+            /* the action stands as its own option, a decision a step */
+            ppo_trace_step(trace, T, j, step, act[j], act[j], 1, s.reward);
             if (s.terminated || s.truncated) {
                 done[j] = 1;
                 left--;
                 R += w[j].episode_return;
                 succ += s.terminated;
                 len += w[j].t;
-                if (trace != NULL && trace->length != NULL) {
-                    trace->length[j] = w[j].t;
-                }
+                ppo_trace_end(trace, j, w[j].t);
             }
         }
     }

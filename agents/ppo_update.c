@@ -125,6 +125,34 @@ int ppo_sparse_row(const float *x, int O, int32_t *idx, float *val,
     return nz;
 }
 
+void ppo_trace_step(const struct ppo_trace *trace, int T, int e, int step,
+                    int action, int option, int decided, float reward)
+{
+    if (trace == NULL || step >= T) {
+        return;
+    }
+    size_t at = (size_t)e * T + (size_t)step;
+    if (trace->action != NULL) {
+        trace->action[at] = (uint8_t)action;
+    }
+    if (trace->option != NULL) {
+        trace->option[at] = (int16_t)option;
+    }
+    if (trace->decided != NULL) {
+        trace->decided[at] = (uint8_t)decided;
+    }
+    if (trace->reward != NULL) {
+        trace->reward[at] = reward;
+    }
+}
+
+void ppo_trace_end(const struct ppo_trace *trace, int e, int length)
+{
+    if (trace != NULL && trace->length != NULL) {
+        trace->length[e] = length;
+    }
+}
+
 double ppo_now_s(void)
 {
     struct timespec ts;
