@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/bc.h"
 #include "agents/ocn_load.h"
@@ -633,22 +632,18 @@ struct ppo_trainer {
     float *d_val;
     int64_t *d_off;   /* [D] */
     size_t pool_cap, pool_used;
-    int32_t *d_nz;
     float *d_hc;      /* [D, d] */
-    float *d_first, *d_logp, *d_value, *d_R, *d_boot, *d_adv, *d_ret;
-    int32_t *d_opt, *d_n;
-    uint8_t *d_term, *d_trunc;
-    float *last_value; /* [E] */
+    float *d_first;
+    int32_t *d_opt;
+    struct ppo_rollout r; /* the rest (agents/ppo_internal.h) */
     int32_t *count;   /* [E] decisions this rollout */
     uint8_t *actions; /* [E] */
     /* scratch */
     int32_t *row_idx; /* [O] */
     float *row_val;
     float *z, *u, *head, *prob, *hnext; /* [max(w, nh, K, d)] */
-    int32_t *perm;    /* [D] of every process's worlds */
-    int32_t *mb_rows; /* [M]: a minibatch's rows of this process */
     int32_t *mb_idx, *mb_opt; /* mb_idx, mb_val: [M, mb_nz] */
-    float *mb_val, *mb_hc, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    float *mb_val, *mb_hc, *mb_first;
     int mb_nz;
     /* progress */
     int64_t iteration, global_step, total_episodes;
@@ -658,10 +653,7 @@ struct ppo_trainer {
     int n_sources;
     struct craft_subtask trained[64];
     int n_trained;
-    /* the trainer state buffer */
-    struct gr_tensor *state;
-    size_t state_bytes;
-    uint8_t *state_host;
+    struct ppo_state state; /* the checkpoint's (agents/ppo_internal.h) */
 };
 
 struct ocn_model *ppo_model(struct ppo_trainer *t)
@@ -789,20 +781,7 @@ static int refresh_options(struct ppo_trainer *t)
 /* Sparse form of one observation row; GR_EINVAL past PPO_NZ_MAX. */
 static int sparse_row(const float *x, int O, int32_t *idx, float *val)
 {
-    int nz = 0;
-    for (int i = 0; i < O; i++) {
-        if (x[i] != 0.0f) {
-            if (nz == PPO_NZ_MAX) {
-                return gr_error(GR_EINVAL, "PPO: an observation has more "
-                                           "than %d non-zero features",
-                                PPO_NZ_MAX);
-            }
-            idx[nz] = i;
-            val[nz] = x[i];
-            nz++;
-        }
-    }
-    return nz;
+    return ppo_sparse_row(x, O, idx, val, 0, "PPO");
 }
 
 /* Softmax of logits[n] / tau into p; returns log-sum-exp of the scaled
@@ -1102,7 +1081,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 if (t->count[e] == S) {
                     /* the world waits here for the next rollout: this
                      * decision's value bootstraps the last one */
-                    t->last_value[e] = v;
+                    t->r.last_value[e] = v;
                     t->count[e] = S + 1;
                     n_active--;
                     part(t, PPO_PART_ROLLOUT);
@@ -1120,17 +1099,17 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                        (size_t)nz * sizeof *t->d_val);
                 t->d_off[j] = (int64_t)t->pool_used;
                 t->pool_used += (size_t)nz;
-                t->d_nz[j] = nz;
+                t->r.nz[j] = nz;
                 memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
                 t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
                 t->d_opt[j] = k;
-                t->d_logp[j] = (float)((double)t->head[k] / t->tau - lse);
-                t->d_value[j] = v;
-                t->d_R[j] = 0.0f;
-                t->d_n[j] = 0;
-                t->d_term[j] = 0;
-                t->d_trunc[j] = 0;
-                t->d_boot[j] = 0.0f;
+                t->r.logp[j] = (float)((double)t->head[k] / t->tau - lse);
+                t->r.value[j] = v;
+                t->r.R[j] = 0.0f;
+                t->r.n[j] = 0;
+                t->r.term[j] = 0;
+                t->r.trunc[j] = 0;
+                t->r.boot[j] = 0.0f;
                 memcpy(a->hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
                 a->first[e] = 0;
                 a->ask[e] = (uint8_t)t->decide_every;
@@ -1151,12 +1130,12 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
             }
             frames++;
             int64_t j = a->cur[e];
-            t->d_R[j] += a->disc[e] * reward[e];
+            t->r.R[j] += a->disc[e] * reward[e];
             a->disc[e] *= t->cfg.gamma;
-            t->d_n[j]++;
+            t->r.n[j]++;
             if (term[e] || trunc[e]) {
-                t->d_term[j] = term[e];
-                t->d_trunc[j] = trunc[e];
+                t->r.term[j] = term[e];
+                t->r.trunc[j] = trunc[e];
                 if (trunc[e] && final_ready) {
                     part(t, PPO_PART_CTRL);
                     int fnz = sparse_row(t->final_obs, O, t->row_idx,
@@ -1168,7 +1147,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                     float v;
                     ctrl_forward(t, t->row_idx, t->row_val, fnz,
                                  a->hc + (size_t)e * d, &v);
-                    t->d_boot[j] = v;
+                    t->r.boot[j] = v;
                     part(t, PPO_PART_ROLLOUT);
                 }
                 dec_sum += a->ep_dec[e];
@@ -1183,37 +1162,10 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
-    /* with MPI, the totals of every process's worlds */
-    double sums[6] = {(double)frames, (double)log.episodes, log.return_sum,
-                      (double)log.steps, (double)log.successes,
-                      (double)dec_sum};
-    rc = train_allreduce_sum(sums, 6);
-    if (rc < 0) {
-        return rc;
-    }
-    frames = (int64_t)sums[0];
-    t->global_step += frames;
-    t->total_episodes += (int64_t)sums[1];
-    st->frames = frames;
-    st->global_step = t->global_step;
-    st->decisions = (int64_t)E * S;
-    st->episodes = (int64_t)sums[1];
-    st->total_episodes = t->total_episodes;
-    double ne = sums[1];
-    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
-    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
-    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
-    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
-    st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
-    return 0;
+    return ppo_rollout_totals(&t->r, frames, &log, dec_sum, &t->global_step,
+                              &t->total_episodes, st);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One minibatch's loss (agents/ppo_internal.h): the rows' sparse
  * observations, controller states and the rest gathered from the storage,
@@ -1224,18 +1176,15 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t Ml,
     struct ppo_trainer *t = self;
     const int d = t->d;
     const int64_t M = (int64_t)t->E * t->S / t->cfg.num_minibatches;
-    int nzm = 1;
-    for (int64_t i = 0; i < Ml; i++) {
-        int32_t j = rows[i];
-        nzm = t->d_nz[j] > nzm ? t->d_nz[j] : nzm;
-    }
+    int nzm = ppo_rollout_nz_max(&t->r, rows, Ml);
     int rc = mb_reserve(t, M, nzm);
     if (rc < 0) {
         return rc;
     }
+    ppo_rollout_gather(&t->r, rows, Ml);
     for (int64_t i = 0; i < Ml; i++) {
         int64_t j = rows[i];
-        int nz = t->d_nz[j];
+        int nz = t->r.nz[j];
         memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
                (size_t)nz * sizeof *t->mb_idx);
         memcpy(t->mb_val + i * nzm, t->d_val + t->d_off[j],
@@ -1248,13 +1197,10 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t Ml,
                (size_t)d * sizeof *t->mb_hc);
         t->mb_first[i] = t->d_first[j];
         t->mb_opt[i] = t->d_opt[j];
-        t->mb_logp[i] = t->d_logp[j];
-        t->mb_adv[i] = t->d_adv[j];
-        t->mb_ret[i] = t->d_ret[j];
     }
     struct ppo_minibatch b = {(int)Ml,   nzm,        t->mb_idx,  t->mb_val,
-                              t->mb_hc,  t->mb_first, t->mb_opt, t->mb_logp,
-                              t->mb_adv, t->mb_ret};
+                              t->mb_hc,  t->mb_first, t->mb_opt, t->r.mb_logp,
+                              t->r.mb_adv, t->r.mb_ret};
     return loss_with(&t->m, &b, t->cfg.clip_coef, t->cfg.vf_coef,
                      t->cfg.ent_coef, t->cfg.norm_adv, mean, sd, lo);
 }
@@ -1269,21 +1215,7 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
         .perm_tag = 0x5045524D,
         .iteration = t->iteration,
         .global_step = t->global_step,
-        .E = t->E,
-        .S = t->S,
-        .e0 = t->e0,
-        .e1 = t->e1,
-        .R = t->d_R,
-        .steps = t->d_n,
-        .value = t->d_value,
-        .term = t->d_term,
-        .trunc = t->d_trunc,
-        .boot = t->d_boot,
-        .last_value = t->last_value,
-        .adv = t->d_adv,
-        .ret = t->d_ret,
-        .perm = t->perm,
-        .rows = t->mb_rows,
+        .r = &t->r,
         .loss = minibatch_loss,
         .self = t,
     };
@@ -1294,9 +1226,9 @@ static int update(struct ppo_trainer *t, struct ppo_stats *st)
 int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = ppo_now_s();
     int rc = rollout(t, st);
-    double t1 = now_s();
+    double t1 = ppo_now_s();
     if (rc == 0) {
         part(t, PPO_PART_UPDATE);
         rc = update(t, st);
@@ -1308,7 +1240,7 @@ int ppo_iteration(struct ppo_trainer *t, struct ppo_stats *st)
     t->iteration++;
     st->iteration = t->iteration;
     st->rollout_s = t1 - t0;
-    st->update_s = now_s() - t1;
+    st->update_s = ppo_now_s() - t1;
     return 0;
 }
 
@@ -1378,18 +1310,6 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
                 decided = 1;
                 dec += 1.0;
             }
-            if (trace != NULL && step < T) {
-                size_t at = (size_t)e * T + (size_t)step;
-                if (trace->action) {
-                    trace->action[at] = (uint8_t)act;
-                }
-                if (trace->option) {
-                    trace->option[at] = (int16_t)a.opt[e];
-                }
-                if (trace->decided) {
-                    trace->decided[at] = (uint8_t)decided;
-                }
-            }
             actions[e] = (uint8_t)act;
             struct craft_batch_out bo = {0};
             bo.obs = obs;
@@ -1402,18 +1322,14 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
             }
             float r = rew[e];
             int term = done[episodes + e], trunc = done[2 * episodes + e];
-            if (trace != NULL && trace->reward != NULL && step < T) {
-                trace->reward[(size_t)e * T + (size_t)step] = r;
-            }
+            ppo_trace_step(trace, T, e, step, act, a.opt[e], decided, r);
             ret_sum += r;
             if (term || trunc) {
                 done[e] = 1;
                 left--;
                 len_sum += step + 1;
                 succ += term;
-                if (trace != NULL && trace->length != NULL) {
-                    trace->length[e] = step + 1;
-                }
+                ppo_trace_end(trace, e, step + 1);
             }
         }
     }
@@ -1603,69 +1519,23 @@ static int pool_add(struct ppo_trainer *t, struct pool *p, const char *path)
     return 0;
 }
 
-static size_t state_size(const struct ppo_trainer *t)
+/* The trainer state of a checkpoint: each world's acting state, then the
+ * worlds. */
+static void state_layout(struct ppo_trainer *t, struct ppo_state_layout *L)
 {
-    size_t E = (size_t)t->E, d = (size_t)t->d;
-    size_t per_world = 1 + 1 + 4 + 2 * d * 4 + 4 + 8 + 4 + /* actor */
-                       (size_t)t->batch.cells + 3 + 1 + 1 + 2 +
-                       CRAFT_N_KINDS * 2 + 4 + 8 + 8; /* batch */
-    return 64 + E * per_world;
-}
-
-/* Serialises (dir 0) or restores (dir 1) the trainer state. */
-static int state_io(struct ppo_trainer *t, uint8_t *buf, int dir)
-{
-    size_t at = 0;
-#define IO(ptr, bytes)                                  \
-    do {                                                \
-        if (dir == 0) {                                 \
-            memcpy(buf + at, (ptr), (bytes));           \
-        } else {                                        \
-            memcpy((ptr), buf + at, (bytes));           \
-        }                                               \
-        at += (bytes);                                  \
-    } while (0)
-    uint32_t head[4] = {0x50504F53u, 1u, (uint32_t)t->E, (uint32_t)t->d};
-    if (dir == 1) {
-        uint32_t got[4];
-        memcpy(got, buf, sizeof got);
-        if (got[0] != head[0] || got[1] != head[1] || got[2] != head[2] ||
-            got[3] != head[3]) {
-            return gr_error(GR_EFORMAT, "trainer state of another shape "
-                                        "(%u worlds, hidden %u; this run "
-                                        "has %u, %u)",
-                            got[2], got[3], head[2], head[3]);
-        }
-    }
-    IO(head, sizeof head);
-    IO(&t->iteration, 8);
-    IO(&t->global_step, 8);
-    IO(&t->total_episodes, 8);
-    at = 64;
-    size_t E = (size_t)t->E, d = (size_t)t->d;
+    const size_t d = (size_t)t->d;
     struct actor *a = &t->act;
-    struct craft_batch *b = &t->batch;
-    IO(a->ask, E);
-    IO(a->first, E);
-    IO(a->opt, E * 4);
-    IO(a->hc, E * d * 4);
-    IO(a->ho, E * d * 4);
-    IO(a->start, E * 4);
-    IO(a->draws, E * 8);
-    IO(a->ep_dec, E * 4);
-    IO(b->grid, E * (size_t)b->cells);
-    IO(b->x, E);
-    IO(b->y, E);
-    IO(b->dir, E);
-    IO(b->k, E);
-    IO(b->task, E);
-    IO(b->t, E * 2);
-    IO(b->inventory, E * CRAFT_N_KINDS * 2);
-    IO(b->ret, E * 4);
-    IO(b->episode, E * 8);
-    IO(b->seed, E * 8);
-#undef IO
-    return 0;
+    ppo_state_begin(L, 0x50504F53u, t->E, t->d, &t->iteration,
+                    &t->global_step, &t->total_episodes);
+    ppo_state_add(L, a->ask, 1);
+    ppo_state_add(L, a->first, 1);
+    ppo_state_add(L, a->opt, 4);
+    ppo_state_add(L, a->hc, d * 4);
+    ppo_state_add(L, a->ho, d * 4);
+    ppo_state_add(L, a->start, 4);
+    ppo_state_add(L, a->draws, 8);
+    ppo_state_add(L, a->ep_dec, 4);
+    ppo_state_add_batch(L, &t->batch);
 }
 
 void ppo_trainer_free(struct ppo_trainer *t)
@@ -1678,17 +1548,14 @@ void ppo_trainer_free(struct ppo_trainer *t)
     hcell_free(&t->ho);
     craft_batch_free(&t->batch);
     actor_free(&t->act);
+    ppo_rollout_free(&t->r);
+    ppo_state_free(&t->state);
     void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
-                    t->d_off,
-                    t->d_nz,    t->d_hc,      t->d_first, t->d_logp,
-                    t->d_value, t->d_R,       t->d_boot,  t->d_adv,
-                    t->d_ret,   t->d_opt,     t->d_n,     t->d_term,
-                    t->d_trunc, t->last_value, t->count,  t->actions,
-                    t->row_idx, t->row_val,   t->z,       t->u,
-                    t->head,    t->prob,      t->hnext,   t->perm,
-                    t->mb_idx,  t->mb_opt,    t->mb_val,  t->mb_hc,
-                    t->mb_first, t->mb_logp,  t->mb_adv,  t->mb_ret,
-                    t->mb_rows, t->state_host};
+                    t->d_off,   t->d_hc,      t->d_first, t->d_opt,
+                    t->count,   t->actions,   t->row_idx, t->row_val,
+                    t->z,       t->u,         t->head,    t->prob,
+                    t->hnext,   t->mb_idx,    t->mb_opt,  t->mb_val,
+                    t->mb_hc,   t->mb_first};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -1807,11 +1674,7 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         rc = gr_error(GR_EINVAL, "PPO: the model has no option parameters");
     }
     if (rc == 0) {
-        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
-        ocf.lr = cfg->learning_rate;
-        ocf.eps = cfg->adam_eps;
-        ocf.prefix = "ctrl.";
-        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+        rc = ppo_optim_new(&t->optim, ctx, cfg, "ctrl.");
     }
     const int E = t->E, S = t->S, d = t->d, w = t->w, K = t->K, O = t->O;
     const size_t D = (size_t)(t->e1 - t->e0) * S; /* this process's */
@@ -1828,6 +1691,10 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     }
     size_t scr = (size_t)(w > d ? w : d) + (size_t)K + (size_t)t->A + d + 2;
     if (rc == 0) {
+        rc = ppo_rollout_init(&t->r, E, S, t->e0, t->e1,
+                              cfg->num_minibatches, "PPO");
+    }
+    if (rc == 0) {
         t->obs = malloc((size_t)E * O * sizeof(float));
         t->final_obs = malloc((size_t)O * sizeof(float));
         /* the sparse pool starts at PPO_NZ_START entries a decision and
@@ -1836,20 +1703,9 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->d_idx = malloc(t->pool_cap * sizeof(int32_t));
         t->d_val = malloc(t->pool_cap * sizeof(float));
         t->d_off = calloc(D, sizeof(int64_t));
-        t->d_nz = calloc(D, sizeof(int32_t));
         t->d_hc = malloc(D * d * sizeof(float));
         t->d_first = calloc(D, sizeof(float));
-        t->d_logp = calloc(D, sizeof(float));
-        t->d_value = calloc(D, sizeof(float));
-        t->d_R = calloc(D, sizeof(float));
-        t->d_boot = calloc(D, sizeof(float));
-        t->d_adv = calloc(D, sizeof(float));
-        t->d_ret = calloc(D, sizeof(float));
         t->d_opt = calloc(D, sizeof(int32_t));
-        t->d_n = calloc(D, sizeof(int32_t));
-        t->d_term = calloc(D, 1);
-        t->d_trunc = calloc(D, 1);
-        t->last_value = calloc((size_t)E, sizeof(float));
         t->count = calloc((size_t)E, sizeof(int32_t));
         t->actions = calloc((size_t)E, 1);
         t->row_idx = malloc((size_t)O * sizeof(int32_t));
@@ -1859,34 +1715,24 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->head = malloc(scr * sizeof(float));
         t->prob = malloc(scr * sizeof(float));
         t->hnext = malloc(scr * sizeof(float));
-        t->perm = malloc((size_t)E * S * sizeof(int32_t));
         size_t M = (size_t)E * S / (size_t)cfg->num_minibatches;
-        t->mb_rows = malloc(M * sizeof(int32_t));
         t->mb_nz = PPO_NZ_START;
         t->mb_idx = malloc(M * PPO_NZ_START * sizeof(int32_t));
         t->mb_val = malloc(M * PPO_NZ_START * sizeof(float));
         t->mb_hc = malloc(M * d * sizeof(float));
         t->mb_first = malloc(M * sizeof(float));
         t->mb_opt = malloc(M * sizeof(int32_t));
-        t->mb_logp = malloc(M * sizeof(float));
-        t->mb_adv = malloc(M * sizeof(float));
-        t->mb_ret = malloc(M * sizeof(float));
         if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val ||
-            !t->d_off || !t->d_nz ||
-            !t->d_hc || !t->d_first || !t->d_logp || !t->d_value || !t->d_R ||
-            !t->d_boot || !t->d_adv || !t->d_ret || !t->d_opt || !t->d_n ||
-            !t->d_term || !t->d_trunc || !t->last_value || !t->count ||
+            !t->d_off || !t->d_hc || !t->d_first || !t->d_opt || !t->count ||
             !t->actions || !t->row_idx || !t->row_val || !t->z || !t->u ||
-            !t->head || !t->prob || !t->hnext || !t->perm || !t->mb_idx ||
-            !t->mb_val || !t->mb_hc || !t->mb_first || !t->mb_opt ||
-            !t->mb_logp || !t->mb_adv || !t->mb_ret || !t->mb_rows) {
+            !t->head || !t->prob || !t->hnext || !t->mb_idx || !t->mb_val ||
+            !t->mb_hc || !t->mb_first || !t->mb_opt) {
             rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
                           D);
         }
     }
     if (rc == 0) {
-        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
-        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
         rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, E,
                               t->env_seed, t->obs);
     }
@@ -1897,13 +1743,9 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         rc = refresh_options(t);
     }
     if (rc == 0) {
-        t->state_bytes = state_size(t);
-        t->state_host = calloc(t->state_bytes + 4, 1);
-        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
-                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
-        if (t->state_host == NULL || t->state == NULL) {
-            rc = gr_error(GR_ENOMEM, "PPO: out of memory for the state");
-        }
+        struct ppo_state_layout L;
+        state_layout(t, &L);
+        rc = ppo_state_init(&t->state, ctx, &L, "PPO");
     }
     if (rc < 0) {
         ppo_trainer_free(t);
@@ -1998,58 +1840,17 @@ char *ppo_checkpoint_config(const struct ppo_trainer *t)
     return text;
 }
 
-/* With MPI: every process's worlds into every process's copy (each acts
- * its own share of them), so the trainer state is the whole run's. */
-static int gather_worlds(struct ppo_trainer *t)
+static char *config_text(const void *t)
 {
-    if (train_mpi_size() <= 1) {
-        return 0;
-    }
-    const int E = t->E;
-    const size_t d = (size_t)t->d;
-    struct actor *a = &t->act;
-    struct craft_batch *b = &t->batch;
-    struct {
-        void *p;
-        size_t size;
-    } arrays[] = {
-        {a->ask, 1},       {a->first, 1},     {a->opt, 4},
-        {a->hc, d * 4},    {a->ho, d * 4},    {a->start, 4},
-        {a->draws, 8},     {a->ep_dec, 4},    {b->grid, (size_t)b->cells},
-        {b->x, 1},         {b->y, 1},         {b->dir, 1},
-        {b->k, 1},         {b->task, 1},      {b->t, 2},
-        {b->inventory, CRAFT_N_KINDS * 2},    {b->ret, 4},
-        {b->episode, 8},   {b->seed, 8},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return ppo_checkpoint_config(t);
 }
 
 int ppo_save(struct ppo_trainer *t, const char *path, int force)
 {
-    int rc = gather_worlds(t);
-    if (rc < 0 || train_mpi_rank() != 0) {
-        return rc; /* process 0 writes */
-    }
-    memset(t->state_host, 0, t->state_bytes + 4);
-    rc = state_io(t, t->state_host, 0);
-    if (rc == 0) {
-        rc = gr_tensor_set_host(t->state, t->state_host);
-    }
-    char *text = rc == 0 ? ppo_checkpoint_config(t) : NULL;
-    if (rc == 0 && text == NULL) {
-        rc = GR_EINVAL;
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
-    }
-    free(text);
-    return rc;
+    struct ppo_state_layout L;
+    state_layout(t, &L);
+    return ppo_state_save(&t->state, t->ctx, &L, path, force, config_text,
+                          t);
 }
 
 /* The integer of the config line "key N", or -1. */
@@ -2093,20 +1894,10 @@ int ppo_load(struct ppo_trainer *t, const char *path)
                       path, K, d, w, t->K, t->d, t->w);
     }
     free(text);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
     if (rc == 0) {
-        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
-    }
-    if (rc == 0) {
-        rc = gr_tensor_to_host(t->state, t->state_host);
-    }
-    if (rc == 0) {
-        rc = state_io(t, t->state_host, 1);
-        if (rc < 0) {
-            rc = gr_error_wrap(rc, "%s", path);
-        }
-    }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
-        craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
+        rc = ppo_state_load(&t->state, t->ctx, &L, path, t->obs, t->O);
     }
     if (rc == 0) {
         rc = refresh_ctrl(t);

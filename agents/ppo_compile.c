@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/bc.h"
 #include "agents/demos.h"
@@ -131,19 +130,16 @@ struct ppo_compile {
     /* storage: decision i of world e at e·S + i */
     int32_t *d_idx;
     float *d_val, *d_z;
-    int32_t *d_nz, *d_k, *d_n;
-    float *d_logp, *d_value, *d_R, *d_adv, *d_ret, *d_boot;
-    uint8_t *d_term, *d_trunc;
-    float *last_value, *disc, *reward;
+    int32_t *d_k;
+    struct ppo_rollout r; /* the rest (agents/ppo_internal.h) */
+    float *disc, *reward;
     int32_t *count, *cur, *ep_dec; /* ep_dec: decisions of each world's
                                       running episode */
     uint8_t *term, *trunc, *hold, *skip;
-    int32_t *perm, *mb_rows, *mb_idx, *mb_k;
-    float *mb_val, *mb_z, *mb_logp, *mb_adv, *mb_ret;
+    int32_t *mb_idx, *mb_k;
+    float *mb_val, *mb_z;
     int64_t iteration, global_step, total_episodes;
-    struct gr_tensor *state;
-    size_t state_bytes;
-    uint8_t *state_host;
+    struct ppo_state state; /* the checkpoint's (agents/ppo_internal.h) */
 };
 
 static void cactor_free(struct cactor *a)
@@ -227,26 +223,12 @@ static int sparse_rows(struct cactor *a, int O)
 {
     int nzm = 1;
     for (int e = 0; e < a->E; e++) {
-        const float *x = a->obs + (size_t)e * O;
-        int32_t *ix = a->idx + (size_t)e * PPO_NZ_MAX;
-        float *vx = a->val + (size_t)e * PPO_NZ_MAX;
-        int n = 0;
-        for (int i = 0; i < O; i++) {
-            if (x[i] != 0.0f) {
-                if (n == PPO_NZ_MAX) {
-                    return gr_error(GR_EINVAL, "PPO (compILE): an "
-                                               "observation has more than "
-                                               "%d non-zeros",
-                                    PPO_NZ_MAX);
-                }
-                ix[n] = i;
-                vx[n] = x[i];
-                n++;
-            }
-        }
-        for (int k = n; k < PPO_NZ_MAX; k++) {
-            ix[k] = -1;
-            vx[k] = 0.0f;
+        int n = ppo_sparse_row(a->obs + (size_t)e * O, O,
+                               a->idx + (size_t)e * PPO_NZ_MAX,
+                               a->val + (size_t)e * PPO_NZ_MAX, 1,
+                               "PPO (compILE)");
+        if (n < 0) {
+            return n;
         }
         a->nz[e] = n;
         nzm = n > nzm ? n : nzm;
@@ -522,7 +504,7 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
                 continue;
             }
             if (a->decided[e] == 2) {
-                t->last_value[e] = a->v[e];
+                t->r.last_value[e] = a->v[e];
                 t->skip[e] = 1;
                 active--;
                 continue;
@@ -533,16 +515,16 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
                        PPO_NZ_MAX * 4);
                 memcpy(t->d_val + j * PPO_NZ_MAX, a->val + (size_t)e * PPO_NZ_MAX,
                        PPO_NZ_MAX * 4);
-                t->d_nz[j] = a->nz[e];
+                t->r.nz[j] = a->nz[e];
                 memcpy(t->d_z + j * d, a->z + (size_t)e * d, (size_t)d * 4);
                 t->d_k[j] = a->k_new[e];
-                t->d_logp[j] = a->logp_new[e];
-                t->d_value[j] = a->v[e];
-                t->d_R[j] = 0.0f;
-                t->d_n[j] = 0;
-                t->d_term[j] = 0;
-                t->d_trunc[j] = 0;
-                t->d_boot[j] = 0.0f;
+                t->r.logp[j] = a->logp_new[e];
+                t->r.value[j] = a->v[e];
+                t->r.R[j] = 0.0f;
+                t->r.n[j] = 0;
+                t->r.term[j] = 0;
+                t->r.trunc[j] = 0;
+                t->r.boot[j] = 0.0f;
                 t->cur[e] = (int32_t)j;
                 t->disc[e] = 1.0f;
                 ep_dec[e]++;
@@ -559,11 +541,11 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
             }
             frames++;
             int64_t j = t->cur[e];
-            t->d_R[j] += t->disc[e] * t->reward[e];
+            t->r.R[j] += t->disc[e] * t->reward[e];
             t->disc[e] *= t->cfg.gamma;
-            t->d_n[j]++;
+            t->r.n[j]++;
             if (t->term[e] || t->trunc[e]) {
-                t->d_term[j] = 1; /* truncation as termination */
+                t->r.term[j] = 1; /* truncation as termination */
                 a->ask[e] = 1;
                 dec_sum += ep_dec[e];
                 ep_dec[e] = 0;
@@ -573,29 +555,8 @@ static int rollout(struct ppo_compile *t, struct ppo_stats *st)
     if (rc < 0) {
         return rc;
     }
-    /* with MPI, the totals of every process's worlds */
-    double sums[6] = {(double)frames, (double)log.episodes, log.return_sum,
-                      (double)log.steps, (double)log.successes,
-                      (double)dec_sum};
-    rc = train_allreduce_sum(sums, 6);
-    if (rc < 0) {
-        return rc;
-    }
-    frames = (int64_t)sums[0];
-    t->global_step += frames;
-    t->total_episodes += (int64_t)sums[1];
-    st->frames = frames;
-    st->global_step = t->global_step;
-    st->decisions = (int64_t)E * S;
-    st->episodes = (int64_t)sums[1];
-    st->total_episodes = t->total_episodes;
-    double ne = sums[1];
-    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
-    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
-    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
-    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
-    st->mean_option_duration = (double)frames / (double)((int64_t)E * S);
-    return 0;
+    return ppo_rollout_totals(&t->r, frames, &log, dec_sum, &t->global_step,
+                              &t->total_episodes, st);
 }
 
 /* The PPO loss of the M decisions gathered in mb_* on the tape
@@ -643,7 +604,7 @@ static int loss_rows(struct ppo_compile *t, int64_t M, int nz, double mean,
         lp = ppo_gauss_logp(ctx, z, mu, t->log_std);
     }
     struct ppo_loss_head h = {lp, NULL, ent, v, NULL, NULL, NULL};
-    return ppo_loss_tail(ctx, &h, M, t->mb_logp, t->mb_adv, t->mb_ret,
+    return ppo_loss_tail(ctx, &h, M, t->r.mb_logp, t->r.mb_adv, t->r.mb_ret,
                          t->cfg.clip_coef, t->cfg.vf_coef, t->cfg.ent_coef,
                          t->cfg.norm_adv, mean, sd, "PPO loss (compILE)",
                          out);
@@ -656,10 +617,8 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
 {
     struct ppo_compile *t = self;
     const int d = t->d;
-    int nzm = 1;
-    for (int64_t i = 0; i < M; i++) {
-        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-    }
+    int nzm = ppo_rollout_nz_max(&t->r, rows, M);
+    ppo_rollout_gather(&t->r, rows, M);
     for (int64_t i = 0; i < M; i++) {
         int64_t j = rows[i];
         memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
@@ -668,19 +627,10 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
                (size_t)nzm * 4);
         memcpy(t->mb_z + i * d, t->d_z + j * d, (size_t)d * 4);
         t->mb_k[i] = t->d_k[j];
-        t->mb_logp[i] = t->d_logp[j];
-        t->mb_adv[i] = t->d_adv[j];
-        t->mb_ret[i] = t->d_ret[j];
     }
     return loss_rows(t, M, nzm, mean, sd, lo);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int update(struct ppo_compile *t, struct ppo_stats *st)
 {
@@ -692,21 +642,7 @@ static int update(struct ppo_compile *t, struct ppo_stats *st)
         .perm_tag = 0x43504552,
         .iteration = t->iteration,
         .global_step = t->global_step,
-        .E = t->E,
-        .S = t->S,
-        .e0 = t->e0,
-        .e1 = t->e1,
-        .R = t->d_R,
-        .steps = t->d_n,
-        .value = t->d_value,
-        .term = t->d_term,
-        .trunc = t->d_trunc,
-        .boot = t->d_boot,
-        .last_value = t->last_value,
-        .adv = t->d_adv,
-        .ret = t->d_ret,
-        .perm = t->perm,
-        .rows = t->mb_rows,
+        .r = &t->r,
         .loss = minibatch_loss,
         .self = t,
     };
@@ -717,9 +653,9 @@ static int update(struct ppo_compile *t, struct ppo_stats *st)
 int ppo_compile_iteration(struct ppo_compile *t, struct ppo_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = ppo_now_s();
     int rc = rollout(t, st);
-    double t1 = now_s();
+    double t1 = ppo_now_s();
     if (rc == 0) {
         rc = update(t, st);
     }
@@ -729,7 +665,7 @@ int ppo_compile_iteration(struct ppo_compile *t, struct ppo_stats *st)
     t->iteration++;
     st->iteration = t->iteration;
     st->rollout_s = t1 - t0;
-    st->update_s = now_s() - t1;
+    st->update_s = ppo_now_s() - t1;
     return 0;
 }
 
@@ -774,22 +710,15 @@ int ppo_compile_evaluate(struct ppo_compile *t, int episodes,
             o.truncated = te + E;
             float ret_before = a.b.ret[e];
             rc = craft_batch_step_range(&a.b, e, e + 1, a.actions, &o, NULL);
-            if (trace != NULL && step < T) {
-                size_t at = (size_t)e * T + (size_t)step;
-                if (trace->action != NULL) trace->action[at] = a.actions[e];
-                if (trace->option != NULL) trace->option[at] = (int16_t)a.model[e];
-                if (trace->decided != NULL) trace->decided[at] = a.decided[e] == 1;
-                if (trace->reward != NULL) trace->reward[at] = rew[e];
-            }
+            ppo_trace_step(trace, T, e, step, a.actions[e], a.model[e],
+                           a.decided[e] == 1, rew[e]);
             if (te[e] || te[E + e]) {
                 done[e] = 1;
                 left--;
                 R += ret_before + rew[e];
                 succ += te[e];
                 len += step + 1;
-                if (trace != NULL && trace->length != NULL) {
-                    trace->length[e] = step + 1;
-                }
+                ppo_trace_end(trace, e, step + 1);
             }
         }
     }
@@ -809,61 +738,17 @@ int ppo_compile_evaluate(struct ppo_compile *t, int episodes,
 
 /* ---- building, saving, loading ---------------------------------------------- */
 
-static size_t state_size(const struct ppo_compile *t)
+/* The trainer state of a checkpoint: between iterations every world waits
+ * at a decision, so no segment state to keep: each world's flag, sampling
+ * counter and decisions of its running episode, then the worlds. */
+static void state_layout(struct ppo_compile *t, struct ppo_state_layout *L)
 {
-    size_t per_world = 1 + 8 + 4 + (size_t)t->a.b.cells + 3 + 1 + 1 + 2 +
-                       CRAFT_N_KINDS * 2 + 4 + 8 + 8;
-    return 64 + (size_t)t->E * per_world;
-}
-
-static int state_io(struct ppo_compile *t, uint8_t *buf, int dir)
-{
-    size_t at = 0;
-#define IO(ptr, bytes)                                  \
-    do {                                                \
-        if (dir == 0) {                                 \
-            memcpy(buf + at, (ptr), (bytes));           \
-        } else {                                        \
-            memcpy((ptr), buf + at, (bytes));           \
-        }                                               \
-        at += (bytes);                                  \
-    } while (0)
-    uint32_t head[4] = {0x434D5053u, 1u, (uint32_t)t->E, (uint32_t)t->d};
-    if (dir == 1) {
-        uint32_t got[4];
-        memcpy(got, buf, sizeof got);
-        if (memcmp(got, head, sizeof got) != 0) {
-            return gr_error(GR_EFORMAT, "trainer state of another shape "
-                                        "(%u worlds, hidden %u; this run "
-                                        "has %u, %u)",
-                            got[2], got[3], head[2], head[3]);
-        }
-    }
-    IO(head, sizeof head);
-    IO(&t->iteration, 8);
-    IO(&t->global_step, 8);
-    IO(&t->total_episodes, 8);
-    at = 64;
-    size_t E = (size_t)t->E;
-    struct craft_batch *b = &t->a.b;
-    /* between iterations every world waits at a decision: no segment
-     * state to keep */
-    IO(t->a.ask, E);
-    IO(t->a.draws, E * 8);
-    IO(t->ep_dec, E * 4);
-    IO(b->grid, E * (size_t)b->cells);
-    IO(b->x, E);
-    IO(b->y, E);
-    IO(b->dir, E);
-    IO(b->k, E);
-    IO(b->task, E);
-    IO(b->t, E * 2);
-    IO(b->inventory, E * CRAFT_N_KINDS * 2);
-    IO(b->ret, E * 4);
-    IO(b->episode, E * 8);
-    IO(b->seed, E * 8);
-#undef IO
-    return 0;
+    ppo_state_begin(L, 0x434D5053u, t->E, t->d, &t->iteration,
+                    &t->global_step, &t->total_episodes);
+    ppo_state_add(L, t->a.ask, 1);
+    ppo_state_add(L, t->a.draws, 8);
+    ppo_state_add(L, t->ep_dec, 4);
+    ppo_state_add_batch(L, &t->a.b);
 }
 
 void ppo_compile_free(struct ppo_compile *t)
@@ -876,12 +761,12 @@ void ppo_compile_free(struct ppo_compile *t)
     for (int g = 0; g < t->G; g++) {
         gr_ctx_free(t->mctx[g]);
     }
-    void *p[] = {t->log_std_h, t->d_idx, t->d_val, t->d_z, t->d_nz, t->d_k,
-                 t->d_n, t->d_logp, t->d_value, t->d_R, t->d_adv, t->d_ret,
-                 t->d_boot, t->d_term, t->d_trunc, t->last_value, t->disc,
-                 t->reward, t->count, t->cur, t->ep_dec, t->term, t->trunc, t->hold,
-                 t->skip, t->perm, t->mb_rows, t->mb_idx, t->mb_k, t->mb_val, t->mb_z,
-                 t->mb_logp, t->mb_adv, t->mb_ret, t->state_host};
+    ppo_rollout_free(&t->r);
+    ppo_state_free(&t->state);
+    void *p[] = {t->log_std_h, t->d_idx, t->d_val,  t->d_z,   t->d_k,
+                 t->disc,      t->reward, t->count, t->cur,   t->ep_dec,
+                 t->term,      t->trunc,  t->hold,  t->skip,  t->mb_idx,
+                 t->mb_k,      t->mb_val, t->mb_z};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(p[i]);
     }
@@ -1110,11 +995,7 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
     if (rc == 0 && G > 1) rc = gr_init_uniform(t->wk, -0.1f * bw, 0.1f * bw, rng);
     if (rc == 0) rc = gr_init_uniform(t->vw, -bw, bw, rng);
     if (rc == 0) {
-        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
-        ocf.lr = cfg->learning_rate;
-        ocf.eps = cfg->adam_eps;
-        ocf.prefix = "ctl.";
-        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+        rc = ppo_optim_new(&t->optim, ctx, cfg, "ctl.");
     }
     train_mpi_share(t->E, &t->e0, &t->e1);
     if (rc == 0 && t->e1 <= t->e0) {
@@ -1128,27 +1009,19 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
                  D = (size_t)(t->e1 - t->e0) * (size_t)t->S,
                  M = Dall / (size_t)cfg->num_minibatches;
     if (rc == 0) {
-        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
-        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
         rc = cactor_init(&t->a, t, t->E, t->env_seed);
+    }
+    if (rc == 0) {
+        rc = ppo_rollout_init(&t->r, t->E, t->S, t->e0, t->e1,
+                              cfg->num_minibatches, "PPO (compILE)");
     }
     if (rc == 0) {
         t->log_std_h = calloc((size_t)d, 4);
         t->d_idx = malloc(D * PPO_NZ_MAX * 4);
         t->d_val = malloc(D * PPO_NZ_MAX * 4);
         t->d_z = malloc(D * (size_t)d * 4);
-        t->d_nz = calloc(D, 4);
         t->d_k = calloc(D, 4);
-        t->d_n = calloc(D, 4);
-        t->d_logp = calloc(D, 4);
-        t->d_value = calloc(D, 4);
-        t->d_R = calloc(D, 4);
-        t->d_adv = calloc(D, 4);
-        t->d_ret = calloc(D, 4);
-        t->d_boot = calloc(D, 4);
-        t->d_term = calloc(D, 1);
-        t->d_trunc = calloc(D, 1);
-        t->last_value = calloc(E, 4);
         t->disc = calloc(E, 4);
         t->reward = calloc(E, 4);
         t->count = calloc(E, 4);
@@ -1158,34 +1031,21 @@ int ppo_compile_new(struct ppo_compile **out, struct gr_ctx *ctx,
         t->trunc = calloc(E, 1);
         t->hold = calloc(E, 1);
         t->skip = calloc(E, 1);
-        t->perm = malloc(Dall * 4);
-        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_z = malloc(M * (size_t)d * 4);
         t->mb_k = malloc(M * 4);
-        t->mb_logp = malloc(M * 4);
-        t->mb_adv = malloc(M * 4);
-        t->mb_ret = malloc(M * 4);
-        if (!t->log_std_h || !t->d_idx || !t->d_val || !t->d_z || !t->d_nz ||
-            !t->d_k || !t->d_n || !t->d_logp || !t->d_value || !t->d_R ||
-            !t->d_adv || !t->d_ret || !t->d_boot || !t->d_term ||
-            !t->d_trunc || !t->last_value || !t->disc || !t->reward ||
-            !t->count || !t->cur || !t->ep_dec || !t->term || !t->trunc || !t->hold ||
-            !t->skip || !t->perm || !t->mb_rows || !t->mb_idx ||
-            !t->mb_val || !t->mb_z || !t->mb_k || !t->mb_logp ||
-            !t->mb_adv || !t->mb_ret) {
+        if (!t->log_std_h || !t->d_idx || !t->d_val || !t->d_z || !t->d_k ||
+            !t->disc || !t->reward || !t->count || !t->cur || !t->ep_dec ||
+            !t->term || !t->trunc || !t->hold || !t->skip || !t->mb_idx ||
+            !t->mb_val || !t->mb_z || !t->mb_k) {
             rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
         }
     }
     if (rc == 0) {
-        t->state_bytes = state_size(t);
-        t->state_host = calloc(t->state_bytes + 4, 1);
-        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
-                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
-        if (t->state_host == NULL || t->state == NULL) {
-            rc = gr_error(GR_ENOMEM, "PPO (compILE): out of memory");
-        }
+        struct ppo_state_layout L;
+        state_layout(t, &L);
+        rc = ppo_state_init(&t->state, ctx, &L, "PPO (compILE)");
     }
     if (rc < 0) {
         ppo_compile_free(t);
@@ -1229,52 +1089,17 @@ char *ppo_compile_checkpoint_config(const struct ppo_compile *t)
     return text;
 }
 
-/* Every world's state on every process (with MPI each plays its share). */
-static int gather_worlds(struct ppo_compile *t)
+static char *config_text(const void *t)
 {
-    if (train_mpi_size() <= 1) {
-        return 0;
-    }
-    struct craft_batch *b = &t->a.b;
-    struct {
-        void *p;
-        size_t size;
-    } arrays[] = {
-        {t->a.ask, 1}, {t->a.draws, 8}, {t->ep_dec, 4},
-        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
-        {b->k, 1}, {b->task, 1}, {b->t, 2},
-        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
-        {b->seed, 8},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, t->E);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return ppo_compile_checkpoint_config(t);
 }
 
 int ppo_compile_save(struct ppo_compile *t, const char *path, int force)
 {
-    int rc = gather_worlds(t);
-    if (rc < 0 || train_mpi_rank() != 0) {
-        return rc; /* process 0 writes */
-    }
-    memset(t->state_host, 0, t->state_bytes + 4);
-    rc = state_io(t, t->state_host, 0);
-    if (rc == 0) {
-        rc = gr_tensor_set_host(t->state, t->state_host);
-    }
-    char *text = rc == 0 ? ppo_compile_checkpoint_config(t) : NULL;
-    if (rc == 0 && text == NULL) {
-        rc = GR_EINVAL;
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
-    }
-    free(text);
-    return rc;
+    struct ppo_state_layout L;
+    state_layout(t, &L);
+    return ppo_state_save(&t->state, t->ctx, &L, path, force, config_text,
+                          t);
 }
 
 int ppo_compile_load(struct ppo_compile *t, const char *path)
@@ -1294,20 +1119,10 @@ int ppo_compile_load(struct ppo_compile *t, const char *path)
                       c.num_envs, t->E);
     }
     free(text);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
     if (rc == 0) {
-        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
-    }
-    if (rc == 0) {
-        rc = gr_tensor_to_host(t->state, t->state_host);
-    }
-    if (rc == 0) {
-        rc = state_io(t, t->state_host, 1);
-        if (rc < 0) {
-            rc = gr_error_wrap(rc, "%s", path);
-        }
-    }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
-        craft_batch_observe(&t->a.b, e, t->a.obs + (size_t)e * t->O);
+        rc = ppo_state_load(&t->state, t->ctx, &L, path, t->a.obs, t->O);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(t->log_std, t->log_std_h);

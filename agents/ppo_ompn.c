@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agents/bc.h"
 #include "agents/ppo_internal.h"
@@ -101,11 +100,10 @@ struct ppo_ompn {
     /* storage: frame s of world e at (e − e0)·S + s, D = (e1 − e0)·S */
     int32_t *d_idx;         /* [D, PPO_NZ_MAX] */
     float *d_val;
-    int32_t *d_nz, *d_act, *d_n;
+    int32_t *d_act;
     float *d_mem;           /* [D, n, d] */
-    float *d_first, *d_logp, *d_value, *d_R, *d_adv, *d_ret, *d_boot;
-    uint8_t *d_term, *d_trunc;
-    float *last_value;      /* [E] */
+    float *d_first;
+    struct ppo_rollout r;   /* the rest (agents/ppo_internal.h) */
     /* scratch */
     float *probs, *feat, *vtmp; /* [E, A], [E, F], [E] */
     int32_t *amax;          /* [E] */
@@ -115,13 +113,11 @@ struct ppo_ompn {
     float *mem_keep;        /* [e1 − e0, n, d] */
     uint8_t *first_keep;    /* [e1 − e0] */
     float *vw_h;            /* [F + 1]: the value head on the host */
-    int32_t *perm, *mb_rows, *mb_idx, *mb_act;
-    float *mb_val, *mb_mem, *mb_first, *mb_logp, *mb_adv, *mb_ret;
+    int32_t *mb_idx, *mb_act;
+    float *mb_val, *mb_mem, *mb_first;
     int64_t iteration, global_step, total_episodes;
     char source[512];
-    struct gr_tensor *state;
-    size_t state_bytes;
-    uint8_t *state_host;
+    struct ppo_state state; /* the checkpoint's (agents/ppo_internal.h) */
 };
 
 struct ompn_model *ppo_ompn_model(struct ppo_ompn *t)
@@ -179,24 +175,7 @@ static int sample_a(struct ppo_ompn *t, int e, const float *p)
 
 static int sparse_row(const float *x, int O, int32_t *idx, float *val)
 {
-    int nz = 0;
-    for (int i = 0; i < O; i++) {
-        if (x[i] != 0.0f) {
-            if (nz == PPO_NZ_MAX) {
-                return gr_error(GR_EINVAL, "PPO (OMPN): an observation has "
-                                           "more than %d non-zeros",
-                                PPO_NZ_MAX);
-            }
-            idx[nz] = i;
-            val[nz] = x[i];
-            nz++;
-        }
-    }
-    for (int c = nz; c < PPO_NZ_MAX; c++) {
-        idx[c] = -1;
-        val[c] = 0.0f;
-    }
-    return nz;
+    return ppo_sparse_row(x, O, idx, val, 1, "PPO (OMPN)");
 }
 
 /* One rollout of this process's worlds [e0, e1) (all of them in one
@@ -227,7 +206,7 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             if (nz < 0) {
                 return nz;
             }
-            t->d_nz[j] = nz;
+            t->r.nz[j] = nz;
         }
         rc = ompn_act_feat(&t->m, &t->act, obs_l, t->amax, t->probs, NULL,
                            t->feat);
@@ -242,8 +221,8 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
             int a = sample_a(t, e, p);
             t->actions[e] = (uint8_t)a;
             t->d_act[j] = a;
-            t->d_logp[j] = logf(fmaxf(p[a], 1e-30f));
-            t->d_value[j] = t->vtmp[le];
+            t->r.logp[j] = logf(fmaxf(p[a], 1e-30f));
+            t->r.value[j] = t->vtmp[le];
         }
         struct craft_batch_out out = {0};
         out.obs = t->obs;
@@ -254,13 +233,13 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
                                     &log);
         for (int e = e0; rc == 0 && e < e1; e++) {
             int64_t j = (int64_t)(e - e0) * S + s;
-            t->d_R[j] = t->reward[e];
-            t->d_n[j] = 1;
+            t->r.R[j] = t->reward[e];
+            t->r.n[j] = 1;
             /* a truncation ends the episode as a termination does (the
              * header): no bootstrap from the last observation */
-            t->d_term[j] = (uint8_t)(t->term[e] || t->trunc[e]);
-            t->d_trunc[j] = 0;
-            t->d_boot[j] = 0.0f;
+            t->r.term[j] = (uint8_t)(t->term[e] || t->trunc[e]);
+            t->r.trunc[j] = 0;
+            t->r.boot[j] = 0.0f;
             if (t->term[e] || t->trunc[e]) {
                 ompn_act_reset(&t->act, e - e0, 0);
             }
@@ -276,43 +255,18 @@ static int rollout(struct ppo_ompn *t, struct ppo_stats *st)
         memcpy(t->act.mem, t->mem_keep, (size_t)El * nd * sizeof(float));
         memcpy(t->act.first, t->first_keep, (size_t)El);
         if (rc == 0) {
-            host_values(t, t->feat, El, t->last_value + e0);
+            host_values(t, t->feat, El, t->r.last_value + e0);
         }
     }
     if (rc < 0) {
         return rc;
     }
-    /* with MPI, the totals of every process's worlds */
-    double sums[5] = {(double)((int64_t)El * S), (double)log.episodes,
-                      log.return_sum, (double)log.steps,
-                      (double)log.successes};
-    rc = train_allreduce_sum(sums, 5);
-    if (rc < 0) {
-        return rc;
-    }
-    int64_t frames = (int64_t)sums[0];
-    t->global_step += frames;
-    t->total_episodes += (int64_t)sums[1];
-    st->frames = frames;
-    st->global_step = t->global_step;
-    st->decisions = frames;
-    st->episodes = (int64_t)sums[1];
-    st->total_episodes = t->total_episodes;
-    double ne = sums[1];
-    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
-    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
-    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
-    st->decisions_per_episode = st->episodic_length;
-    st->mean_option_duration = 1.0;
-    return 0;
+    /* a decision every frame */
+    return ppo_rollout_totals(&t->r, (int64_t)El * S, &log,
+                              (int64_t)log.steps, &t->global_step,
+                              &t->total_episodes, st);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One minibatch's loss (agents/ppo_internal.h): the rows gathered from
  * the storage, then loss_with. */
@@ -321,10 +275,8 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
 {
     struct ppo_ompn *t = self;
     const size_t nd = (size_t)t->n * t->d;
-    int nzm = 1;
-    for (int64_t i = 0; i < M; i++) {
-        nzm = t->d_nz[rows[i]] > nzm ? t->d_nz[rows[i]] : nzm;
-    }
+    int nzm = ppo_rollout_nz_max(&t->r, rows, M);
+    ppo_rollout_gather(&t->r, rows, M);
     for (int64_t i = 0; i < M; i++) {
         int64_t j = rows[i];
         memcpy(t->mb_idx + i * nzm, t->d_idx + j * PPO_NZ_MAX,
@@ -335,13 +287,10 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t M,
                nd * sizeof *t->mb_mem);
         t->mb_first[i] = t->d_first[j];
         t->mb_act[i] = t->d_act[j];
-        t->mb_logp[i] = t->d_logp[j];
-        t->mb_adv[i] = t->d_adv[j];
-        t->mb_ret[i] = t->d_ret[j];
     }
     struct ppo_ompn_minibatch b = {
         (int)M,      nzm,       t->mb_idx,  t->mb_val, t->mb_mem,
-        t->mb_first, t->mb_act, t->mb_logp, t->mb_adv, t->mb_ret};
+        t->mb_first, t->mb_act, t->r.mb_logp, t->r.mb_adv, t->r.mb_ret};
     return loss_with(&t->m, t->vw, t->vb, &b, t->cfg.clip_coef,
                      t->cfg.vf_coef, t->cfg.ent_coef, t->cfg.norm_adv, mean,
                      sd, lo);
@@ -357,21 +306,7 @@ static int update(struct ppo_ompn *t, struct ppo_stats *st)
         .perm_tag = 0x4F504552,
         .iteration = t->iteration,
         .global_step = t->global_step,
-        .E = t->E,
-        .S = t->S,
-        .e0 = t->e0,
-        .e1 = t->e1,
-        .R = t->d_R,
-        .steps = t->d_n,
-        .value = t->d_value,
-        .term = t->d_term,
-        .trunc = t->d_trunc,
-        .boot = t->d_boot,
-        .last_value = t->last_value,
-        .adv = t->d_adv,
-        .ret = t->d_ret,
-        .perm = t->perm,
-        .rows = t->mb_rows,
+        .r = &t->r,
         .loss = minibatch_loss,
         .self = t,
     };
@@ -397,9 +332,9 @@ static int rebuild_act(struct ppo_ompn *t, const float *mem,
 int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
 {
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = ppo_now_s();
     int rc = rollout(t, st);
-    double t1 = now_s();
+    double t1 = ppo_now_s();
     if (rc < 0) {
         return rc;
     }
@@ -415,7 +350,7 @@ int ppo_ompn_iteration(struct ppo_ompn *t, struct ppo_stats *st)
     t->iteration++;
     st->iteration = t->iteration;
     st->rollout_s = t1 - t0;
-    st->update_s = now_s() - t1;
+    st->update_s = ppo_now_s() - t1;
     return 0;
 }
 
@@ -461,30 +396,15 @@ int ppo_ompn_evaluate(struct ppo_ompn *t, int episodes, uint64_t base_seed,
             int step = w[j].t;
             struct craft_step s;
             rc = craft_world_step(&w[j], act[j], &s);
-            if (trace != NULL && step < T) {
-                size_t at = (size_t)j * T + (size_t)step;
-                if (trace->action != NULL) {
-                    trace->action[at] = (uint8_t)act[j];
-                }
-                if (trace->option != NULL) {
-                    trace->option[at] = (int16_t)act[j];
-                }
-                if (trace->decided != NULL) {
-                    trace->decided[at] = 1;
-                }
-                if (trace->reward != NULL) {
-                    trace->reward[at] = s.reward;
-                }
-            }
+            /* the action stands as its own option, a decision a step */
+            ppo_trace_step(trace, T, j, step, act[j], act[j], 1, s.reward);
             if (s.terminated || s.truncated) {
                 done[j] = 1;
                 left--;
                 R += w[j].episode_return;
                 succ += s.terminated;
                 len += w[j].t;
-                if (trace != NULL && trace->length != NULL) {
-                    trace->length[j] = w[j].t;
-                }
+                ppo_trace_end(trace, j, w[j].t);
             }
         }
     }
@@ -505,61 +425,16 @@ int ppo_ompn_evaluate(struct ppo_ompn *t, int episodes, uint64_t base_seed,
 
 /* ---- building, saving, loading ---------------------------------------------- */
 
-static size_t state_size(const struct ppo_ompn *t)
+/* The trainer state of a checkpoint: every world's memory, first flag
+ * and sampling counter, then the worlds. */
+static void state_layout(struct ppo_ompn *t, struct ppo_state_layout *L)
 {
-    size_t E = (size_t)t->E;
-    size_t per_world = (size_t)t->n * t->d * 4 + 1 + 8 + /* acting */
-                       (size_t)t->batch.cells + 3 + 1 + 1 + 2 +
-                       CRAFT_N_KINDS * 2 + 4 + 8 + 8; /* batch */
-    return 64 + E * per_world;
-}
-
-static int state_io(struct ppo_ompn *t, uint8_t *buf, int dir)
-{
-    size_t at = 0;
-#define IO(ptr, bytes)                                  \
-    do {                                                \
-        if (dir == 0) {                                 \
-            memcpy(buf + at, (ptr), (bytes));           \
-        } else {                                        \
-            memcpy((ptr), buf + at, (bytes));           \
-        }                                               \
-        at += (bytes);                                  \
-    } while (0)
-    uint32_t head[4] = {0x4F4D5053u, 1u, (uint32_t)t->E, (uint32_t)t->d};
-    if (dir == 1) {
-        uint32_t got[4];
-        memcpy(got, buf, sizeof got);
-        if (memcmp(got, head, sizeof got) != 0) {
-            return gr_error(GR_EFORMAT, "trainer state of another shape "
-                                        "(%u worlds, hidden %u; this run "
-                                        "has %u, %u)",
-                            got[2], got[3], head[2], head[3]);
-        }
-    }
-    IO(head, sizeof head);
-    IO(&t->iteration, 8);
-    IO(&t->global_step, 8);
-    IO(&t->total_episodes, 8);
-    at = 64;
-    size_t E = (size_t)t->E;
-    struct craft_batch *b = &t->batch;
-    IO(t->mem_all, E * (size_t)t->n * t->d * 4);
-    IO(t->first_all, E);
-    IO(t->draws, E * 8);
-    IO(b->grid, E * (size_t)b->cells);
-    IO(b->x, E);
-    IO(b->y, E);
-    IO(b->dir, E);
-    IO(b->k, E);
-    IO(b->task, E);
-    IO(b->t, E * 2);
-    IO(b->inventory, E * CRAFT_N_KINDS * 2);
-    IO(b->ret, E * 4);
-    IO(b->episode, E * 8);
-    IO(b->seed, E * 8);
-#undef IO
-    return 0;
+    ppo_state_begin(L, 0x4F4D5053u, t->E, t->d, &t->iteration,
+                    &t->global_step, &t->total_episodes);
+    ppo_state_add(L, t->mem_all, (size_t)t->n * t->d * 4);
+    ppo_state_add(L, t->first_all, 1);
+    ppo_state_add(L, t->draws, 8);
+    ppo_state_add_batch(L, &t->batch);
 }
 
 void ppo_ompn_free(struct ppo_ompn *t)
@@ -570,17 +445,15 @@ void ppo_ompn_free(struct ppo_ompn *t)
     gr_optim_free(t->optim);
     craft_batch_free(&t->batch);
     ompn_act_state_free(&t->act);
-    void *bufs[] = {t->obs,     t->draws,   t->d_idx,    t->d_val,
-                    t->d_nz,    t->d_act,   t->d_n,      t->d_mem,
-                    t->d_first, t->d_logp,  t->d_value,  t->d_R,
-                    t->d_adv,   t->d_ret,   t->d_boot,   t->d_term,
-                    t->d_trunc, t->last_value, t->probs, t->feat,
-                    t->vtmp,    t->amax,    t->actions,  t->reward,
-                    t->term,    t->trunc,   t->mem_keep, t->first_keep,
-                    t->mem_all, t->first_all,
-                    t->vw_h,    t->perm,    t->mb_rows,  t->mb_idx,
-                    t->mb_act,  t->mb_val,  t->mb_mem,   t->mb_first,
-                    t->mb_logp, t->mb_adv,  t->mb_ret,   t->state_host};
+    ppo_rollout_free(&t->r);
+    ppo_state_free(&t->state);
+    void *bufs[] = {t->obs,      t->draws,      t->d_idx,    t->d_val,
+                    t->d_act,    t->d_mem,      t->d_first,  t->probs,
+                    t->feat,     t->vtmp,       t->amax,     t->actions,
+                    t->reward,   t->term,       t->trunc,    t->mem_keep,
+                    t->first_keep, t->mem_all,  t->first_all, t->vw_h,
+                    t->mb_idx,   t->mb_act,     t->mb_val,   t->mb_mem,
+                    t->mb_first};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -712,11 +585,7 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = gr_init_uniform(t->vw, -b, b, gr_rng_make(cfg->seed, 0x56414Cu));
     }
     if (rc == 0) {
-        struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
-        ocf.lr = cfg->learning_rate;
-        ocf.eps = cfg->adam_eps;
-        ocf.prefix = "ompn.";
-        rc = gr_optim_new(&t->optim, ctx, "adam", &ocf);
+        rc = ppo_optim_new(&t->optim, ctx, cfg, "ompn.");
     }
     train_mpi_share(t->E, &t->e0, &t->e1);
     if (rc == 0 && t->e1 <= t->e0) {
@@ -734,24 +603,17 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = ompn_act_state_init(&t->act, &t->m, (int)El);
     }
     if (rc == 0) {
+        rc = ppo_rollout_init(&t->r, t->E, t->S, t->e0, t->e1,
+                              cfg->num_minibatches, "PPO (OMPN)");
+    }
+    if (rc == 0) {
         t->obs = malloc(E * t->O * sizeof(float));
         t->draws = calloc(E, 8);
         t->d_idx = malloc(D * PPO_NZ_MAX * sizeof(int32_t));
         t->d_val = malloc(D * PPO_NZ_MAX * sizeof(float));
-        t->d_nz = calloc(D, 4);
         t->d_act = calloc(D, 4);
-        t->d_n = calloc(D, 4);
         t->d_mem = malloc(D * nd * sizeof(float));
         t->d_first = calloc(D, 4);
-        t->d_logp = calloc(D, 4);
-        t->d_value = calloc(D, 4);
-        t->d_R = calloc(D, 4);
-        t->d_adv = calloc(D, 4);
-        t->d_ret = calloc(D, 4);
-        t->d_boot = calloc(D, 4);
-        t->d_term = calloc(D, 1);
-        t->d_trunc = calloc(D, 1);
-        t->last_value = calloc(E, 4);
         t->probs = malloc(E * t->A * sizeof(float));
         t->feat = malloc(E * t->F * sizeof(float));
         t->vtmp = malloc(E * sizeof(float));
@@ -765,34 +627,24 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         t->mem_all = calloc(E * nd, sizeof(float));
         t->first_all = calloc(E, 1);
         t->vw_h = malloc(((size_t)t->F + 1) * sizeof(float));
-        t->perm = malloc(Dall * 4);
-        t->mb_rows = malloc(M * 4);
         t->mb_idx = malloc(M * PPO_NZ_MAX * 4);
         t->mb_val = malloc(M * PPO_NZ_MAX * 4);
         t->mb_mem = malloc(M * nd * sizeof(float));
         t->mb_act = malloc(M * 4);
         t->mb_first = malloc(M * 4);
-        t->mb_logp = malloc(M * 4);
-        t->mb_adv = malloc(M * 4);
-        t->mb_ret = malloc(M * 4);
-        if (!t->obs || !t->draws || !t->d_idx || !t->d_val || !t->d_nz ||
-            !t->d_act || !t->d_n || !t->d_mem || !t->d_first || !t->d_logp ||
-            !t->d_value || !t->d_R || !t->d_adv || !t->d_ret || !t->d_boot ||
-            !t->d_term || !t->d_trunc || !t->last_value || !t->probs ||
-            !t->feat || !t->vtmp || !t->amax || !t->actions || !t->reward ||
-            !t->term || !t->trunc || !t->mem_keep || !t->first_keep ||
-            !t->mem_all || !t->first_all || !t->vw_h || !t->perm ||
-            !t->mb_rows || !t->mb_idx || !t->mb_val || !t->mb_mem ||
-            !t->mb_act || !t->mb_first || !t->mb_logp || !t->mb_adv ||
-            !t->mb_ret) {
+        if (!t->obs || !t->draws || !t->d_idx || !t->d_val || !t->d_act ||
+            !t->d_mem || !t->d_first || !t->probs || !t->feat || !t->vtmp ||
+            !t->amax || !t->actions || !t->reward || !t->term || !t->trunc ||
+            !t->mem_keep || !t->first_keep || !t->mem_all ||
+            !t->first_all || !t->vw_h || !t->mb_idx || !t->mb_val ||
+            !t->mb_mem || !t->mb_act || !t->mb_first) {
             rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for %zu "
                                      "frames",
                           D);
         }
     }
     if (rc == 0) {
-        t->sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
-        t->env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+        ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
         rc = craft_batch_init(&t->batch, &t->world, &t->task, 1, t->E,
                               t->env_seed, t->obs);
     }
@@ -803,14 +655,9 @@ int ppo_ompn_new(struct ppo_ompn **out, struct gr_ctx *ctx,
         rc = refresh_value(t);
     }
     if (rc == 0) {
-        t->state_bytes = state_size(t);
-        t->state_host = calloc(t->state_bytes + 4, 1);
-        t->state = gr_buffer_new(ctx, "ppo.state", GR_I32,
-                                 gr_shape1((int64_t)(t->state_bytes + 3) / 4));
-        if (t->state_host == NULL || t->state == NULL) {
-            rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory for the "
-                                     "state");
-        }
+        struct ppo_state_layout L;
+        state_layout(t, &L);
+        rc = ppo_state_init(&t->state, ctx, &L, "PPO (OMPN)");
     }
     if (rc < 0) {
         ppo_ompn_free(t);
@@ -852,58 +699,22 @@ char *ppo_ompn_checkpoint_config(const struct ppo_ompn *t)
     return text;
 }
 
-/* Every world's state on every process (with MPI each acts its share):
- * the memories from the acting state, then the gathers. */
-static int gather_worlds(struct ppo_ompn *t)
+static char *config_text(const void *t)
 {
-    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
-    memcpy(t->mem_all + (size_t)t->e0 * nd, t->act.mem,
-           El * nd * sizeof(float));
-    memcpy(t->first_all + t->e0, t->act.first, El);
-    if (train_mpi_size() <= 1) {
-        return 0;
-    }
-    const int E = t->E;
-    struct craft_batch *b = &t->batch;
-    struct {
-        void *p;
-        size_t size;
-    } arrays[] = {
-        {t->mem_all, nd * 4}, {t->first_all, 1}, {t->draws, 8},
-        {b->grid, (size_t)b->cells}, {b->x, 1}, {b->y, 1}, {b->dir, 1},
-        {b->k, 1}, {b->task, 1}, {b->t, 2},
-        {b->inventory, CRAFT_N_KINDS * 2}, {b->ret, 4}, {b->episode, 8},
-        {b->seed, 8},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        int rc = train_allgather_shares(arrays[i].p, arrays[i].size, E);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
+    return ppo_ompn_checkpoint_config(t);
 }
 
 int ppo_ompn_save(struct ppo_ompn *t, const char *path, int force)
 {
-    int rc = gather_worlds(t);
-    if (rc < 0 || train_mpi_rank() != 0) {
-        return rc; /* process 0 writes */
-    }
-    memset(t->state_host, 0, t->state_bytes + 4);
-    rc = state_io(t, t->state_host, 0);
-    if (rc == 0) {
-        rc = gr_tensor_set_host(t->state, t->state_host);
-    }
-    char *text = rc == 0 ? ppo_ompn_checkpoint_config(t) : NULL;
-    if (rc == 0 && text == NULL) {
-        rc = GR_EINVAL;
-    }
-    if (rc == 0) {
-        rc = gr_checkpoint_save(t->ctx, path, text, GR_CKPT_ALL, force);
-    }
-    free(text);
-    return rc;
+    /* the memories of this process's worlds from the acting state */
+    const size_t nd = (size_t)t->n * t->d, El = (size_t)(t->e1 - t->e0);
+    memcpy(t->mem_all + (size_t)t->e0 * nd, t->act.mem,
+           El * nd * sizeof(float));
+    memcpy(t->first_all + t->e0, t->act.first, El);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
+    return ppo_state_save(&t->state, t->ctx, &L, path, force, config_text,
+                          t);
 }
 
 int ppo_ompn_load(struct ppo_ompn *t, const char *path)
@@ -927,22 +738,15 @@ int ppo_ompn_load(struct ppo_ompn *t, const char *path)
                       t->d);
     }
     free(text);
+    struct ppo_state_layout L;
+    state_layout(t, &L);
     if (rc == 0) {
-        rc = gr_checkpoint_load(t->ctx, path, GR_CKPT_ALL, NULL);
+        rc = ppo_state_load(&t->state, t->ctx, &L, path, t->obs, t->O);
     }
     if (rc == 0) {
-        rc = gr_tensor_to_host(t->state, t->state_host);
-    }
-    if (rc == 0) {
-        /* the acting copies from the loaded parameters, then the state */
+        /* the acting copies from the loaded parameters */
         ompn_act_state_free(&t->act);
         rc = ompn_act_state_init(&t->act, &t->m, t->e1 - t->e0);
-    }
-    if (rc == 0) {
-        rc = state_io(t, t->state_host, 1);
-        if (rc < 0) {
-            rc = gr_error_wrap(rc, "%s", path);
-        }
     }
     if (rc == 0) {
         /* this process's worlds into the acting state */
@@ -951,9 +755,6 @@ int ppo_ompn_load(struct ppo_ompn *t, const char *path)
         memcpy(t->act.mem, t->mem_all + (size_t)t->e0 * nd,
                El * nd * sizeof(float));
         memcpy(t->act.first, t->first_all + t->e0, El);
-    }
-    for (int e = 0; rc == 0 && e < t->E; e++) {
-        craft_batch_observe(&t->batch, e, t->obs + (size_t)e * t->O);
     }
     if (rc == 0) {
         rc = refresh_value(t);

@@ -1,11 +1,14 @@
 /* The PPO update the trainers share (see agents/ppo_internal.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "agents/ppo_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "kernels/ops.h"
 #include "kernels/rng.h"
 #include "kernels/tape.h"
@@ -80,34 +83,211 @@ int ppo_loss_tail(struct gr_ctx *ctx, const struct ppo_loss_head *h,
     return rc;
 }
 
+/* ---- what every trainer builds ----------------------------------------------- */
+
+int ppo_optim_new(struct gr_optim **out, struct gr_ctx *ctx,
+                  const struct ppo_config *cfg, const char *prefix)
+{
+    struct gr_optim_config ocf = gr_optim_config_default(GR_OPTIM_ADAM);
+    ocf.lr = cfg->learning_rate;
+    ocf.eps = cfg->adam_eps;
+    ocf.prefix = prefix;
+    return gr_optim_new(out, ctx, "adam", &ocf);
+}
+
+void ppo_seeds(const struct ppo_config *cfg, uint64_t *sample_seed,
+               uint64_t *env_seed)
+{
+    *sample_seed = gr_mix64(cfg->seed ^ 0x53414D504C45ull);
+    *env_seed = gr_mix64(cfg->seed ^ 0x574F524C44ull);
+}
+
+int ppo_sparse_row(const float *x, int O, int32_t *idx, float *val,
+                   int pad, const char *what)
+{
+    int nz = 0;
+    for (int i = 0; i < O; i++) {
+        if (x[i] != 0.0f) {
+            if (nz == PPO_NZ_MAX) {
+                return gr_error(GR_EINVAL, "%s: an observation has more "
+                                           "than %d non-zeros",
+                                what, PPO_NZ_MAX);
+            }
+            idx[nz] = i;
+            val[nz] = x[i];
+            nz++;
+        }
+    }
+    for (int c = nz; pad && c < PPO_NZ_MAX; c++) {
+        idx[c] = -1;
+        val[c] = 0.0f;
+    }
+    return nz;
+}
+
+void ppo_trace_step(const struct ppo_trace *trace, int T, int e, int step,
+                    int action, int option, int decided, float reward)
+{
+    if (trace == NULL || step >= T) {
+        return;
+    }
+    size_t at = (size_t)e * T + (size_t)step;
+    if (trace->action != NULL) {
+        trace->action[at] = (uint8_t)action;
+    }
+    if (trace->option != NULL) {
+        trace->option[at] = (int16_t)option;
+    }
+    if (trace->decided != NULL) {
+        trace->decided[at] = (uint8_t)decided;
+    }
+    if (trace->reward != NULL) {
+        trace->reward[at] = reward;
+    }
+}
+
+void ppo_trace_end(const struct ppo_trace *trace, int e, int length)
+{
+    if (trace != NULL && trace->length != NULL) {
+        trace->length[e] = length;
+    }
+}
+
+double ppo_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the decision storage -------------------------------------------------- */
+
+int ppo_rollout_init(struct ppo_rollout *r, int E, int S, int e0, int e1,
+                     int num_minibatches, const char *what)
+{
+    r->E = E;
+    r->S = S;
+    r->e0 = e0;
+    r->e1 = e1;
+    const size_t D = (size_t)(e1 - e0) * (size_t)S;
+    const size_t M = (size_t)E * (size_t)S / (size_t)num_minibatches;
+    r->R = calloc(D, sizeof *r->R);
+    r->n = calloc(D, sizeof *r->n);
+    r->value = calloc(D, sizeof *r->value);
+    r->logp = calloc(D, sizeof *r->logp);
+    r->term = calloc(D, 1);
+    r->trunc = calloc(D, 1);
+    r->boot = calloc(D, sizeof *r->boot);
+    r->nz = calloc(D, sizeof *r->nz);
+    r->adv = calloc(D, sizeof *r->adv);
+    r->ret = calloc(D, sizeof *r->ret);
+    r->last_value = calloc((size_t)E, sizeof *r->last_value);
+    r->perm = calloc((size_t)E * (size_t)S, sizeof *r->perm);
+    r->rows = calloc(M, sizeof *r->rows);
+    r->mb_logp = calloc(M, sizeof *r->mb_logp);
+    r->mb_adv = calloc(M, sizeof *r->mb_adv);
+    r->mb_ret = calloc(M, sizeof *r->mb_ret);
+    if (!r->R || !r->n || !r->value || !r->logp || !r->term || !r->trunc ||
+        !r->boot || !r->nz || !r->adv || !r->ret || !r->last_value ||
+        !r->perm || !r->rows || !r->mb_logp || !r->mb_adv || !r->mb_ret) {
+        return gr_error(GR_ENOMEM, "%s: out of memory for %zu decisions",
+                        what, D);
+    }
+    return 0;
+}
+
+void ppo_rollout_free(struct ppo_rollout *r)
+{
+    void *p[] = {r->R,    r->n,    r->value,      r->logp,
+                 r->term, r->trunc, r->boot,      r->nz,
+                 r->adv,  r->ret,  r->last_value, r->perm,
+                 r->rows, r->mb_logp, r->mb_adv,  r->mb_ret};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        free(p[i]);
+    }
+    memset(r, 0, sizeof *r);
+}
+
+int ppo_rollout_nz_max(const struct ppo_rollout *r, const int32_t *rows,
+                       int64_t M)
+{
+    int nzm = 1;
+    for (int64_t i = 0; i < M; i++) {
+        nzm = r->nz[rows[i]] > nzm ? r->nz[rows[i]] : nzm;
+    }
+    return nzm;
+}
+
+void ppo_rollout_gather(struct ppo_rollout *r, const int32_t *rows,
+                        int64_t M)
+{
+    for (int64_t i = 0; i < M; i++) {
+        int64_t j = rows[i];
+        r->mb_logp[i] = r->logp[j];
+        r->mb_adv[i] = r->adv[j];
+        r->mb_ret[i] = r->ret[j];
+    }
+}
+
+int ppo_rollout_totals(const struct ppo_rollout *r, int64_t frames,
+                       const struct craft_log *log, int64_t dec_sum,
+                       int64_t *global_step, int64_t *total_episodes,
+                       struct ppo_stats *st)
+{
+    const int64_t D = (int64_t)r->E * r->S;
+    double sums[6] = {(double)frames, (double)log->episodes, log->return_sum,
+                      (double)log->steps, (double)log->successes,
+                      (double)dec_sum};
+    int rc = train_allreduce_sum(sums, 6);
+    if (rc < 0) {
+        return rc;
+    }
+    frames = (int64_t)sums[0];
+    *global_step += frames;
+    *total_episodes += (int64_t)sums[1];
+    st->frames = frames;
+    st->global_step = *global_step;
+    st->decisions = D;
+    st->episodes = (int64_t)sums[1];
+    st->total_episodes = *total_episodes;
+    double ne = sums[1];
+    st->episodic_return = ne > 0 ? sums[2] / ne : NAN;
+    st->episodic_length = ne > 0 ? sums[3] / ne : NAN;
+    st->success_rate = ne > 0 ? sums[4] / ne : NAN;
+    st->decisions_per_episode = ne > 0 ? sums[5] / ne : NAN;
+    st->mean_option_duration = (double)frames / (double)D;
+    return 0;
+}
+
 /* ---- the update ------------------------------------------------------------ */
 
 /* GAE per world of this process, then the explained variance of the
  * rollout's values (sums of every process). */
 static int gae(const struct ppo_update *u, struct ppo_stats *st)
 {
-    const int S = u->S;
-    const int64_t D = (int64_t)u->E * S;
-    const int64_t Dl = (int64_t)(u->e1 - u->e0) * S;
-    for (int e = u->e0; e < u->e1; e++) {
-        int64_t o = (int64_t)(e - u->e0) * S;
-        ppo_smdp_gae(S, u->R + o, u->steps + o, u->value + o, u->term + o,
-                     u->trunc + o, u->boot + o, u->last_value[e],
-                     u->cfg->gamma, u->cfg->gae_lambda, u->adv + o,
-                     u->ret + o);
+    const struct ppo_rollout *r = u->r;
+    const int S = r->S;
+    const int64_t D = (int64_t)r->E * S;
+    const int64_t Dl = (int64_t)(r->e1 - r->e0) * S;
+    for (int e = r->e0; e < r->e1; e++) {
+        int64_t o = (int64_t)(e - r->e0) * S;
+        ppo_smdp_gae(S, r->R + o, r->n + o, r->value + o, r->term + o,
+                     r->trunc + o, r->boot + o, r->last_value[e],
+                     u->cfg->gamma, u->cfg->gae_lambda, r->adv + o,
+                     r->ret + o);
     }
     double mean2[2] = {0.0, 0.0};
     for (int64_t j = 0; j < Dl; j++) {
-        mean2[0] += u->ret[j];
-        mean2[1] += u->ret[j] - u->value[j];
+        mean2[0] += r->ret[j];
+        mean2[1] += r->ret[j] - r->value[j];
     }
     int rc = train_allreduce_sum(mean2, 2);
     double mr = mean2[0] / (double)D, mdiff = mean2[1] / (double)D;
     double var2[2] = {0.0, 0.0};
     for (int64_t j = 0; j < Dl; j++) {
-        double r = u->ret[j] - mr;
-        double df = u->ret[j] - u->value[j] - mdiff;
-        var2[0] += r * r;
+        double rj = r->ret[j] - mr;
+        double df = r->ret[j] - r->value[j] - mdiff;
+        var2[0] += rj * rj;
         var2[1] += df * df;
     }
     if (rc == 0) {
@@ -125,7 +305,7 @@ static void permute(const struct ppo_update *u, int ep, int64_t D)
     uint64_t key = gr_rng_key_of(
         u->cfg->seed, gr_rng_stream(u->perm_tag, (uint64_t)u->iteration,
                                     (uint64_t)ep, 0));
-    int32_t *perm = u->perm;
+    int32_t *perm = u->r->perm;
     for (int64_t j = 0; j < D; j++) {
         perm[j] = (int32_t)j;
     }
@@ -147,12 +327,12 @@ static int adv_stats(const struct ppo_update *u, const int32_t *rows,
 {
     double sum = 0.0, var = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        sum += u->adv[rows[i]];
+        sum += u->r->adv[rows[i]];
     }
     int rc = train_allreduce_sum(&sum, 1);
     *mean = sum / (double)M;
     for (int64_t i = 0; rc == 0 && i < n; i++) {
-        double a = u->adv[rows[i]];
+        double a = u->r->adv[rows[i]];
         var += (a - *mean) * (a - *mean);
     }
     if (rc == 0) {
@@ -165,11 +345,12 @@ static int adv_stats(const struct ppo_update *u, const int32_t *rows,
 int ppo_update_run(const struct ppo_update *u, struct ppo_stats *st)
 {
     const struct ppo_config *cfg = u->cfg;
-    const int S = u->S;
-    const int64_t D = (int64_t)u->E * S;
+    struct ppo_rollout *r = u->r;
+    const int S = r->S;
+    const int64_t D = (int64_t)r->E * S;
     const int64_t M = D / cfg->num_minibatches;
     /* this process's decisions are the global ones [g0, g1) */
-    const int64_t g0 = (int64_t)u->e0 * S, g1 = (int64_t)u->e1 * S;
+    const int64_t g0 = (int64_t)r->e0 * S, g1 = (int64_t)r->e1 * S;
     int rc = gae(u, st);
     /* learning rate: linear decay over the frames (cleanrl's anneal_lr) */
     double frac = 1.0;
@@ -189,17 +370,17 @@ int ppo_update_run(const struct ppo_update *u, struct ppo_stats *st)
         for (int mb = 0; mb < cfg->num_minibatches && rc == 0; mb++) {
             /* the minibatch's decisions of this process's worlds (all of
              * them in one process), in the permutation's order */
-            const int32_t *rows = u->perm + (int64_t)mb * M;
+            const int32_t *rows = r->perm + (int64_t)mb * M;
             int64_t Ml = 0;
             for (int64_t i = 0; i < M; i++) {
                 if (rows[i] >= g0 && rows[i] < g1) {
-                    u->rows[Ml++] = (int32_t)(rows[i] - g0);
+                    r->rows[Ml++] = (int32_t)(rows[i] - g0);
                 }
             }
             gr_step_reset(u->ctx);
             gr_zero_grad(u->ctx);
             double mean = 0.0, sd = 0.0;
-            rc = adv_stats(u, u->rows, Ml, M, &mean, &sd);
+            rc = adv_stats(u, r->rows, Ml, M, &mean, &sd);
             if (rc < 0) {
                 break;
             }
@@ -209,7 +390,7 @@ int ppo_update_run(const struct ppo_update *u, struct ppo_stats *st)
             double share = (double)Ml / (double)M;
             memset(&lo, 0, sizeof lo);
             if (Ml > 0) {
-                rc = u->loss(u->self, u->rows, Ml, mean, sd, &lo);
+                rc = u->loss(u->self, r->rows, Ml, mean, sd, &lo);
             }
             double sums[7] = {0.0};
             if (rc == 0 && Ml > 0) {
