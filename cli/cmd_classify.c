@@ -105,13 +105,33 @@ static int task_options(const struct cli_command *cmd, const char *task,
                                     "--test FILE or --data DIR (with "
                                     "test_d20s.tsv)");
     }
-    if (strncmp(task, "sst", 3) == 0 && data == NULL &&
+    /* an evaluation needs only the file of the split it scores */
+    const char *scored = only_split == NLP_CLS_TEST    ? test
+                         : only_split == NLP_CLS_VALID ? valid
+                                                       : NULL;
+    if (strncmp(task, "sst", 3) == 0 && data == NULL && eval &&
+        scored == NULL) {
+        return cli_usage_error(cmd, "--task %s: the %s split needs --data "
+                                    "DIR (the SST trees) or --%s FILE",
+                               task, only_split == NLP_CLS_TEST ? "test"
+                                                                : "validation",
+                               only_split == NLP_CLS_TEST ? "test" : "valid");
+    }
+    if (strcmp(task, "snli") == 0 && data == NULL && eval && scored == NULL) {
+        return cli_usage_error(cmd, "--task snli: the %s split needs --data "
+                                    "DIR (the snli_1.0_*.jsonl files) or "
+                                    "--%s FILE",
+                               only_split == NLP_CLS_TEST ? "test"
+                                                          : "validation",
+                               only_split == NLP_CLS_TEST ? "test" : "valid");
+    }
+    if (strncmp(task, "sst", 3) == 0 && data == NULL && !eval &&
         (train == NULL || valid == NULL || test == NULL)) {
         return cli_usage_error(cmd, "--task %s needs --data DIR (the SST "
                                     "trees) or --train, --valid and --test",
                                task);
     }
-    if (strcmp(task, "snli") == 0 && data == NULL &&
+    if (strcmp(task, "snli") == 0 && data == NULL && !eval &&
         (train == NULL || valid == NULL || test == NULL)) {
         return cli_usage_error(cmd, "--task snli needs --data DIR (the "
                                     "snli_1.0_*.jsonl files) or --train, "
@@ -847,9 +867,9 @@ const struct cli_command cmd_nlp_classify_eval = {
     "--data or the file flags as for training; for sst2, sst5 and snli its "
     "words are read through the checkpoint's vocabulary (a word it lacks "
     "as <unk>, or as padding in a vocabulary without <unk>), so any test "
-    "file can be scored. logic and listops read only the data of the "
-    "split scored: no training file is read, nor ListOps trees generated, "
-    "for the test split. Prints the data summary first, on stderr as "
+    "file can be scored. Only the data of the split scored is read: for "
+    "the test split no training file is read, nor ListOps trees generated "
+    "(a test file alone is enough). Prints the data summary first, on stderr as "
     "training does (the file or folder read, its examples; logic: their "
     "operator counts k), then the results on stdout. --on valid "
     "scores the run's own validation part "

@@ -677,6 +677,9 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
     int rc = 0;
     for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
         char path[GR_PATH_MAX];
+        if (!wants(o, sp)) {
+            continue; /* an evaluation reads only the split it scores */
+        }
         if (given[sp] != NULL) {
             snprintf(path, sizeof path, "%s", given[sp]);
         } else if (o->data == NULL) {
@@ -700,6 +703,9 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
     int32_t counts[NLP_N_SPLITS] = {0}, neutral[NLP_N_SPLITS] = {0};
     for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
         struct nlp_sst_item *it = NULL;
+        if (!wants(o, sp)) {
+            continue;
+        }
         enum nlp_sst_unit unit =
             sp == NLP_TRAIN ? o->sst_train_unit : NLP_SST_SENTENCES;
         rc = nlp_sst_items(&s, (enum nlp_split)sp, task, unit, &it,
@@ -718,7 +724,19 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
         }
         free(it);
     }
-    if (rc == 0) {
+    if (rc == 0 && o->only_split >= 0) {
+        char a[32], e[32];
+        summary_add(d, 0, "sst%d: %s: %s %s sentences%s; vocabulary %s "
+                    "words (that split's, mapped onto the checkpoint's)",
+                    (int)task,
+                    given[o->only_split] != NULL ? given[o->only_split]
+                                                 : o->data,
+                    nlp_split_name((enum nlp_split)o->only_split),
+                    thousands(counts[o->only_split], a, sizeof a),
+                    task == NLP_SST2 ? " (neutral ones dropped)" : "",
+                    thousands(s.vocab.size, e, sizeof e));
+        d->dep_trees = o->sst_dependency != 0;
+    } else if (rc == 0) {
         static const char *const unit_names[3] = {
             "sentences", "nodes (every labelled node, duplicates kept)",
             "distinct phrases"};
@@ -765,6 +783,9 @@ static int load_snli(struct nlp_cls_data *d,
     int rc = 0;
     for (int sp = 0; sp < NLP_N_SPLITS && rc == 0; sp++) {
         char path[GR_PATH_MAX];
+        if (!wants(o, sp)) {
+            continue; /* an evaluation reads only the split it scores */
+        }
         if (given[sp] != NULL) {
             snprintf(path, sizeof path, "%s", given[sp]);
         } else if (o->data == NULL) {
@@ -788,7 +809,17 @@ static int load_snli(struct nlp_cls_data *d,
                              s.tokens + p->b, p->len_b, p->label, -1);
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && o->only_split >= 0) {
+        char a[32], e[32];
+        int sp = o->only_split;
+        summary_add(d, 0, "snli: %s: %s %s pairs (%lld without a gold label "
+                    "skipped); vocabulary %s words (that split's, mapped "
+                    "onto the checkpoint's)",
+                    given[sp] != NULL ? given[sp] : o->data,
+                    nlp_split_name((enum nlp_split)sp), thousands(s.n_pairs[sp], a, sizeof a),
+                    (long long)s.n_skipped[sp],
+                    thousands(s.vocab.size, e, sizeof e));
+    } else if (rc == 0) {
         char a[32], b[32], c[32], e[32];
         summary_add(d, 0,
                     "snli: %s: train %s / dev %s / test %s pairs (%lld "

@@ -32,8 +32,8 @@
  *            .jsonl or the three files; one lower-cased vocabulary of every
  *            split (padding = the last id); pairs without a gold label
  *            skipped and counted (fasttrees.md §6.4).
- * With only_split (an evaluation), logic and listops read only what that
- * split needs (below). A path that is given but unreadable is an error;
+ * With only_split (an evaluation), every task reads only what that split
+ * needs (below). A path that is given but unreadable is an error;
  * "when present" means
  * the file is silently optional only where this table says so, and the
  * summary says which source was used.
@@ -71,11 +71,11 @@ struct nlp_cls_task_options {
     uint64_t seed;             /* generation and hold-out: 1111 */
     /* -1 (the default): every split, for training. NLP_CLS_TEST or
      * NLP_CLS_VALID: an evaluation of that split, so only the data it
-     * needs is read (logic, listops): no training file is read, nor
-     * ListOps' trees generated, unless the validation part is held out of
-     * them; the other splits stay empty and the summary describes the
-     * split evaluated. sst and snli read their three files whatever it is
-     * (their vocabulary is built from all of them). */
+     * needs is read: no training file is read, nor ListOps' trees
+     * generated, unless the validation part is held out of them; the
+     * other splits stay empty and the summary describes the split
+     * evaluated. sst and snli then build their vocabulary from that split
+     * alone (nlp_cls_use_vocab maps it onto the checkpoint's). */
     int only_split;
     /* sst */
     enum nlp_sst_unit sst_train_unit; /* NLP_SST_SENTENCES */

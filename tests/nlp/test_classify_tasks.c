@@ -86,7 +86,9 @@ static void test_files(void)
         CHECK(0);
         return;
     }
-    char tr[128], te[128], va[128], bad[128];
+    char tr[128], te[128], va[128], bad[128], bad_path_missing[128];
+    snprintf(bad_path_missing, sizeof bad_path_missing, "%s/missing.txt",
+             dir);
     snprintf(tr, sizeof tr, "%s/train.tsv", dir);
     snprintf(te, sizeof te, "%s/test.tsv", dir);
     snprintf(va, sizeof va, "%s/dev.txt", dir);
@@ -150,6 +152,34 @@ static void test_files(void)
     CHECK(nlp_cls_load_task(&d, "sst5", &o) == 0);
     CHECK(d.n_classes == 5 && d.split[0].n == 9 && d.split[1].n == 1);
     nlp_cls_data_free(&d);
+    /* an evaluation of the test split reads the test file alone (the
+     * others need not exist); mapped onto the training vocabulary, its
+     * tokens are the full load's */
+    struct nlp_cls_data full;
+    o.sst_train_unit = NLP_SST_SENTENCES;
+    CHECK(nlp_cls_load_task(&full, "sst2", &o) == 0);
+    o.train = bad_path_missing;
+    o.valid = bad_path_missing;
+    o.only_split = NLP_CLS_TEST;
+    rc = nlp_cls_load_task(&d, "sst2", &o);
+    CHECK_MSG(rc == 0, "%s", gr_last_error());
+    if (rc == 0) {
+        CHECK(d.split[0].n == 0 && d.split[1].n == 0 && d.split[2].n == 1);
+        CHECK(strcmp(d.vocab_text, "d\nf\n") == 0);
+        CHECK_STR_CONTAINS(d.summary, "test 1 sentences");
+        int32_t unknown = -1;
+        CHECK(nlp_cls_use_vocab(&d, full.vocab_text, &unknown) == 0 &&
+              unknown == 0);
+        const struct nlp_cls_example *a = &d.split[2].ex[0],
+                                     *b = &full.split[2].ex[0];
+        CHECK(a->len_a == 2 && b->len_a == 2 && a->label == b->label &&
+              memcmp(d.tokens + a->a, full.tokens + b->a,
+                     2 * sizeof *d.tokens) == 0);
+        nlp_cls_data_free(&d);
+    }
+    nlp_cls_data_free(&full);
+    o.only_split = -1;
+    o.train = tr;
     o.valid = NULL;
     CHECK(nlp_cls_load_task(&d, "sst2", &o) == GR_EINVAL);
     CHECK_STR_CONTAINS(gr_last_error(), "valid file");

@@ -314,9 +314,18 @@ printf '%s\n' "(4 (2 a) (4 (4 splendid) (2 plot)))" "(0 (2 xylophone) (0 awful))
     --threads 1 --quiet --out "$tmp/sst" >/dev/null 2>"$tmp/sst.err" || { fail "sst5 run"; cat "$tmp/sst.err"; }
 expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
     --data "$tmp/sa" --threads 1
-grep -q "^sst5: $tmp/sa: train 4 sentences / dev 2 / test 4 sentences" "$tmp/err" ||
+grep -q "^sst5: $tmp/sa: test 4 sentences; vocabulary 9 words (that split's" "$tmp/err" ||
     fail "sst5 eval: no data summary in: $(cat "$tmp/err")"
 sed 's/ (.*//' "$tmp/out" >"$tmp/sa.score"
+# an evaluation reads only the split it scores: the test file alone
+# scores the same as with its folder, and without one it is asked for
+expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
+    --test "$tmp/sa/test.txt" --threads 1
+sed 's/ (.*//' "$tmp/out" >"$tmp/sa_file.score"
+cmp -s "$tmp/sa.score" "$tmp/sa_file.score" ||
+    fail "the test file alone scores differently from its folder: $(cat "$tmp/sa_file.score") vs $(cat "$tmp/sa.score")"
+expect 2 "the validation split needs --data DIR \(the SST trees\) or --valid FILE" nlp classify eval \
+    --checkpoint "$tmp/sst/best.ckpt" --test "$tmp/sa/test.txt" --on valid --threads 1
 expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
     --data "$tmp/sb" --threads 1
 sed 's/ (.*//' "$tmp/out" >"$tmp/sb.score"
@@ -325,7 +334,9 @@ cmp -s "$tmp/sa.score" "$tmp/sb.score" ||
 grep -q "of the data's words not among them" "$tmp/err" || fail "eval on sb: no vocabulary line in: $(cat "$tmp/err")"
 expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 2 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
     --data "$tmp/sc" --threads 1
-grep -q " 5 of the data's words not among them" "$tmp/err" || fail "eval on sc: unknown words: $(cat "$tmp/err")"
+# the test file's own unknown words (splendid, xylophone): the train and
+# dev files beside it are not read
+grep -q " 2 of the data's words not among them" "$tmp/err" || fail "eval on sc: unknown words: $(cat "$tmp/err")"
 
 if [ ! -d "$data/logic_inference" ]; then
     echo "cli_classify: $checks checks, $fails failed"

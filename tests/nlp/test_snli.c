@@ -173,6 +173,15 @@ static void test_loader(const char *path)
     o.train = NULL;
     CHECK(nlp_cls_load_task(&d, "snli", &o) < 0);
     CHECK(strstr(gr_last_error(), "snli_1.0_train.jsonl") != NULL);
+    /* an evaluation of the test split reads the test file alone: the
+     * missing training file is not asked for */
+    o.valid = NULL;
+    o.only_split = NLP_CLS_TEST;
+    CHECK_MSG(nlp_cls_load_task(&d, "snli", &o) == 0, "%s", gr_last_error());
+    CHECK(d.split[NLP_CLS_TRAIN].n == 0 && d.split[NLP_CLS_VALID].n == 0 &&
+          d.split[NLP_CLS_TEST].n == 11);
+    CHECK_MSG(strstr(d.summary, "test 11 pairs (1 without a gold label") != NULL, "%s", d.summary);
+    nlp_cls_data_free(&d);
 }
 
 int main(int argc, char **argv)
