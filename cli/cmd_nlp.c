@@ -761,15 +761,16 @@ static int run_syneval(const struct cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE) {
         return rc;
     }
-    if (limit < 0) {
-        return cli_usage_error(cmd, "--limit must be 0 (all) or more, got "
-                                    "%d",
-                               limit);
+    /* checked whether or not --checkpoint uses them: a typo is refused
+     * the same way in both modes */
+    const struct cli_range ranges[] = {
+        CLI_AT_LEAST("--limit", limit, 0),
+        CLI_AT_LEAST("--batch-size", batch, 1),
+    };
+    if ((rc = CLI_CHECK_RANGES(cmd, ranges)) != CLI_CONTINUE) {
+        return rc;
     }
     if (ckpt != NULL) {
-        if (batch < 1) {
-            return cli_usage_error(cmd, "--batch-size must be 1 or more");
-        }
         if ((rc = cli_need_path(cmd, "--data", data)) != CLI_CONTINUE) {
             return rc;
         }

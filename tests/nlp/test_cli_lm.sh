@@ -153,7 +153,7 @@ printf 'simple_agrmt\tplur\tthe company sayy\tthe company sayz\t\n' >>"$tmp/syn.
 printf 'simple_npi_anim\tpast\tno company has ever been\tmost companies have ever been\tthe company has ever been\n' >>"$tmp/syn.tsv"
 expect 0 "^SVA simple +4 +1 +(0\.[0-9]+|1\.00)" nlp syneval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/syn.tsv" --quiet
 expect 0 "scorer: +ON-LSTM language model" nlp syneval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/syn.tsv" --quiet
-expect 2 "--batch-size must be 1 or more" nlp syneval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/syn.tsv" --batch-size 0
+expect 2 "--batch-size 0 is out of range \(>= 1\)" nlp syneval --checkpoint "$tmp/run/best.ckpt" --data "$tmp/syn.tsv" --batch-size 0
 
 echo "cli_lm: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

@@ -52,7 +52,9 @@ expect 2 "--split expects all or test" nlp parse --trees x --baseline right --sp
 expect 2 "unknown option '--checkpoints'" nlp parse --trees x --checkpoints m.ckpt
 expect 2 "--data DIR is required" nlp corpus
 expect 2 "--model expects unigram" nlp syneval --data x --model onlstm --ptb y
-expect 2 "--limit must be 0 \(all\) or more" nlp syneval --data x --ptb y --limit -1
+expect 2 "--limit -1 is out of range \(>= 0\)" nlp syneval --data x --ptb y --limit -1
+# --batch-size is checked without --checkpoint too (where it does nothing)
+expect 2 "--batch-size 0 is out of range \(>= 1\)" nlp syneval --data x --ptb y --batch-size 0
 expect 2 "--data x: it does not exist" nlp syneval --data x --ptb y
 expect 1 "cannot read /nonexistent/trees.zip" nlp parse --trees /nonexistent/trees.zip --baseline left
 printf 'PK\003\004 this is no zip archive, only its magic' >"$tmp/fake.zip"
