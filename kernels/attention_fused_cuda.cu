@@ -44,6 +44,8 @@ const int kLanes = 8;                          /* threads per row */
 const int kBlock = kTile * kLanes;             /* 256 */
 const int kMaxD = GR_ATTN_FUSED_MAX_D;         /* 128 */
 const int kRegs = kMaxD / kLanes;              /* 16 */
+static_assert(GR_ATTN_FUSED_MAX_T / kTile <= 65535,
+              "the tiles of Tq or Tk must fit a grid's y");
 
 int launched(const char *what)
 {

@@ -34,8 +34,8 @@ struct gr_attn_rows {
  * every query of q [Tq, B, H·dk], k [Tk, B, H·dk], v [Tk, B, H·dv] at
  * once, no bias, no dropout, dk and dv at most GR_ATTN_FUSED_MAX_D. */
 #define GR_ATTN_FUSED_MAX_D 128
-/* Tq and Tk at most this (the tiles of one (b, h) fit a grid's y). */
-#define GR_ATTN_FUSED_MAX_T ((int64_t)1 << 21)
+/* Tq and Tk at most this: their 32-row tiles fit a grid's y (65,535). */
+#define GR_ATTN_FUSED_MAX_T ((int64_t)65535 * 32)
 
 struct gr_attn_fused {
     int64_t tq, tk, b, heads, dk, dv;
