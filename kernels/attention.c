@@ -5,7 +5,9 @@
 #include "kernels/attention.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -22,6 +24,38 @@ int64_t gr_attention_set_scratch(int64_t floats)
     int64_t old = scratch_budget;
     scratch_budget = floats < 1 ? 1 : floats;
     return old;
+}
+
+/* The fused path (GROVE_ATTN_FUSED=1, read once per process; a thread's
+ * gr_attention_set_fused overrides it) and how often it ran. */
+static atomic_int fused_env = -1;
+static _Thread_local int fused_mode = -1;
+static _Thread_local int64_t fused_runs;
+
+static int fused_on(void)
+{
+    if (fused_mode >= 0) {
+        return fused_mode;
+    }
+    int e = atomic_load(&fused_env);
+    if (e < 0) {
+        const char *v = getenv("GROVE_ATTN_FUSED");
+        e = v != NULL && strcmp(v, "1") == 0;
+        atomic_store(&fused_env, e);
+    }
+    return e;
+}
+
+int gr_attention_set_fused(int mode)
+{
+    int old = fused_mode;
+    fused_mode = mode < 0 ? -1 : (mode > 0);
+    return old;
+}
+
+int64_t gr_attention_fused_runs(void)
+{
+    return fused_runs;
 }
 
 static const struct gr_attn_backend *attn_be(struct gr_ctx *ctx)
@@ -150,6 +184,61 @@ static void rows_of(const struct attn_dims *d, const struct gr_node *nd,
     a->key = nd->key;
 }
 
+/* Whether the fused path serves a call: the device has one, it is on,
+ * and the call is within what its tiles do (no bias, no dropout, head
+ * widths up to GR_ATTN_FUSED_MAX_D). Otherwise the chunked composition. */
+static int fused_serves(const struct gr_attn_backend *ab,
+                        const struct attn_dims *d,
+                        const struct gr_tensor *bias, float dropout)
+{
+    return ab->fused_fwd != NULL && ab->fused_bwd != NULL && fused_on() &&
+           bias == NULL && dropout == 0.0f && d->dk <= GR_ATTN_FUSED_MAX_D &&
+           d->dv <= GR_ATTN_FUSED_MAX_D && d->tq <= GR_ATTN_FUSED_MAX_T &&
+           d->tk <= GR_ATTN_FUSED_MAX_T;
+}
+
+static void fused_args(const struct attn_dims *d,
+                       const struct gr_tensor *key_len, int causal,
+                       struct gr_attn_fused *f)
+{
+    memset(f, 0, sizeof *f);
+    f->tq = d->tq;
+    f->tk = d->tk;
+    f->b = d->b;
+    f->heads = d->heads;
+    f->dk = d->dk;
+    f->dv = d->dv;
+    f->scale = 1.0f / sqrtf((float)d->dk);
+    f->key_len = key_len ? (const int32_t *)key_len->data : NULL;
+    f->causal = causal;
+}
+
+/* The backward of a call the fused path served: delta = rowsum(dO ⊙ O),
+ * then the device's fused backward (P recomputed from q, k and the lse). */
+static int attention_fused_bwd(struct gr_ctx *ctx, struct gr_node *nd,
+                               const struct attn_dims *d, float *gq,
+                               float *gk, float *gv)
+{
+    struct gr_tensor *q = nd->in[0], *k = nd->in[1], *v = nd->in[2];
+    struct gr_tensor *out = nd->out[0];
+    const struct gr_attn_backend *ab = attn_be(ctx);
+    if (!gq && !gk && !gv) {
+        return 0;
+    }
+    float *delta = gr_step_floats(ctx, d->b * d->heads * d->tq);
+    if (!delta) {
+        return ctx->status ? ctx->status : GR_ENOMEM;
+    }
+    CALLB(ab->rowdot(ctx->st, F(out->grad), F(out), delta, d->tq, d->b,
+                     d->heads, d->dv));
+    struct gr_attn_fused f;
+    fused_args(d, nd->in[4], (int)nd->i[0], &f);
+    CALLB(ab->fused_bwd(ctx->st, F(q), F(k), F(v), F(out->grad), nd->aux[0],
+                        delta, gq, gk, gv, &f));
+    fused_runs++;
+    return 0;
+}
+
 static int attention_bwd(struct gr_ctx *ctx, struct gr_node *nd)
 {
     struct gr_tensor *q = nd->in[0], *k = nd->in[1], *v = nd->in[2];
@@ -164,6 +253,9 @@ static int attention_bwd(struct gr_ctx *ctx, struct gr_node *nd)
     float *gb = bias ? gr_grad_buf(ctx, bias) : NULL;
     if (ctx->status < 0) {
         return ctx->status;
+    }
+    if (nd->i[1]) {
+        return attention_fused_bwd(ctx, nd, &d, gq, gk, gv);
     }
     const float *go = F(out->grad);
     float *lse = nd->aux[0];
@@ -320,15 +412,28 @@ struct gr_tensor *gr_attention(struct gr_ctx *ctx, struct gr_tensor *q,
     tmp.i[0] = causal ? 1 : 0;
     tmp.f[0] = dropout;
     tmp.key = dropout > 0 ? gr_rng_key(rng) : 0;
+    const int fused = fused_serves(ab, &d, bias, dropout);
+    tmp.i[1] = fused;
     struct gr_tensor *y = gr_new_step(ctx, GR_F32,
                                       gr_shape3(d.tq, d.b, d.dvv), 0);
     float *lse = y ? gr_step_floats(ctx, d.b * d.heads * d.tq) : NULL;
-    float *s = lse ? gr_step_floats(ctx, d.nbh * d.r * d.tk) : NULL;
-    if (!s) {
+    float *s = lse && !fused ? gr_step_floats(ctx, d.nbh * d.r * d.tk)
+                             : NULL;
+    if (!lse || (!fused && !s)) {
         return NULL;
     }
+    if (fused) {
+        struct gr_attn_fused f;
+        fused_args(&d, key_len, causal ? 1 : 0, &f);
+        int rc = ab->fused_fwd(ctx->st, F(q), F(k), F(v), F(y), lse, &f);
+        if (rc < 0) {
+            gr_keep_error(ctx, rc);
+            return NULL;
+        }
+        fused_runs++;
+    }
     const int ldq = (int)(d.b * d.dq), ldv = (int)(d.b * d.dvv);
-    for (int64_t bh0 = 0; bh0 < d.b * d.heads; bh0 += d.nbh) {
+    for (int64_t bh0 = 0; !fused && bh0 < d.b * d.heads; bh0 += d.nbh) {
         for (int64_t i0 = 0; i0 < d.tq; i0 += d.r) {
             struct gr_attn_rows a;
             rows_of(&d, &tmp, bias, key_len, bh0, i0, &a);
@@ -369,6 +474,7 @@ struct gr_tensor *gr_attention(struct gr_ctx *ctx, struct gr_tensor *q,
         nd->aux[1] = saved;
         nd->bc = tmp.bc;
         nd->i[0] = tmp.i[0];
+        nd->i[1] = tmp.i[1]; /* served by the fused path */
         nd->f[0] = tmp.f[0];
         nd->key = tmp.key;
     }

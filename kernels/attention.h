@@ -97,6 +97,25 @@ struct gr_tensor *gr_attention_gated(struct gr_ctx *ctx, struct gr_tensor *q,
  * previous value. */
 int64_t gr_attention_set_scratch(int64_t floats);
 
+/* The fused CUDA path of gr_attention (opt-in, unmeasured on a GPU so
+ * far; kernels/README.md): one kernel per direction in the manner of
+ * FlashAttention-2 (fp32): tiles of 32 queries against tiles of 32 keys
+ * with an online softmax, the backward recomputing P from q, k and the
+ * log-sum-exp, dK and dV per key tile and dQ per query tile (no atomics,
+ * deterministic). It keeps the same O(T) per head as the composition and
+ * needs no scratch for scores. It serves a call on CUDA without a bias,
+ * without dropout and with dk, dv <= 128; every other call, and every call
+ * on the CPU, runs the chunked composition. Off by default: on when the
+ * environment has GROVE_ATTN_FUSED=1 (read once per process).
+ * gr_attention_set_fused(1 | 0) turns it on or off for the calling thread
+ * whatever the environment says, -1 returns to the environment's choice;
+ * returns the previous setting (-1, 0 or 1). */
+int gr_attention_set_fused(int mode);
+
+/* How many forwards and backwards of gr_attention the fused path has run
+ * on the calling thread (for tests that must know it served them). */
+int64_t gr_attention_fused_runs(void);
+
 /* Label-smoothed mean cross entropy (PyTorch's
  * F.cross_entropy(label_smoothing = eps)): logits [N, V], targets [N] i32
  * in [0, V) or ignore_index -> scalar, the mean over the rows not ignored

@@ -210,7 +210,7 @@ static int cpu_lsxent_bwd(void *st, const float *logits,
     return 0;
 }
 
-static const struct gr_attn_backend cpu_table = {
+static struct gr_attn_backend cpu_table = {
     .softmax = cpu_softmax,
     .dropout = cpu_dropout,
     .softmax_bwd = cpu_softmax_bwd,
@@ -223,4 +223,10 @@ static const struct gr_attn_backend cpu_table = {
 const struct gr_attn_backend *gr_attn_backend_cpu(void)
 {
     return &cpu_table;
+}
+
+void gr_attn_cpu_set_fused(gr_attn_fused_fwd_fn fwd, gr_attn_fused_bwd_fn bwd)
+{
+    cpu_table.fused_fwd = fwd;
+    cpu_table.fused_bwd = bwd;
 }

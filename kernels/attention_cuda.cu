@@ -375,6 +375,8 @@ extern "C" const struct gr_attn_backend *gr_attn_backend_cuda(void)
         t.rowdot = cu_rowdot;
         t.lsxent_fwd = cu_lsxent_fwd;
         t.lsxent_bwd = cu_lsxent_bwd;
+        t.fused_fwd = gr_attn_cuda_fused_fwd; /* attention_fused_cuda.cu */
+        t.fused_bwd = gr_attn_cuda_fused_bwd;
         init = 1;
     }
     return &t;

@@ -30,6 +30,29 @@ struct gr_attn_rows {
     uint64_t key;        /* dropout key */
 };
 
+/* One call of the fused path (attention_fused_cuda.cu): every (b, h) and
+ * every query of q [Tq, B, H·dk], k [Tk, B, H·dk], v [Tk, B, H·dv] at
+ * once, no bias, no dropout, dk and dv at most GR_ATTN_FUSED_MAX_D. */
+#define GR_ATTN_FUSED_MAX_D 128
+/* Tq and Tk at most this: their 32-row tiles fit a grid's y (65,535). */
+#define GR_ATTN_FUSED_MAX_T ((int64_t)65535 * 32)
+
+struct gr_attn_fused {
+    int64_t tq, tk, b, heads, dk, dv;
+    float scale;            /* 1/√dk */
+    const int32_t *key_len; /* [B] or NULL */
+    int causal;
+};
+
+typedef int (*gr_attn_fused_fwd_fn)(void *st, const float *q, const float *k,
+                                    const float *v, float *o, float *lse,
+                                    const struct gr_attn_fused *f);
+typedef int (*gr_attn_fused_bwd_fn)(void *st, const float *q, const float *k,
+                                    const float *v, const float *go,
+                                    const float *lse, const float *delta,
+                                    float *gq, float *gk, float *gv,
+                                    const struct gr_attn_fused *f);
+
 struct gr_attn_backend {
     /* s [nbh, r, tk]: raw q·k products in, probabilities out (in place),
      * z = scale·s + bias, masked entries 0. lse is the whole [B·H, Tq]
@@ -64,11 +87,32 @@ struct gr_attn_backend {
                       const float *lse, int64_t rows, int64_t v,
                       int32_t ignore, float eps, const float *gloss,
                       const float *count, float *glogits);
+    /* The fused path (NULL where the device has none: the CPU). Forward:
+     * o [Tq, B, H·dv] written, lse [B·H, Tq] written (indexed as above;
+     * -inf and a zero output row for a query with no key). Backward, from
+     * lse and delta (rowdot of go and o): gq, gk, gv accumulate (each
+     * NULL when not wanted); P is recomputed tile by tile, never stored. */
+    gr_attn_fused_fwd_fn fused_fwd;
+    gr_attn_fused_bwd_fn fused_bwd;
 };
 
 const struct gr_attn_backend *gr_attn_backend_cpu(void);
+/* FOR TESTS: installs fused entries in the CPU table (NULL, NULL removes
+ * them), so that gr_attention's fused dispatch can run on the CPU with a
+ * test's reference of the tiled algorithm
+ * (tests/kernels/test_attention_tiled.c). Not thread safe. */
+void gr_attn_cpu_set_fused(gr_attn_fused_fwd_fn fwd, gr_attn_fused_bwd_fn bwd);
 #ifdef GROVE_HAVE_CUDA_BACKEND
 const struct gr_attn_backend *gr_attn_backend_cuda(void);
+/* attention_fused_cuda.cu's entries (inside libgrove_cuda.so; its table's
+ * fused_fwd and fused_bwd) */
+int gr_attn_cuda_fused_fwd(void *st, const float *q, const float *k,
+                           const float *v, float *o, float *lse,
+                           const struct gr_attn_fused *f);
+int gr_attn_cuda_fused_bwd(void *st, const float *q, const float *k,
+                           const float *v, const float *go, const float *lse,
+                           const float *delta, float *gq, float *gk,
+                           float *gv, const struct gr_attn_fused *f);
 #endif
 
 #ifdef __cplusplus
