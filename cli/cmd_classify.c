@@ -193,6 +193,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     const char *task = NULL, *model = "om", *split = "full", *data = NULL;
     const char *train = NULL, *valid = NULL, *test = NULL, *vectors = NULL;
     const char *tree_kind = NULL;
+    const char *sst_train = NULL;
     /* Not given: CLI_UNSET and NaN, which cli_parse refuses on the command
      * line, so that every value a user can type (-1 included) is checked
      * against the flag's range below (cli_check_ranges), none taken for
@@ -250,6 +251,14 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                    "or on sst2/sst5 dependency trees converted from them by "
                    "grove's right-head rule (docs/nlp/trees.md)",
                    &tree_kind),
+        CLI_STRING("sst-train", "sentences|phrases|nodes", NULL,
+                   "sst2/sst5: the training examples: each tree's root "
+                   "sentence (default), every distinct labelled phrase once "
+                   "(FastTrees Table 3 trains SST-2 on phrases: 77,616 of "
+                   "them in the released train trees), or every labelled "
+                   "node with duplicates; dev "
+                   "and test are sentences either way",
+                   &sst_train),
         CLI_INT("listops-n", "N", NULL,
                 "ListOps without a training file: trees generated (default "
                 "90000; more than the 1000 held out for validation unless "
@@ -425,6 +434,23 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                                    task);
         }
     }
+    enum nlp_sst_unit sst_unit = NLP_SST_SENTENCES;
+    if (sst_train != NULL) {
+        if (strncmp(task, "sst", 3) != 0) {
+            return cli_usage_error(cmd, "--sst-train is for --task sst2 or "
+                                        "sst5, not %s",
+                                   task);
+        }
+        if (strcmp(sst_train, "phrases") == 0) {
+            sst_unit = NLP_SST_PHRASES;
+        } else if (strcmp(sst_train, "nodes") == 0) {
+            sst_unit = NLP_SST_NODES;
+        } else if (strcmp(sst_train, "sentences") != 0) {
+            return cli_usage_error(cmd, "--sst-train '%s' is not sentences, "
+                                        "phrases or nodes",
+                                   sst_train);
+        }
+    }
     /* a model-specific flag given to a model that does not read it is
      * refused: the model would take it silently and record a value that
      * means nothing (checked in the encoders of nlp/models/) */
@@ -558,6 +584,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return rc;
     }
     o.sst_dependency = dep_trees;
+    o.sst_train_unit = sst_unit;
     /* every check that reads a file runs before the run folder exists */
     struct nlp_cls_data d;
     if (nlp_cls_load_task(&d, task, &o) < 0) {

@@ -916,13 +916,19 @@ static int config_text(const struct nlp_cls_train_config *tc,
         snprintf(listops_n, sizeof listops_n, "listops-n %d\n",
                  (int)d->listops_generated);
     }
+    /* the SST training unit, likewise only when not the default */
+    static const char *const units[3] = {"", "sst-train nodes\n",
+                                         "sst-train phrases\n"};
+    const char *sst_unit =
+        d->sst_train_unit > 0 && d->sst_train_unit < 3 ? units[d->sst_train_unit]
+                                                       : "";
     int len = snprintf(
         t, cap,
         "%s\ntask %s\npair %d\nclasses %d\ngroups %d\nbucket %d\n"
         "head-hidden %d\ndropouto %.9g\nlr %.9g\nbeta1 %.9g\nbeta2 %.9g\n"
         "eps %.9g\nwdecay %.9g\nclip %.9g\nplateau-factor %.9g\n"
         "plateau-patience %d\nbatch %d\nmax-batches %d\nselect-on-test %d\n"
-        "seed %llu\ndata %s\n%s%s",
+        "seed %llu\ndata %s\n%s%s%s",
         CLS_MAGIC, d->task, d->pair, d->n_classes, d->n_groups, d->bucket,
         (int)tc->head_hidden, (double)tc->dropout_out, (double)tc->lr,
         (double)tc->beta1, (double)tc->beta2, (double)tc->eps,
@@ -930,7 +936,7 @@ static int config_text(const struct nlp_cls_train_config *tc,
         (int)tc->plateau_patience, (int)tc->batch, (int)tc->max_batches,
         tc->select_on_test, (unsigned long long)tc->seed,
         tc->data_desc ? tc->data_desc : "-",
-        d->dep_trees ? "trees dependency\n" : "", listops_n);
+        d->dep_trees ? "trees dependency\n" : "", listops_n, sst_unit);
     int rc = nlp_encoder_config_format(&tc->enc, t, cap, &len);
     if (rc == 0 && st != NULL) {
         int n = snprintf(

@@ -81,6 +81,9 @@ struct nlp_cls_data {
     int dep_trees;       /* 1: the trees are SST's dependency conversion
                           * (a "trees dependency" config line; no negation
                           * analysis, which reads constituency shapes) */
+    int sst_train_unit;  /* SST: enum nlp_sst_unit of the training split
+                          * (an "sst-train phrases|nodes" config line when
+                          * not the default, sentences) */
     int32_t listops_generated; /* ListOps: the training trees generated
                           * (no training file), else 0; a "listops-n N"
                           * config line when not the default 90,000 */

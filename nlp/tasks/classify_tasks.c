@@ -755,6 +755,7 @@ static int load_sst(struct nlp_cls_data *d, enum nlp_sst_task task,
                                      "right-head rule (docs/nlp/trees.md)"
                                    : "");
         d->dep_trees = o->sst_dependency != 0;
+        d->sst_train_unit = (int)o->sst_train_unit;
     }
     nlp_sst_free(&s);
     return rc;

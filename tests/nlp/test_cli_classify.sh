@@ -317,6 +317,20 @@ expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --c
 grep -q "^sst5: $tmp/sa: test 4 sentences; vocabulary 9 words (that split's" "$tmp/err" ||
     fail "sst5 eval: no data summary in: $(cat "$tmp/err")"
 sed 's/ (.*//' "$tmp/out" >"$tmp/sa.score"
+# --sst-train phrases: every distinct labelled phrase of the train trees
+# (4 trees, 20 nodes: "the", "a" and "film" repeat, so 17 distinct phrases),
+# recorded in the config; refused off SST and for unknown units
+"$grove" "${ct[@]}" --task sst5 --model lstm --data "$tmp/sa" --emsize 8 --nhid 8 --epochs 1 \
+    --sst-train phrases --threads 1 --quiet --out "$tmp/sstp" >/dev/null 2>"$tmp/sstp.err" || fail "sst5 phrases run: $(cat "$tmp/sstp.err")"
+grep -q "^sst-train phrases$" "$tmp/sstp/config" || fail "no sst-train line in the config of a phrases run"
+"$grove" "${ct[@]}" --task sst5 --model lstm --data "$tmp/sa" --emsize 8 --nhid 8 --epochs 1 \
+    --sst-train phrases --threads 1 --out "$tmp/sstp2" >/dev/null 2>"$tmp/sstp2.err"
+grep -q "train 17 distinct phrases / dev 2 / test 4 sentences" "$tmp/sstp2.err" ||
+    fail "phrases run: no summary with 17 distinct phrases in: $(cat "$tmp/sstp2.err")"
+expect 2 "--sst-train is for --task sst2 or sst5, not listops" nlp classify train --task listops \
+    --sst-train phrases --out "$tmp/x"
+expect 2 "--sst-train 'words' is not sentences, phrases or nodes" nlp classify train --task sst2 \
+    --data "$tmp/sa" --sst-train words --out "$tmp/x"
 # an evaluation reads only the split it scores: the test file alone
 # scores the same as with its folder, and without one it is asked for
 expect 0 "^sst5 test: accuracy [01]\.[0-9]+ on 4 examples" nlp classify eval --checkpoint "$tmp/sst/best.ckpt" \
