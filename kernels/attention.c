@@ -26,8 +26,8 @@ int64_t gr_attention_set_scratch(int64_t floats)
     return old;
 }
 
-/* The fused path (GROVE_ATTN_FUSED=1, read once per process; a thread's
- * gr_attention_set_fused overrides it) and how often it ran. */
+/* The fused path (on unless GROVE_ATTN_FUSED=0, read once per process; a
+ * thread's gr_attention_set_fused overrides it) and how often it ran. */
 static atomic_int fused_env = -1;
 static _Thread_local int fused_mode = -1;
 static _Thread_local int64_t fused_runs;
@@ -40,7 +40,7 @@ static int fused_on(void)
     int e = atomic_load(&fused_env);
     if (e < 0) {
         const char *v = getenv("GROVE_ATTN_FUSED");
-        e = v != NULL && strcmp(v, "1") == 0;
+        e = !(v != NULL && strcmp(v, "0") == 0);
         atomic_store(&fused_env, e);
     }
     return e;

@@ -97,16 +97,16 @@ struct gr_tensor *gr_attention_gated(struct gr_ctx *ctx, struct gr_tensor *q,
  * previous value. */
 int64_t gr_attention_set_scratch(int64_t floats);
 
-/* The fused CUDA path of gr_attention (opt-in, unmeasured on a GPU so
- * far; kernels/README.md): one kernel per direction in the manner of
+/* The fused CUDA path of gr_attention (the default since its parity test
+ * passed on an H100; kernels/README.md): one kernel per direction in the manner of
  * FlashAttention-2 (fp32): tiles of 32 queries against tiles of 32 keys
  * with an online softmax, the backward recomputing P from q, k and the
  * log-sum-exp, dK and dV per key tile and dQ per query tile (no atomics,
  * deterministic). It keeps the same O(T) per head as the composition and
  * needs no scratch for scores. It serves a call on CUDA without a bias,
  * without dropout and with dk, dv <= 128; every other call, and every call
- * on the CPU, runs the chunked composition. Off by default: on when the
- * environment has GROVE_ATTN_FUSED=1 (read once per process).
+ * on the CPU, runs the chunked composition. On by default; off when the
+ * environment has GROVE_ATTN_FUSED=0 (read once per process).
  * gr_attention_set_fused(1 | 0) turns it on or off for the calling thread
  * whatever the environment says, -1 returns to the environment's choice;
  * returns the previous setting (-1, 0 or 1). */

@@ -10,48 +10,35 @@ root=$PWD
 out=${OUT:-/tmp/grove-device}
 mkdir -p "$out/logs"
 exec > >(tee "$out/device.log") 2>&1
-# The build records absolute paths of this checkout (fixtures, the
-# benchmark scripts): make them resolve there.
-if [ "$root" != /work/main ] && [ ! -e /work/main ]; then
-    mkdir -p /work && ln -s "$root" /work/main
-fi
-bin=.devbin
-libs=/tmp/grove-devlibs
-mkdir -p "$libs"
-tar -C "$libs" -xJf .devpack/libs.tar.xz 2>/dev/null ||
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-        .devpack/libs.tar.xz "$libs"
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    [ -e "$d/libcublas.so.13" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
-done
-if ldd $bin/grove | grep -q "libcublas.*not found"; then
-    # the PyTorch wheels' copy of cuBLAS 13
-    d=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13' -printf '%h\n' \
-        2>/dev/null | head -1)
-    LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
-fi
-export LD_LIBRARY_PATH
-# PyTorch's baseline runs under the image's own libraries, not the carried
-py=/tmp/grove-python3
-printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec python3 "$@"\n' >"$py"
-chmod +x "$py"
+# a call brings back only a few files: the tests' logs as one archive
+trap 'tar -C "$out" -cJf "$out/logs.tar.xz" logs && rm -rf "$out/logs"' EXIT
+. bench/gpu/device_env.sh
 nvidia-smi -L
 echo "== missing libraries:"; ldd $bin/grove | grep "not found" || echo none
 export GROVE_REQUIRE_GPU=1
-# grove loads its CUDA backend from here (the build folder's path is not
-# this machine's)
-export GROVE_CUDA_LIB=$root/$bin/libgrove_cuda.so
 t=$bin/tests
 status=0
-run() { # NAME COMMAND...: one test, its verdict on one line
+run_one() { # NAME COMMAND...: one test, its verdict on one line
     local name=$1; shift
     local t0=$SECONDS
-    if "$@" >"$out/logs/$name.log" 2>&1; then
+    if timeout "${GROVE_TEST_LIMIT:-150}" "$@" >"$out/logs/$name.log" 2>&1; then
         echo "PASS $name ($((SECONDS - t0)) s)"
     else
         echo "FAIL $name (exit $?, $((SECONDS - t0)) s)"; tail -25 "$out/logs/$name.log"
-        status=1
+        return 1
+    fi
+}
+# GROVE_TEST_JOBS=N runs N tests at once (they share the GPU; their
+# verdicts are printed together once all are done)
+test_jobs=${GROVE_TEST_JOBS:-1}
+test_pids=()
+run() { # NAME COMMAND...
+    if [ "$test_jobs" -gt 1 ]; then
+        while [ "$(jobs -rp | wc -l)" -gt "$test_jobs" ]; do sleep 0.2; done
+        run_one "$@" >"$out/logs/$1.verdict" </dev/null &
+        test_pids+=($!)
+    else
+        run_one "$@" || status=1
     fi
 }
 echo "== CUDA parity tests"
@@ -65,6 +52,10 @@ run nlp_om_cuda $t/nlp/test_nlp_om_cuda
 [ -x $t/agents/test_agents_ompn_cuda ] && run agents_ompn_cuda $t/agents/test_agents_ompn_cuda
 [ -x $t/agents/test_agents_compile_cuda ] && run agents_compile_cuda $t/agents/test_agents_compile_cuda
 [ -x $t/kernels/test_kernels_attention ] && run kernels_attention_cuda_parity $t/kernels/test_kernels_attention --parity
+# the same attention parity cases through the composition only (the fused
+# kernels serve them where they apply by default)
+[ -x $t/kernels/test_kernels_attention ] && GROVE_ATTN_FUSED=0 run \
+    kernels_attention_cuda_parity_composed $t/kernels/test_kernels_attention --parity
 [ -x $t/nlp/test_nlp_fasttrees_cuda ] && run nlp_fasttrees_cuda $t/nlp/test_nlp_fasttrees_cuda
 if [ -f $bin/cuda_tests.txt ]; then
     # every other CUDA test of the build (pack.sh listed them)
@@ -74,14 +65,49 @@ if [ -f $bin/cuda_tests.txt ]; then
         agents_ompn_cuda|agents_compile_cuda|kernels_attention_cuda_parity|nlp_fasttrees_cuda) continue ;;
         esac
         # shellcheck disable=SC2086
+        [ "$env" = - ] && env=
         run "$name" env $env bash -c "$cmd" </dev/null
     done <$bin/cuda_tests.txt
 fi
-for extra in "$@"; do # more test binaries named on the command line
-    run "$(basename "$extra")" "$bin/$extra"
+for extra in "$@"; do # more test binaries (with arguments) named on the command line
+    name=${extra%% *}
+    # shellcheck disable=SC2086
+    run "$(basename "$name")" $bin/$extra
 done
+if [ "$test_jobs" -gt 1 ]; then
+    wait "${test_pids[@]}" # (a bare wait would also wait for the log's tee)
+    cat "$out"/logs/*.verdict
+    grep -q "^FAIL" "$out"/logs/*.verdict && status=1
+fi
 if [ "${GROVE_DEVICE_BENCH:-1}" = 0 ]; then
     echo "== benchmarks skipped (GROVE_DEVICE_BENCH=0)"
+    exit $status
+fi
+if [ "${GROVE_DEVICE_BENCH:-1}" = models ]; then
+    # the models' benchmarks that the fused ops changed, most wanted first,
+    # each bounded so that one slow case leaves time for the next; each
+    # table is written to $OUT as soon as it is done
+    step() { # NAME SECONDS COMMAND...: one benchmark, its table in $OUT/NAME.md
+        local name=$1 limit=$2; shift 2
+        local t0=$SECONDS
+        echo "== $name: $*"
+        timeout "$limit" "$@" >"$out/$name.md" 2>&1 ||
+            { echo "FAIL/TIMEOUT $name (exit $?)"; status=1; }
+        grep -E "^\|" "$out/$name.md"
+        echo "($((SECONDS - t0)) s)"
+    }
+    step bench_om 150 $bin/grove bench om --device cuda --python $py --rounds 2 --quiet
+    GROVE_OM_UNFUSED=1 step bench_om_unfused 60 $bin/grove bench om --device cuda \
+        --no-baseline --rounds 1 --quiet
+    step bench_transformer 120 $bin/grove bench nlp \
+        --model transformer --device cuda --python $py --rounds 2 --quiet
+    GROVE_ATTN_FUSED=0 step bench_transformer_composed 60 $bin/grove bench nlp \
+        --model transformer --device cuda --no-baseline --rounds 2 --quiet
+    step bench_fasttrees 150 $bin/grove bench nlp --models onlstm,ft,cft,fft \
+        --cases published,small --device cuda --python $py --rounds 1 --quiet
+    # udgn_ref.py runs on the CPU only: grove's side alone
+    step bench_udgn 60 $bin/grove bench nlp --model udgn --device cuda --no-baseline \
+        --rounds 1 --quiet
     exit $status
 fi
 if [ "${GROVE_DEVICE_BENCH:-1}" = rnn ]; then

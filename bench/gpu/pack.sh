@@ -21,7 +21,7 @@ bins=(grove tests/kernels/test_kernels_ops tests/agents/test_agents_ocn_cuda
       tests/agents/test_agents_compile_cuda tests/kernels/test_kernels_attention
       tests/nlp/test_nlp_fasttrees_cuda "$@")
 # every CUDA test of the build (ctest names with "cuda"), as
-# NAME<TAB>ENV<TAB>COMMAND lines with the build folder's paths made
+# NAME<TAB>ENV<TAB>COMMAND lines (ENV - when none) with the build folder's paths made
 # relative to .devbin; device_check.sh runs them all
 abs=$(cd "$build" && pwd)
 (cd "$build" && ctest --show-only=json-v1) | /usr/bin/python3 -c '
@@ -31,7 +31,7 @@ for t in json.load(sys.stdin)["tests"]:
     if "cuda" not in t["name"] or "command" not in t:
         continue
     cmd = [c.replace(abs_build + "/", ".devbin/") for c in t["command"]]
-    env = ""
+    env = "-"  # a field of its own: bash read collapses two tabs
     for p in t.get("properties", []):
         if p["name"] == "ENVIRONMENT":
             env = " ".join(p["value"])

@@ -659,6 +659,19 @@ static void check_fallbacks(void)
     CHECK(gr_attention(ctx, q, q, q, 2, NULL, NULL, 0, 0.0f,
                        gr_rng_make(3, 4)) != NULL);
     CHECK(gr_attention_fused_runs() == r0);
+    /* the environment's choice: on unless GROVE_ATTN_FUSED=0 */
+    gr_attention_set_fused(-1);
+    const char *env = getenv("GROVE_ATTN_FUSED");
+    int env_on = !(env != NULL && strcmp(env, "0") == 0);
+    gr_step_reset(ctx);
+    r0 = gr_attention_fused_runs();
+    q = gr_full(ctx, gr_shape3(6, 2, 8), 0.3f);
+    CHECK(gr_attention(ctx, q, q, q, 2, NULL, NULL, 0, 0.0f,
+                       gr_rng_make(3, 4)) != NULL);
+    CHECK_MSG(gr_attention_fused_runs() - r0 == env_on,
+              "default (GROVE_ATTN_FUSED %s): %lld fused runs",
+              env ? env : "unset",
+              (long long)(gr_attention_fused_runs() - r0));
     gr_attention_set_fused(old);
     CHECK(gr_attention_set_fused(-1) == old);
     gr_ctx_free(ctx);
