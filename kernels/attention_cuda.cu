@@ -15,6 +15,7 @@ extern "C" {
 #include "core/error.h"
 }
 #include "kernels/attention_internal.h"
+#include "kernels/cuda_check.h"
 #include "kernels/rng.h"
 
 namespace {
@@ -26,16 +27,6 @@ int grid_for(int64_t n, int block)
 {
     int64_t b = (n + block - 1) / block;
     return (int)(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
-
-int launched(const char *what)
-{
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        return gr_error(GR_EDEVICE, "CUDA kernel %s: %s", what,
-                        cudaGetErrorString(e));
-    }
-    return 0;
 }
 
 /* Block-wide reductions for blockDim.x == kRow; every thread gets the
@@ -297,14 +288,14 @@ int cu_softmax(void *st, float *s, float *lse, const gr_attn_rows *a,
 {
     (void)st;
     k_softmax<<<grid_for(a->nbh * a->r, 1), kRow>>>(s, lse, *a, recompute);
-    return launched("k_softmax (attention)");
+    return gr_cuda_launched("k_softmax (attention)");
 }
 
 int cu_dropout(void *st, float *p, const gr_attn_rows *a)
 {
     (void)st;
     k_dropout<<<grid_for(a->nbh * a->r * a->tk, kThreads), kThreads>>>(p, *a);
-    return launched("k_dropout (attention)");
+    return gr_cuda_launched("k_dropout (attention)");
 }
 
 int cu_softmax_bwd(void *st, const float *p, float *dp, const float *delta,
@@ -313,7 +304,7 @@ int cu_softmax_bwd(void *st, const float *p, float *dp, const float *delta,
     (void)st;
     k_softmax_bwd<<<grid_for(a->nbh * a->r * a->tk, kThreads), kThreads>>>(
         p, dp, delta, *a);
-    return launched("k_softmax_bwd (attention)");
+    return gr_cuda_launched("k_softmax_bwd (attention)");
 }
 
 int cu_bias_grad(void *st, const float *dz, float *gbias,
@@ -323,7 +314,7 @@ int cu_bias_grad(void *st, const float *dz, float *gbias,
     int64_t bn = bshape[0] * bshape[1] * bshape[2] * bshape[3];
     k_bias_grad<<<grid_for(bn, kThreads), kThreads>>>(
         dz, gbias, bshape[0], bshape[1], bshape[2], bshape[3], *a);
-    return launched("k_bias_grad (attention)");
+    return gr_cuda_launched("k_bias_grad (attention)");
 }
 
 int cu_rowdot(void *st, const float *go, const float *o, float *delta,
@@ -332,7 +323,7 @@ int cu_rowdot(void *st, const float *go, const float *o, float *delta,
     (void)st;
     k_rowdot<<<grid_for(b * heads * tq, kThreads), kThreads>>>(
         go, o, delta, tq, b, heads, dv);
-    return launched("k_rowdot (attention)");
+    return gr_cuda_launched("k_rowdot (attention)");
 }
 
 int cu_lsxent_fwd(void *st, const float *logits, const int32_t *targets,
@@ -342,12 +333,12 @@ int cu_lsxent_fwd(void *st, const float *logits, const int32_t *targets,
     (void)st;
     k_lsxent_rows<<<grid_for(rows, 1), kRow>>>(logits, targets, rows, v,
                                                ignore, eps, lse, work);
-    int rc = launched("k_lsxent_rows");
+    int rc = gr_cuda_launched("k_lsxent_rows");
     if (rc < 0) {
         return rc;
     }
     k_lsxent_sum<<<1, kRow>>>(targets, work, rows, ignore, loss, count);
-    return launched("k_lsxent_sum");
+    return gr_cuda_launched("k_lsxent_sum");
 }
 
 int cu_lsxent_bwd(void *st, const float *logits, const int32_t *targets,
@@ -358,7 +349,7 @@ int cu_lsxent_bwd(void *st, const float *logits, const int32_t *targets,
     (void)st;
     k_lsxent_bwd<<<grid_for(rows * v, kThreads), kThreads>>>(
         logits, targets, lse, rows, v, ignore, eps, gloss, count, glogits);
-    return launched("k_lsxent_bwd");
+    return gr_cuda_launched("k_lsxent_bwd");
 }
 
 } // namespace

@@ -22,6 +22,7 @@ extern "C" {
 #include "core/error.h"
 }
 #include "kernels/backend.h"
+#include "kernels/cuda_check.h"
 #include "kernels/rng.h"
 #include "kernels/scan.h"
 
@@ -54,16 +55,6 @@ int blocks_for(int64_t n)
     return (int)b;
 }
 
-int check_launch(const char *what)
-{
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        return gr_error(GR_EDEVICE, "CUDA kernel %s: %s", what,
-                        cudaGetErrorString(e));
-    }
-    return 0;
-}
-
 int check_rt(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess) {
@@ -94,7 +85,7 @@ const char *blas_name(cublasStatus_t s)
 #define LAUNCH(kernel, n, ...)                                               \
     do {                                                                     \
         kernel<<<blocks_for(n), kBlock>>>(__VA_ARGS__);                      \
-        return check_launch(#kernel);                                        \
+        return gr_cuda_launched(#kernel);                                        \
     } while (0)
 
 /* ---- device helpers ---- */
@@ -447,12 +438,12 @@ int cu_gemm(void *st, int ta, int tb, int m, int n, int k, float alpha,
             dim3 grid((n + kSkinnyWarps - 1) / kSkinnyWarps, groups, batch);
             k_gemm_skinny_dot<<<grid, kSkinnyWarps * 32>>>(
                 ta, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc);
-            return check_launch("k_gemm_skinny_dot");
+            return gr_cuda_launched("k_gemm_skinny_dot");
         }
         dim3 grid((n + 31) / 32, groups, batch);
         k_gemm_skinny_axpy<<<grid, kSkinnyWarps * 32>>>(
             ta, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc);
-        return check_launch("k_gemm_skinny_axpy");
+        return gr_cuda_launched("k_gemm_skinny_axpy");
     }
     cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -657,7 +648,7 @@ int cu_binary_bwd(void *st, int op, const float *a, const float *b,
     if (ga || (gb && bc->same)) {
         k_binary_bwd_a<<<blocks_for(bc->n), kBlock>>>(
             op, a, b, gy, ga, bc->same ? gb : NULL, *bc);
-        int rc = check_launch("k_binary_bwd_a");
+        int rc = gr_cuda_launched("k_binary_bwd_a");
         if (rc < 0) {
             return rc;
         }
@@ -717,7 +708,7 @@ int cu_softmax_fwd(void *st, const float *x, const float *mask,
     int grid = rows < 65535 ? (int)rows : 65535;
     k_softmax_fwd<<<grid, kRowBlock>>>(x, mask, mbc ? *mbc : none, y, rows,
                                        cols, is_log);
-    return check_launch("k_softmax_fwd");
+    return gr_cuda_launched("k_softmax_fwd");
 }
 
 __global__ void k_softmax_bwd(const float *y, const float *gy, float *gx,
@@ -757,7 +748,7 @@ int cu_softmax_bwd(void *st, const float *y, const float *gy, float *gx,
     (void)st;
     int grid = rows < 65535 ? (int)rows : 65535;
     k_softmax_bwd<<<grid, kRowBlock>>>(y, gy, gx, rows, cols, is_log);
-    return check_launch("k_softmax_bwd");
+    return gr_cuda_launched("k_softmax_bwd");
 }
 
 __global__ void k_cumsum_fwd(const float *x, float *y, int64_t rows,
@@ -909,7 +900,7 @@ int cu_layernorm_fwd(void *st, const float *x, const float *gamma,
     int grid = rows < 65535 ? (int)rows : 65535;
     k_layernorm_fwd<<<grid, kRowBlock>>>(x, gamma, beta, y, mean, rstd, rows,
                                          cols, eps);
-    return check_launch("k_layernorm_fwd");
+    return gr_cuda_launched("k_layernorm_fwd");
 }
 
 __global__ void k_layernorm_bwd_x(const float *x, const float *gamma,
@@ -972,7 +963,7 @@ int cu_layernorm_bwd(void *st, const float *x, const float *gamma,
         int grid = rows < 65535 ? (int)rows : 65535;
         k_layernorm_bwd_x<<<grid, kRowBlock>>>(x, gamma, mean, rstd, gy, gx,
                                                rows, cols);
-        int rc = check_launch("k_layernorm_bwd_x");
+        int rc = gr_cuda_launched("k_layernorm_bwd_x");
         if (rc < 0) {
             return rc;
         }
@@ -1098,7 +1089,7 @@ int cu_sparse_bwd(void *st, const int32_t *idx, const float *val,
     if (gval) {
         k_sparse_bwd_val<<<blocks_for(rows * nz), kBlock>>>(
             idx, table, gy, gval, rows, nz, out);
-        int rc = check_launch("k_sparse_bwd_val");
+        int rc = gr_cuda_launched("k_sparse_bwd_val");
         if (rc < 0) {
             return rc;
         }
@@ -1140,7 +1131,7 @@ int cu_sparse_bwd(void *st, const int32_t *idx, const float *val,
         k_sparse_densify<<<blocks_for(n), kBlock>>>(
             idx + r0 * nz, val ? val + r0 * nz : NULL, s->d_dense, n, nz,
             n_table);
-        rc = check_launch("k_sparse_densify");
+        rc = gr_cuda_launched("k_sparse_densify");
         if (rc < 0) {
             return rc;
         }
@@ -1301,7 +1292,7 @@ int cu_reduce(void *st, const float *x, float *y, int64_t outer, int64_t n,
     }
     int grid = outs < 65535 ? (int)outs : 65535;
     k_reduce<<<grid, kBlock>>>(x, y, outer, n, inner, scale, acc);
-    return check_launch("k_reduce");
+    return gr_cuda_launched("k_reduce");
 }
 
 __global__ void k_expand(const float *gy, float *gx, int64_t outer,
@@ -1404,13 +1395,13 @@ int cu_xent_fwd(void *st, const float *logits, const int32_t *targets,
     (void)st;
     int grid = rows < 65535 ? (int)rows : 65535;
     k_xent_lse<<<grid, kRowBlock>>>(logits, targets, rows, v, ignore, lse);
-    int rc = check_launch("k_xent_lse");
+    int rc = gr_cuda_launched("k_xent_lse");
     if (rc < 0) {
         return rc;
     }
     k_xent_sum<<<1, kBlock>>>(logits, targets, lse, rows, v, ignore, loss,
                               count);
-    return check_launch("k_xent_sum");
+    return gr_cuda_launched("k_xent_sum");
 }
 
 __global__ void k_xent_bwd(const float *logits, const int32_t *targets,
@@ -1845,7 +1836,7 @@ int cu_onlstm_fwd(void *st, const float *z, const float *c_prev, float *h,
 {
     (void)st;
     k_onlstm_master<<<blocks_for(b), kBlock>>>(z, df, di, save, b, hd, chunk);
-    int rc = check_launch("k_onlstm_master");
+    int rc = gr_cuda_launched("k_onlstm_master");
     if (rc < 0) {
         return rc;
     }
@@ -1926,7 +1917,7 @@ int cu_onlstm_bwd(void *st, const float *c_prev, const float *save,
     k_onlstm_bwd_units<<<blocks_for(b * n), kBlock>>>(
         c_prev, save, act, gh, gh_rec, gc, gz, gc_prev_in, gc_prev, scratch,
         b, hd, chunk);
-    int rc = check_launch("k_onlstm_bwd_units");
+    int rc = gr_cuda_launched("k_onlstm_bwd_units");
     if (rc < 0 || !gz) {
         return rc;
     }
@@ -1966,7 +1957,7 @@ int cu_fft_gates_fwd(void *st, const float *z, float *a, float *b, float *o,
     }
     k_onlstm_master<<<blocks_for(rows), kBlock>>>(z, df, di, save, rows, hd,
                                                  chunk);
-    int rc = check_launch("k_onlstm_master (fft gates)");
+    int rc = gr_cuda_launched("k_onlstm_master (fft gates)");
     if (rc < 0) {
         return rc;
     }
@@ -2030,7 +2021,7 @@ int cu_fft_gates_bwd(void *st, const float *z, const float *save,
     }
     k_fft_gates_bwd_units<<<blocks_for(rows * n), kBlock>>>(
         z, save, o, ga, gb, go, gz, scratch, rows, hd, chunk);
-    int rc = check_launch("k_fft_gates_bwd_units");
+    int rc = gr_cuda_launched("k_fft_gates_bwd_units");
     if (rc < 0 || (!ga && !gb)) {
         return rc;
     }
@@ -2135,7 +2126,7 @@ int cu_sumsq(void *st, const float *x, int64_t n, double *out)
 {
     cuda_state *s = (cuda_state *)st;
     k_sumsq<<<1, 1024>>>(x, n, s->d_scratch);
-    int rc = check_launch("k_sumsq");
+    int rc = gr_cuda_launched("k_sumsq");
     if (rc < 0) {
         return rc;
     }

@@ -23,22 +23,13 @@
 extern "C" {
 #include "core/error.h"
 }
+#include "kernels/cuda_check.h"
 #include "kernels/scan.h"
 
 namespace {
 
 const int kLanes = 32;
 const int kSeg = 16;
-
-int check(const char *what)
-{
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        return gr_error(GR_EDEVICE, "CUDA kernel %s: %s", what,
-                        cudaGetErrorString(e));
-    }
-    return 0;
-}
 
 /* Coefficient and input of processing position k (0 .. t-1).
  * Forward: step k, a[k], b[k]. Reverse: step s = t-1-k, coefficient
@@ -155,7 +146,7 @@ extern "C" int gr_cu_scan_fwd(void *st, const float *a, const float *b,
         return 0;
     }
     k_scan<false><<<scan_grid(n), dim3(kLanes, kSeg)>>>(a, b, c0, c, t, n);
-    return check("k_scan (forward)");
+    return gr_cuda_launched("k_scan (forward)");
 }
 
 extern "C" int gr_cu_scan_bwd(void *st, const float *a, const float *c,
@@ -168,7 +159,7 @@ extern "C" int gr_cu_scan_bwd(void *st, const float *a, const float *c,
         return 0;
     }
     k_scan<true><<<scan_grid(n), dim3(kLanes, kSeg)>>>(a, gc, NULL, d, t, n);
-    int rc = check("k_scan (backward)");
+    int rc = gr_cuda_launched("k_scan (backward)");
     if (rc < 0 || (!ga && !gb && !gc0)) {
         return rc;
     }
@@ -177,5 +168,5 @@ extern "C" int gr_cu_scan_bwd(void *st, const float *a, const float *c,
         blocks = 65535;
     }
     k_scan_grads<<<(unsigned)blocks, 256>>>(a, c, c0, d, ga, gb, gc0, t, n);
-    return check("k_scan_grads");
+    return gr_cuda_launched("k_scan_grads");
 }
