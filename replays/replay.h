@@ -195,8 +195,10 @@ struct replay_writer;
 
 /* A header for `config` (copied) and an agent kind ("expert", ...):
  * version REPLAY_VERSION, env "craft", recipes "ompn", checkpoint "",
- * n_options 0, keyframe_every 64, created now (UTC), grove "unknown" (set
- * it to the program's version). */
+ * n_options 0, keyframe_every 64, created now (UTC; SOURCE_DATE_EPOCH's
+ * time instead when it is a decimal count of seconds, so that identical
+ * runs write identical files), grove "unknown" (set it to the program's
+ * version). */
 void replay_header_init(struct replay_header *h,
                         const struct craft_config *config,
                         const char *agent_kind);

@@ -54,6 +54,19 @@ static void copy_str(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src ? src : "");
 }
 
+/* SOURCE_DATE_EPOCH (reproducible-builds.org) when it holds a plain
+ * decimal count of seconds, so that identical runs write identical files;
+ * the clock otherwise. */
+static time_t replay_created_time(void)
+{
+    const char *v = getenv("SOURCE_DATE_EPOCH");
+    if (v != NULL && *v != '\0' && strlen(v) <= 12 &&
+        strspn(v, "0123456789") == strlen(v)) {
+        return (time_t)strtoll(v, NULL, 10);
+    }
+    return time(NULL);
+}
+
 void replay_header_init(struct replay_header *h,
                         const struct craft_config *config,
                         const char *agent_kind)
@@ -65,7 +78,7 @@ void replay_header_init(struct replay_header *h,
     copy_str(h->recipes, sizeof h->recipes, CRAFT_RECIPES_NAME);
     copy_str(h->agent_kind, sizeof h->agent_kind, agent_kind);
     h->agent_n_options = 0;
-    time_t now = time(NULL);
+    time_t now = replay_created_time();
     struct tm tm;
     if (gmtime_r(&now, &tm) != NULL) {
         strftime(h->created, sizeof h->created, "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -317,11 +317,48 @@ static void test_writer_refuses_disorder(void)
     CHECK(!gr_path_exists(path));
 }
 
+/* created: SOURCE_DATE_EPOCH when it is a decimal count of seconds, the
+ * clock when it is absent or anything else. */
+static void test_created_time(void)
+{
+    struct craft_config cfg;
+    craft_config_default(&cfg);
+    struct replay_header h;
+    const char *old = getenv("SOURCE_DATE_EPOCH");
+    char saved[64] = "";
+    if (old != NULL) {
+        snprintf(saved, sizeof saved, "%s", old);
+    }
+    setenv("SOURCE_DATE_EPOCH", "0", 1);
+    replay_header_init(&h, &cfg, "random");
+    CHECK_MSG(strcmp(h.created, "1970-01-01T00:00:00Z") == 0, "epoch 0: %s",
+              h.created);
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    replay_header_init(&h, &cfg, "random");
+    CHECK_MSG(strcmp(h.created, "2023-11-14T22:13:20Z") == 0,
+              "epoch 1700000000: %s", h.created);
+    const char *bad[] = {"", "-5", "12x", "1e9", "99999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("SOURCE_DATE_EPOCH", bad[i], 1);
+        replay_header_init(&h, &cfg, "random");
+        /* the clock's year, not 1970 or a parse of the bad value */
+        CHECK_MSG(strncmp(h.created, "20", 2) == 0 &&
+                      strcmp(h.created, "2023-11-14T22:13:20Z") != 0,
+                  "SOURCE_DATE_EPOCH '%s': %s", bad[i], h.created);
+    }
+    if (old != NULL) {
+        setenv("SOURCE_DATE_EPOCH", saved, 1);
+    } else {
+        unsetenv("SOURCE_DATE_EPOCH");
+    }
+}
+
 int main(void)
 {
     tmp_init();
     test_roundtrip();
     test_writer_refuses_disorder();
+    test_created_time();
     tmp_cleanup();
     return test_report("replays_roundtrip");
 }
