@@ -109,33 +109,23 @@ static int task_options(const struct cli_command *cmd, const char *task,
     const char *scored = only_split == NLP_CLS_TEST    ? test
                          : only_split == NLP_CLS_VALID ? valid
                                                        : NULL;
-    if (strncmp(task, "sst", 3) == 0 && data == NULL && eval &&
-        scored == NULL) {
+    /* sst and snli read a folder of their own files or one file per split */
+    const char *dir_holds = strncmp(task, "sst", 3) == 0 ? "the SST trees"
+                            : strcmp(task, "snli") == 0
+                                ? "the snli_1.0_*.jsonl files"
+                                : NULL;
+    if (dir_holds != NULL && data == NULL && eval && scored == NULL) {
+        int on_test = only_split == NLP_CLS_TEST;
         return cli_usage_error(cmd, "--task %s: the %s split needs --data "
-                                    "DIR (the SST trees) or --%s FILE",
-                               task, only_split == NLP_CLS_TEST ? "test"
-                                                                : "validation",
-                               only_split == NLP_CLS_TEST ? "test" : "valid");
+                                    "DIR (%s) or --%s FILE",
+                               task, on_test ? "test" : "validation",
+                               dir_holds, on_test ? "test" : "valid");
     }
-    if (strcmp(task, "snli") == 0 && data == NULL && eval && scored == NULL) {
-        return cli_usage_error(cmd, "--task snli: the %s split needs --data "
-                                    "DIR (the snli_1.0_*.jsonl files) or "
-                                    "--%s FILE",
-                               only_split == NLP_CLS_TEST ? "test"
-                                                          : "validation",
-                               only_split == NLP_CLS_TEST ? "test" : "valid");
-    }
-    if (strncmp(task, "sst", 3) == 0 && data == NULL && !eval &&
+    if (dir_holds != NULL && data == NULL && !eval &&
         (train == NULL || valid == NULL || test == NULL)) {
-        return cli_usage_error(cmd, "--task %s needs --data DIR (the SST "
-                                    "trees) or --train, --valid and --test",
-                               task);
-    }
-    if (strcmp(task, "snli") == 0 && data == NULL && !eval &&
-        (train == NULL || valid == NULL || test == NULL)) {
-        return cli_usage_error(cmd, "--task snli needs --data DIR (the "
-                                    "snli_1.0_*.jsonl files) or --train, "
-                                    "--valid and --test");
+        return cli_usage_error(cmd, "--task %s needs --data DIR (%s) or "
+                                    "--train, --valid and --test",
+                               task, dir_holds);
     }
     return CLI_CONTINUE;
 }
