@@ -188,7 +188,8 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("nonmono", "N", "5", "NT-ASGD non-monotone interval",
                 &nonmono),
         CLI_STRING("when", "E1,E2", "-1",
-                   "epochs after which the learning rate is divided by 10",
+                   "epochs after which the learning rate is divided by 10 "
+                   "(-1, the reference's default: never)",
                    &when),
         CLI_INT("finetuning", "E", NULL,
                 "epoch restarting the ASGD averaging (default 500 onlstm, 0 = "
