@@ -98,9 +98,9 @@ struct gr_tensor *gr_attention_gated(struct gr_ctx *ctx, struct gr_tensor *q,
 int64_t gr_attention_set_scratch(int64_t floats);
 
 /* The fused CUDA path of gr_attention (the default since its parity test
- * passed on an H100; kernels/README.md): one kernel per direction in the manner of
- * FlashAttention-2 (fp32): tiles of 32 queries against tiles of 32 keys
- * with an online softmax, the backward recomputing P from q, k and the
+ * passed on an H100; kernels/README.md): one kernel per direction in the
+ * manner of FlashAttention-2 (fp32): tiles of 32 queries against tiles of
+ * 32 keys with an online softmax, the backward recomputing P from q, k and the
  * log-sum-exp, dK and dV per key tile and dQ per query tile (no atomics,
  * deterministic). It keeps the same O(T) per head as the composition and
  * needs no scratch for scores. It serves a call on CUDA without a bias,

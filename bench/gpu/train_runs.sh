@@ -15,10 +15,11 @@
 # checkpoints only when under 16 MiB) and runs/NAME.log, all packed at the
 # end into $OUT/runs.tar.xz (a call brings back only a few files: the
 # first lease lost every metrics.csv); the summary prints each run's last
-# metrics line.
+# metrics line. GROVE_RUN_DEVICE=cpu runs the same jobs on the CPU (a
+# dry run of the script on a machine without a GPU).
 set -u
 if [ $# -lt 2 ]; then
-    sed -n "2,17p" "$0"
+    sed -n "2,19p" "$0"
     exit 2
 fi
 limit=$1
