@@ -9,6 +9,7 @@
 
 #include "agents/bc.h"
 #include "agents/ocn_load.h"
+#include "agents/ppo_act.h"
 #include "agents/ppo_internal.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -378,171 +379,6 @@ static int loss_with(struct ocn_model *m, const struct ppo_minibatch *b,
                          out);
 }
 
-/* ---- host copies of the cells (acting) ----------------------------------------- */
-
-/* n stacked cells of ocn.md §3 in a layout for row-at-a-time products:
- * every matrix transposed so the inner loops run over contiguous output
- * columns (they vectorise without reassociating a sum). */
-struct hcell {
-    int n, O, w, d, nh, stride;
-    int ign_lo, ign_hi; /* observation features layer 1 skips */
-    float *wx;          /* [O, stride]: row o, columns k·w.. for cell k */
-    float *whT;         /* [n, d, w] */
-    float *b1;          /* [n, w] */
-    float *w2T;         /* [n, w, w] (in, out) */
-    float *b2;          /* [n, w] */
-    float *woT;         /* [n, w, nh] */
-    float *bo;          /* [n, nh] */
-    float *h_init;      /* controller: [d] */
-};
-
-static void hcell_free(struct hcell *c)
-{
-    free(c->wx);
-    free(c->whT);
-    free(c->b1);
-    free(c->w2T);
-    free(c->b2);
-    free(c->woT);
-    free(c->bo);
-    free(c->h_init);
-    memset(c, 0, sizeof *c);
-}
-
-static int hcell_alloc(struct hcell *c, int n, int O, int w, int d, int nh,
-                       int stride)
-{
-    memset(c, 0, sizeof *c);
-    c->n = n;
-    c->O = O;
-    c->w = w;
-    c->d = d;
-    c->nh = nh;
-    c->stride = stride;
-    size_t N = (size_t)n, W = (size_t)w;
-    c->wx = malloc((size_t)O * (size_t)stride * sizeof(float));
-    c->whT = malloc(N * (size_t)d * W * sizeof(float));
-    c->b1 = malloc(N * W * sizeof(float));
-    c->w2T = malloc(N * W * W * sizeof(float));
-    c->b2 = malloc(N * W * sizeof(float));
-    c->woT = malloc(N * W * (size_t)nh * sizeof(float));
-    c->bo = malloc(N * (size_t)nh * sizeof(float));
-    c->h_init = calloc((size_t)d, sizeof(float));
-    if (!c->wx || !c->whT || !c->b1 || !c->w2T || !c->b2 || !c->woT ||
-        !c->bo || !c->h_init) {
-        hcell_free(c);
-        return gr_error(GR_ENOMEM, "PPO: out of memory for host weights");
-    }
-    return 0;
-}
-
-/* out[k][j][i] = in[k][i][j] for n matrices in [rows, cols]. */
-static void transpose_into(float *out, const float *in, int n, int rows,
-                           int cols)
-{
-    for (int k = 0; k < n; k++) {
-        const float *a = in + (size_t)k * rows * cols;
-        float *b = out + (size_t)k * rows * cols;
-        for (int i = 0; i < rows; i++) {
-            for (int j = 0; j < cols; j++) {
-                b[(size_t)j * rows + i] = a[(size_t)i * cols + j];
-            }
-        }
-    }
-}
-
-/* Acting's hot loops are compiled twice, for AVX2 and for the baseline,
- * and picked at run time (no FMA: both give the same bits). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define PPO_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PPO_CLONES
-#endif
-
-/* x[i] = tanh(x[i]) for i < n, in a loop the compiler vectorises (libm's
- * tanhf was a fifth of acting's time): tanh|x| = m / (m + 2) with
- * m = expm1(2|x|) = 2^k (q + 1) − 1, k = round(2|x| / ln 2), q = e^r − 1
- * for r = 2|x| − k ln 2 in [−ln2/2, ln2/2] by its Taylor series to r^8
- * (truncation < 6e-9; no cancellation near 0, where k = 0 and m = q).
- * |x| is clamped at 9 (tanh 9 = 1 − 3e-8). Within a few ulp of tanhf. */
-PPO_CLONES static void tanh_n(float *x, int n)
-{
-    for (int i = 0; i < n; i++) {
-        float v = x[i];
-        float a = fabsf(v);
-        uint32_t ab; /* min(a, 9) on the bits: a float compare would keep
-                        the loop from vectorising (it may trap) */
-        memcpy(&ab, &a, sizeof ab);
-        ab = ab < 0x41100000u ? ab : 0x41100000u;
-        memcpy(&a, &ab, sizeof a);
-        float y = 2.0f * a;
-        int k = (int)(y * 1.44269504f + 0.5f);
-        float r = (y - (float)k * 0.693145752f) - (float)k * 1.42860677e-6f;
-        float q = r * (1.0f + r * (0.5f + r * (1.66666667e-1f +
-                  r * (4.16666667e-2f + r * (8.33333333e-3f +
-                  r * (1.38888889e-3f + r * (1.98412698e-4f +
-                  r * 2.48015873e-5f)))))));
-        int32_t bits = (k + 127) << 23;
-        float p2;
-        memcpy(&p2, &bits, sizeof p2);
-        float m = p2 * q + (p2 - 1.0f);
-        x[i] = copysignf(m / (m + 2.0f), v);
-    }
-}
-
-/* Layer 1 of cell k on a sparse row, the recurrent state h (NULL: zeros),
- * then layer 2 and the heads: head[nh] = W_out·u + b (pre-activation). */
-PPO_CLONES static void hcell_forward(const struct hcell *c, int k,
-                                     const int32_t *idx,
-                          const float *val, int nz, const float *h, float *z,
-                          float *u, float *head)
-{
-    const int w = c->w, d = c->d, nh = c->nh;
-    memcpy(z, c->b1 + (size_t)k * w, (size_t)w * sizeof *z);
-    for (int j = 0; j < nz; j++) {
-        int o = idx[j];
-        if (o >= c->ign_lo && o < c->ign_hi) {
-            continue;
-        }
-        const float *row = c->wx + (size_t)o * c->stride + (size_t)k * w;
-        float v = val[j];
-        for (int i = 0; i < w; i++) {
-            z[i] += v * row[i];
-        }
-    }
-    if (h != NULL) {
-        const float *wt = c->whT + (size_t)k * d * w;
-        for (int j = 0; j < d; j++) {
-            float hj = h[j];
-            const float *row = wt + (size_t)j * w;
-            for (int i = 0; i < w; i++) {
-                z[i] += hj * row[i];
-            }
-        }
-    }
-    tanh_n(z, w);
-    memcpy(u, c->b2 + (size_t)k * w, (size_t)w * sizeof *u);
-    const float *w2 = c->w2T + (size_t)k * w * w;
-    for (int i = 0; i < w; i++) {
-        float zi = z[i];
-        const float *row = w2 + (size_t)i * w;
-        for (int o = 0; o < w; o++) {
-            u[o] += zi * row[o];
-        }
-    }
-    tanh_n(u, w);
-    memcpy(head, c->bo + (size_t)k * nh, (size_t)nh * sizeof *head);
-    const float *wo = c->woT + (size_t)k * w * nh;
-    for (int i = 0; i < w; i++) {
-        float ui = u[i];
-        const float *row = wo + (size_t)i * nh;
-        for (int o = 0; o < nh; o++) {
-            head[o] += ui * row[o];
-        }
-    }
-}
-
 /* ---- the trainer --------------------------------------------------------------- */
 
 /* Per-world acting state. */
@@ -600,6 +436,25 @@ static int actor_init(struct actor *a, int E, int d)
     return 0;
 }
 
+/* One frame of acting over many worlds (the rollout's and the
+ * evaluation's): each world's sparse observation, then the worlds that
+ * share a cell go through it together (agents/ppo_act.h). */
+struct sweep {
+    int E;
+    int32_t *idx;  /* [E, PPO_NZ_MAX] */
+    float *val;
+    int *nz;       /* [E] */
+    int *act;      /* [E]: this frame's action; -1: none yet */
+    uint8_t *decided; /* [E]: 1 where the controller decided this frame */
+    int32_t *rows; /* [E]: the worlds of one group */
+    int32_t *wl;   /* [3, E]: the frame's lists of worlds (continuing,
+                      deciding, starting an option) */
+    const int32_t **ip; /* [E]: one group's rows */
+    const float **vp, **hp;
+    int *np;
+    struct hcell_scratch s;
+};
+
 struct ppo_trainer {
     struct ppo_config cfg;
     struct gr_ctx *ctx;
@@ -616,6 +471,7 @@ struct ppo_trainer {
     int decide_every; /* moe, flat: a decision every step */
     struct craft_subtask oracle[4];
     struct hcell hc, ho; /* controller (head: K, d, value), options */
+    struct sweep sweep;  /* acting on the worlds [e0, e1) */
     /* worlds */
     struct craft_batch batch;
     float *obs;       /* [E, O] */
@@ -641,7 +497,7 @@ struct ppo_trainer {
     /* scratch */
     int32_t *row_idx; /* [O] */
     float *row_val;
-    float *z, *u, *head, *prob, *hnext; /* [max(w, nh, K, d)] */
+    float *prob, *hnext; /* [max(w, nh, K, d)] */
     int32_t *mb_idx, *mb_opt; /* mb_idx, mb_val: [M, mb_nz] */
     float *mb_val, *mb_hc, *mb_first;
     int mb_nz;
@@ -695,14 +551,14 @@ static int refresh_ctrl(struct ppo_trainer *t)
     int rc = gr_tensor_to_host(m->c_wx, c->wx);
     if (rc == 0) {
         rc = gr_tensor_to_host(m->c_wh, tmp); /* [w, d] */
-        transpose_into(c->whT, tmp, 1, w, d);
+        hcell_transpose(c->whT, tmp, 1, w, d);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->c_b1, c->b1);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->c_w2, tmp);
-        transpose_into(c->w2T, tmp, 1, w, w);
+        hcell_transpose(c->w2T, tmp, 1, w, w);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->c_b2, c->b2);
@@ -731,6 +587,9 @@ static int refresh_ctrl(struct ppo_trainer *t)
     if (rc == 0) {
         rc = gr_tensor_to_host(m->h_init, c->h_init);
     }
+    if (rc == 0) {
+        hcell_pad_heads(c);
+    }
     free(tmp);
     return rc;
 }
@@ -755,24 +614,27 @@ static int refresh_options(struct ppo_trainer *t)
     int rc = gr_tensor_to_host(m->o_wx, c->wx);
     if (rc == 0) {
         rc = gr_tensor_to_host(m->o_wh, tmp);
-        transpose_into(c->whT, tmp, K, w, d);
+        hcell_transpose(c->whT, tmp, K, w, d);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->o_b1, c->b1);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->o_w2, tmp);
-        transpose_into(c->w2T, tmp, K, w, w);
+        hcell_transpose(c->w2T, tmp, K, w, w);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->o_b2, c->b2);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->o_wo, tmp);
-        transpose_into(c->woT, tmp, K, nh, w);
+        hcell_transpose(c->woT, tmp, K, nh, w);
     }
     if (rc == 0) {
         rc = gr_tensor_to_host(m->o_bo, c->bo);
+    }
+    if (rc == 0) {
+        hcell_pad_heads(c);
     }
     free(tmp);
     return rc;
@@ -838,16 +700,15 @@ static int sample_p(struct ppo_trainer *t, struct actor *a, int e,
     return last;
 }
 
-/* The controller at (x, h): p[K], h_next[d], *value, log-sum-exp. */
-static double ctrl_forward(struct ppo_trainer *t, const int32_t *idx,
-                           const float *val, int nz, const float *h,
-                           float *value)
+/* The controller's heads at one row: p[K] (t->prob), h_next[d], *value;
+ * returns the log-sum-exp of the scaled logits. */
+static double ctrl_finish(struct ppo_trainer *t, const float *head,
+                          float *hnext, float *value)
 {
-    hcell_forward(&t->hc, 0, idx, val, nz, h, t->z, t->u, t->head);
-    memcpy(t->hnext, t->head + t->K, (size_t)t->d * sizeof *t->hnext);
-    tanh_n(t->hnext, t->d);
-    *value = t->head[t->K + t->d];
-    return softmax_tau(t->head, t->K, t->tau, t->prob);
+    memcpy(hnext, head + t->K, (size_t)t->d * sizeof *hnext);
+    hcell_tanh(hnext, t->d);
+    *value = head[t->K + t->d];
+    return softmax_tau(head, t->K, t->tau, t->prob);
 }
 
 static int target_count(const struct craft_batch *b, int e,
@@ -871,65 +732,207 @@ static int oracle_action(const struct ppo_trainer *t, const struct craft_batch *
     return a;
 }
 
-/* The running option of world e at x: its action, or -1 when it ends. */
-static int option_continue(struct ppo_trainer *t, struct actor *a,
-                           const struct craft_batch *b, int e,
-                           const int32_t *idx, const float *val, int nz,
-                           int greedy)
+static void sweep_free(struct sweep *sw)
 {
-    int k = a->opt[e];
-    switch (t->cfg.policy) {
-    case PPO_POLICY_OCN: {
-        float *ho = a->ho + (size_t)e * t->d;
-        hcell_forward(&t->ho, k, idx, val, nz, ho, t->z, t->u, t->head);
-        float end = 1.0f / (1.0f + expf(-t->head[t->A + t->d]));
-        if (end > 0.5f) {
-            return -1;
-        }
-        memcpy(ho, t->head + t->A, (size_t)t->d * sizeof *ho);
-        tanh_n(ho, t->d);
-        softmax_tau(t->head, t->A, 1.0f, t->prob);
-        return greedy ? argmax_p(t->prob, t->A)
-                      : sample_p(t, a, e, t->prob, t->A);
+    free(sw->idx);
+    free(sw->val);
+    free(sw->nz);
+    free(sw->act);
+    free(sw->decided);
+    free(sw->rows);
+    free(sw->wl);
+    free((void *)sw->ip);
+    free((void *)sw->vp);
+    free((void *)sw->hp);
+    free(sw->np);
+    hcell_scratch_free(&sw->s);
+    memset(sw, 0, sizeof *sw);
+}
+
+static int sweep_init(struct sweep *sw, const struct ppo_trainer *t, int E)
+{
+    memset(sw, 0, sizeof *sw);
+    size_t n = (size_t)E;
+    sw->E = E;
+    sw->idx = malloc(n * PPO_NZ_MAX * sizeof *sw->idx);
+    sw->val = malloc(n * PPO_NZ_MAX * sizeof *sw->val);
+    sw->nz = calloc(n, sizeof *sw->nz);
+    sw->act = calloc(n, sizeof *sw->act);
+    sw->decided = calloc(n, 1);
+    sw->rows = calloc(n, sizeof *sw->rows);
+    sw->wl = calloc(3 * n, sizeof *sw->wl);
+    sw->ip = calloc(n, sizeof *sw->ip);
+    sw->vp = calloc(n, sizeof *sw->vp);
+    sw->hp = calloc(n, sizeof *sw->hp);
+    sw->np = calloc(n, sizeof *sw->np);
+    if (!sw->idx || !sw->val || !sw->nz || !sw->act || !sw->decided ||
+        !sw->rows ||
+        !sw->wl || !sw->ip || !sw->vp || !sw->hp || !sw->np) {
+        sweep_free(sw);
+        return gr_error(GR_ENOMEM, "PPO: out of memory for acting on %d "
+                                   "worlds",
+                        E);
     }
-    case PPO_POLICY_ORACLE:
-        if (target_count(b, e, &t->oracle[k]) > a->start[e]) {
-            return -1;
+    int nh = t->ho.ldo > t->hc.ldo ? t->ho.ldo : t->hc.ldo;
+    int rc = hcell_scratch_init(&sw->s, E, t->w, t->d, nh);
+    if (rc < 0) {
+        sweep_free(sw);
+    }
+    return rc;
+}
+
+/* World e's observation x into the sweep; its count of entries or
+ * GR_EINVAL past PPO_NZ_MAX. */
+static int sweep_observe(struct sweep *sw, int e, const float *x, int O)
+{
+    int nz = sparse_row(x, O, sw->idx + (size_t)e * PPO_NZ_MAX,
+                        sw->val + (size_t)e * PPO_NZ_MAX);
+    if (nz >= 0) {
+        sw->nz[e] = nz;
+    }
+    sw->act[e] = -1;
+    sw->decided[e] = 0;
+    return nz;
+}
+
+/* Row r of the next group is world e, with state h (NULL: none). */
+static void sweep_row(struct sweep *sw, int r, int e, const float *h)
+{
+    sw->rows[r] = e;
+    sw->ip[r] = sw->idx + (size_t)e * PPO_NZ_MAX;
+    sw->vp[r] = sw->val + (size_t)e * PPO_NZ_MAX;
+    sw->np[r] = sw->nz[e];
+    sw->hp[r] = h;
+}
+
+/* The controller on worlds ws[0..n) (sweep_row's states set by the
+ * caller's order: first decision from h_init); the heads in sw->s.y,
+ * row i for ws[i]. */
+static void ctrl_rows(struct ppo_trainer *t, struct actor *a, struct sweep *sw,
+                      const int32_t *ws, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int e = ws[i];
+        sweep_row(sw, i, e,
+                  a->first[e] ? t->hc.h_init : a->hc + (size_t)e * t->d);
+    }
+    hcell_rows(&t->hc, 0, n, sw->ip, sw->vp, sw->np, sw->hp, &sw->s);
+}
+
+/* The controller's value at a dense observation x (a truncated
+ * episode's last) and state h. */
+static int ctrl_one(struct ppo_trainer *t, const float *x, const float *h,
+                    float *value)
+{
+    int nz = sparse_row(x, t->O, t->row_idx, t->row_val);
+    if (nz < 0) {
+        return nz;
+    }
+    const int32_t *ip = t->row_idx;
+    const float *vp = t->row_val, *hp = h;
+    hcell_rows(&t->hc, 0, 1, &ip, &vp, &nz, &hp, &t->sweep.s);
+    ctrl_finish(t, t->sweep.s.y, t->hnext, value);
+    return 0;
+}
+
+/* The running option's new state and action in world e from its heads. */
+static int option_act(struct ppo_trainer *t, struct actor *a, int e,
+                      const float *head, int greedy)
+{
+    float *ho = a->ho + (size_t)e * t->d;
+    memcpy(ho, head + t->A, (size_t)t->d * sizeof *ho);
+    hcell_tanh(ho, t->d);
+    softmax_tau(head, t->A, 1.0f, t->prob);
+    return greedy ? argmax_p(t->prob, t->A) : sample_p(t, a, e, t->prob, t->A);
+}
+
+/* The running options of worlds ws[0..n): sw->act[e] their actions, -1
+ * where the option ends (ocn.md §7: its end > 0.5). */
+static void options_continue(struct ppo_trainer *t, struct actor *a,
+                             const struct craft_batch *b, struct sweep *sw,
+                             const int32_t *ws, int n, int greedy)
+{
+    if (t->cfg.policy == PPO_POLICY_ORACLE) {
+        for (int i = 0; i < n; i++) {
+            int e = ws[i], k = a->opt[e];
+            sw->act[e] = target_count(b, e, &t->oracle[k]) > a->start[e]
+                             ? -1
+                             : oracle_action(t, b, e, k);
         }
-        return oracle_action(t, b, e, k);
-    default:
-        return -1;
+        return;
+    }
+    if (t->cfg.policy != PPO_POLICY_OCN) {
+        for (int i = 0; i < n; i++) {
+            sw->act[ws[i]] = -1;
+        }
+        return;
+    }
+    const int nh = t->ho.ldo;
+    for (int k = 0; k < t->K; k++) {
+        int R = 0;
+        for (int i = 0; i < n; i++) {
+            int e = ws[i];
+            if (a->opt[e] == k) {
+                sweep_row(sw, R++, e, a->ho + (size_t)e * t->d);
+            }
+        }
+        if (R == 0) {
+            continue;
+        }
+        hcell_rows(&t->ho, k, R, sw->ip, sw->vp, sw->np, sw->hp, &sw->s);
+        for (int r = 0; r < R; r++) {
+            int e = sw->rows[r];
+            const float *head = sw->s.y + (size_t)r * nh;
+            float end = 1.0f / (1.0f + expf(-head[t->A + t->d]));
+            sw->act[e] = end > 0.5f ? -1 : option_act(t, a, e, head, greedy);
+        }
     }
 }
 
-/* Option k starts in world e at x (from z_k) and acts at once. */
-static int option_start(struct ppo_trainer *t, struct actor *a,
-                        const struct craft_batch *b, int e, int k,
-                        const int32_t *idx, const float *val, int nz,
-                        int greedy)
+/* Options a->opt[e] start in worlds ws[0..n) (from z_k) and act at once:
+ * sw->act[e]. */
+static void options_start(struct ppo_trainer *t, struct actor *a,
+                          const struct craft_batch *b, struct sweep *sw,
+                          const int32_t *ws, int n, int greedy)
 {
-    a->opt[e] = k;
     switch (t->cfg.policy) {
     case PPO_POLICY_OCN:
-    case PPO_POLICY_MOE: {
-        hcell_forward(&t->ho, k, idx, val, nz, NULL, t->z, t->u, t->head);
-        float *ho = a->ho + (size_t)e * t->d;
-        memcpy(ho, t->head + t->A, (size_t)t->d * sizeof *ho);
-        tanh_n(ho, t->d);
-        softmax_tau(t->head, t->A, 1.0f, t->prob);
-        return greedy ? argmax_p(t->prob, t->A)
-                      : sample_p(t, a, e, t->prob, t->A);
-    }
+    case PPO_POLICY_MOE:
+        for (int k = 0; k < t->K; k++) {
+            int R = 0;
+            for (int i = 0; i < n; i++) {
+                if (a->opt[ws[i]] == k) {
+                    sweep_row(sw, R++, ws[i], NULL);
+                }
+            }
+            if (R == 0) {
+                continue;
+            }
+            hcell_rows(&t->ho, k, R, sw->ip, sw->vp, sw->np, NULL, &sw->s);
+            for (int r = 0; r < R; r++) {
+                int e = sw->rows[r];
+                sw->act[e] = option_act(t, a, e,
+                                        sw->s.y + (size_t)r * t->ho.ldo,
+                                        greedy);
+            }
+        }
+        return;
     case PPO_POLICY_FLAT:
-        return k;
+        for (int i = 0; i < n; i++) {
+            sw->act[ws[i]] = a->opt[ws[i]];
+        }
+        return;
     case PPO_POLICY_ORACLE:
-        a->start[e] = target_count(b, e, &t->oracle[k]);
-        return oracle_action(t, b, e, k);
+        for (int i = 0; i < n; i++) {
+            int e = ws[i], k = a->opt[e];
+            a->start[e] = target_count(b, e, &t->oracle[k]);
+            sw->act[e] = oracle_action(t, b, e, k);
+        }
+        return;
     case PPO_POLICY_OMPN: /* not this trainer's (ppo_trainer_new) */
     case PPO_POLICY_COMPILE:
         break;
     }
-    return 0;
 }
 
 /* Steps world e with action a; *final_obs_ready = 1 when the episode was
@@ -1034,6 +1037,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     const int E = t->E, S = t->S, O = t->O, d = t->d;
     struct actor *a = &t->act;
     struct craft_batch *b = &t->batch;
+    struct sweep *sw = &t->sweep;
     float *reward = calloc((size_t)E, sizeof *reward);
     uint8_t *term = calloc((size_t)E, 2);
     if (reward == NULL || term == NULL) {
@@ -1047,79 +1051,105 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
     for (int e = 0; e < E; e++) {
         t->count[e] = 0;
     }
+    int32_t *cont = sw->wl, *dec = sw->wl + E, *start = sw->wl + 2 * E;
     int n_active = t->e1 - t->e0;
     int rc = 0;
     t->pool_used = 0;
     part(t, PPO_PART_ROLLOUT);
+    /* a frame of every world still in the rollout: its running option
+     * acts or ends; the controller decides where it ended (or the world
+     * waits for the next rollout); the chosen options start; the worlds
+     * step */
     while (n_active > 0 && rc == 0) {
-        for (int e = t->e0; e < t->e1 && rc == 0; e++) {
+        int nc = 0, nd = 0, ns = 0;
+        for (int e = t->e0; e < t->e1; e++) {
             if (t->count[e] > S) {
                 continue; /* done this rollout */
             }
-            const float *x = t->obs + (size_t)e * O;
-            int nz = sparse_row(x, O, t->row_idx, t->row_val);
-            if (nz < 0) {
-                rc = nz;
+            rc = sweep_observe(sw, e, t->obs + (size_t)e * O, O);
+            if (rc < 0) {
                 break;
             }
-            int act = -1;
-            if (!a->ask[e]) {
-                part(t, PPO_PART_OPTIONS);
-                act = option_continue(t, a, b, e, t->row_idx, t->row_val, nz,
-                                      0);
-                part(t, PPO_PART_ROLLOUT);
-                if (act < 0) {
-                    a->ask[e] = 1;
-                }
+            rc = 0;
+            if (a->ask[e]) {
+                dec[nd++] = e;
+            } else {
+                cont[nc++] = e;
             }
-            if (act < 0) {
-                part(t, PPO_PART_CTRL);
-                const float *h =
-                    a->first[e] ? t->hc.h_init : a->hc + (size_t)e * d;
-                float v;
-                double lse = ctrl_forward(t, t->row_idx, t->row_val, nz, h, &v);
-                if (t->count[e] == S) {
-                    /* the world waits here for the next rollout: this
-                     * decision's value bootstraps the last one */
-                    t->r.last_value[e] = v;
-                    t->count[e] = S + 1;
-                    n_active--;
-                    part(t, PPO_PART_ROLLOUT);
-                    continue;
-                }
-                rc = pool_reserve(t, t->pool_used + (size_t)nz);
-                if (rc < 0) {
-                    break;
-                }
-                int64_t j = (int64_t)(e - t->e0) * S + t->count[e]++;
-                int k = sample_p(t, a, e, t->prob, t->K);
-                memcpy(t->d_idx + t->pool_used, t->row_idx,
-                       (size_t)nz * sizeof *t->d_idx);
-                memcpy(t->d_val + t->pool_used, t->row_val,
-                       (size_t)nz * sizeof *t->d_val);
-                t->d_off[j] = (int64_t)t->pool_used;
-                t->pool_used += (size_t)nz;
-                t->r.nz[j] = nz;
-                memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
-                t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
-                t->d_opt[j] = k;
-                t->r.logp[j] = (float)((double)t->head[k] / t->tau - lse);
-                t->r.value[j] = v;
-                t->r.R[j] = 0.0f;
-                t->r.n[j] = 0;
-                t->r.term[j] = 0;
-                t->r.trunc[j] = 0;
-                t->r.boot[j] = 0.0f;
-                memcpy(a->hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
-                a->first[e] = 0;
-                a->ask[e] = (uint8_t)t->decide_every;
-                a->cur[e] = (int32_t)j;
-                a->disc[e] = 1.0f;
-                a->ep_dec[e]++;
-                part(t, PPO_PART_OPTIONS);
-                act = option_start(t, a, b, e, k, t->row_idx, t->row_val, nz,
-                                   0);
+        }
+        if (rc < 0) {
+            break;
+        }
+        part(t, PPO_PART_OPTIONS);
+        options_continue(t, a, b, sw, cont, nc, 0);
+        part(t, PPO_PART_ROLLOUT);
+        for (int i = 0; i < nc; i++) {
+            if (sw->act[cont[i]] < 0) {
+                a->ask[cont[i]] = 1;
+                dec[nd++] = cont[i];
             }
+        }
+        part(t, PPO_PART_CTRL);
+        ctrl_rows(t, a, sw, dec, nd);
+        for (int i = 0; i < nd && rc == 0; i++) {
+            int e = dec[i];
+            const float *h = sw->hp[i];
+            const float *head = sw->s.y + (size_t)i * t->hc.ldo;
+            float v;
+            double lse = ctrl_finish(t, head, t->hnext, &v);
+            if (t->count[e] == S) {
+                /* the world waits here for the next rollout: this
+                 * decision's value bootstraps the last one */
+                t->r.last_value[e] = v;
+                t->count[e] = S + 1;
+                n_active--;
+                continue;
+            }
+            const int nz = sw->nz[e];
+            rc = pool_reserve(t, t->pool_used + (size_t)nz);
+            if (rc < 0) {
+                break;
+            }
+            int64_t j = (int64_t)(e - t->e0) * S + t->count[e]++;
+            int k = sample_p(t, a, e, t->prob, t->K);
+            memcpy(t->d_idx + t->pool_used, sw->idx + (size_t)e * PPO_NZ_MAX,
+                   (size_t)nz * sizeof *t->d_idx);
+            memcpy(t->d_val + t->pool_used, sw->val + (size_t)e * PPO_NZ_MAX,
+                   (size_t)nz * sizeof *t->d_val);
+            t->d_off[j] = (int64_t)t->pool_used;
+            t->pool_used += (size_t)nz;
+            t->r.nz[j] = nz;
+            memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
+            t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
+            t->d_opt[j] = k;
+            t->r.logp[j] = (float)((double)head[k] / t->tau - lse);
+            t->r.value[j] = v;
+            t->r.R[j] = 0.0f;
+            t->r.n[j] = 0;
+            t->r.term[j] = 0;
+            t->r.trunc[j] = 0;
+            t->r.boot[j] = 0.0f;
+            memcpy(a->hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
+            a->first[e] = 0;
+            a->ask[e] = (uint8_t)t->decide_every;
+            a->cur[e] = (int32_t)j;
+            a->disc[e] = 1.0f;
+            a->ep_dec[e]++;
+            a->opt[e] = k;
+            start[ns++] = e;
+        }
+        if (rc < 0) {
+            break;
+        }
+        part(t, PPO_PART_OPTIONS);
+        options_start(t, a, b, sw, start, ns, 0);
+        part(t, PPO_PART_ROLLOUT);
+        for (int e = t->e0; e < t->e1 && rc == 0; e++) {
+            int act = sw->act[e];
+            if (t->count[e] > S || act < 0) {
+                continue; /* waiting, or done this rollout */
+            }
+            sw->act[e] = -1;
             int final_ready;
             part(t, PPO_PART_ENV);
             rc = step_world(t, b, t->obs, t->actions, e, act, reward, term,
@@ -1138,17 +1168,13 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 t->r.trunc[j] = trunc[e];
                 if (trunc[e] && final_ready) {
                     part(t, PPO_PART_CTRL);
-                    int fnz = sparse_row(t->final_obs, O, t->row_idx,
-                                         t->row_val);
-                    if (fnz < 0) {
-                        rc = fnz;
-                        break;
-                    }
-                    float v;
-                    ctrl_forward(t, t->row_idx, t->row_val, fnz,
-                                 a->hc + (size_t)e * d, &v);
+                    float v = 0.0f;
+                    rc = ctrl_one(t, t->final_obs, a->hc + (size_t)e * d, &v);
                     t->r.boot[j] = v;
                     part(t, PPO_PART_ROLLOUT);
+                    if (rc < 0) {
+                        break;
+                    }
                 }
                 dec_sum += a->ep_dec[e];
                 a->ep_dec[e] = 0;
@@ -1278,38 +1304,61 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
             trace->seed[e] = b.seed[e];
         }
     }
+    struct sweep sw = {0};
+    if (rc == 0) {
+        rc = sweep_init(&sw, t, episodes);
+    }
+    int32_t *cont = sw.wl, *decl = sw.wl + episodes,
+            *start = sw.wl + 2 * (size_t)episodes;
     double ret_sum = 0.0, len_sum = 0.0, succ = 0.0, dec = 0.0;
     int left = episodes;
     while (rc == 0 && left > 0) {
+        int nc = 0, nd = 0;
+        for (int e = 0; e < episodes; e++) {
+            if (done[e]) {
+                continue;
+            }
+            rc = sweep_observe(&sw, e, obs + (size_t)e * O, O);
+            if (rc < 0) {
+                break;
+            }
+            rc = 0;
+            if (a.ask[e]) {
+                decl[nd++] = e;
+            } else {
+                cont[nc++] = e;
+            }
+        }
+        if (rc < 0) {
+            break;
+        }
+        options_continue(t, &a, &b, &sw, cont, nc, 1);
+        for (int i = 0; i < nc; i++) {
+            if (sw.act[cont[i]] < 0) {
+                a.ask[cont[i]] = 1;
+                decl[nd++] = cont[i];
+            }
+        }
+        ctrl_rows(t, &a, &sw, decl, nd);
+        for (int i = 0; i < nd; i++) {
+            int e = decl[i];
+            float v;
+            ctrl_finish(t, sw.s.y + (size_t)i * t->hc.ldo, t->hnext, &v);
+            memcpy(a.hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
+            a.first[e] = 0;
+            a.ask[e] = (uint8_t)t->decide_every;
+            a.opt[e] = argmax_p(t->prob, t->K);
+            start[i] = e;
+            sw.decided[e] = 1;
+            dec += 1.0;
+        }
+        options_start(t, &a, &b, &sw, start, nd, 1);
         for (int e = 0; e < episodes && rc == 0; e++) {
             if (done[e]) {
                 continue;
             }
+            int decided = sw.decided[e], act = sw.act[e];
             int step = b.t[e];
-            int nz = sparse_row(obs + (size_t)e * O, O, t->row_idx, t->row_val);
-            if (nz < 0) {
-                rc = nz;
-                break;
-            }
-            int act = -1, decided = 0;
-            if (!a.ask[e]) {
-                act = option_continue(t, &a, &b, e, t->row_idx, t->row_val, nz,
-                                      1);
-            }
-            if (act < 0) {
-                const float *h =
-                    a.first[e] ? t->hc.h_init : a.hc + (size_t)e * d;
-                float v;
-                ctrl_forward(t, t->row_idx, t->row_val, nz, h, &v);
-                int k = argmax_p(t->prob, t->K);
-                memcpy(a.hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
-                a.first[e] = 0;
-                a.ask[e] = (uint8_t)t->decide_every;
-                act = option_start(t, &a, &b, e, k, t->row_idx, t->row_val, nz,
-                                   1);
-                decided = 1;
-                dec += 1.0;
-            }
             actions[e] = (uint8_t)act;
             struct craft_batch_out bo = {0};
             bo.obs = obs;
@@ -1333,6 +1382,7 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
             }
         }
     }
+    sweep_free(&sw);
     free(obs);
     free(actions);
     free(done);
@@ -1546,6 +1596,7 @@ void ppo_trainer_free(struct ppo_trainer *t)
     gr_optim_free(t->optim);
     hcell_free(&t->hc);
     hcell_free(&t->ho);
+    sweep_free(&t->sweep);
     craft_batch_free(&t->batch);
     actor_free(&t->act);
     ppo_rollout_free(&t->r);
@@ -1553,7 +1604,7 @@ void ppo_trainer_free(struct ppo_trainer *t)
     void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
                     t->d_off,   t->d_hc,      t->d_first, t->d_opt,
                     t->count,   t->actions,   t->row_idx, t->row_val,
-                    t->z,       t->u,         t->head,    t->prob,
+                    t->prob,
                     t->hnext,   t->mb_idx,    t->mb_opt,  t->mb_val,
                     t->mb_hc,   t->mb_first};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
@@ -1710,9 +1761,6 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->actions = calloc((size_t)E, 1);
         t->row_idx = malloc((size_t)O * sizeof(int32_t));
         t->row_val = malloc((size_t)O * sizeof(float));
-        t->z = malloc(scr * sizeof(float));
-        t->u = malloc(scr * sizeof(float));
-        t->head = malloc(scr * sizeof(float));
         t->prob = malloc(scr * sizeof(float));
         t->hnext = malloc(scr * sizeof(float));
         size_t M = (size_t)E * S / (size_t)cfg->num_minibatches;
@@ -1724,12 +1772,14 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->mb_opt = malloc(M * sizeof(int32_t));
         if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val ||
             !t->d_off || !t->d_hc || !t->d_first || !t->d_opt || !t->count ||
-            !t->actions || !t->row_idx || !t->row_val || !t->z || !t->u ||
-            !t->head || !t->prob || !t->hnext || !t->mb_idx || !t->mb_val ||
+            !t->actions || !t->row_idx || !t->row_val || !t->prob || !t->hnext || !t->mb_idx || !t->mb_val ||
             !t->mb_hc || !t->mb_first || !t->mb_opt) {
             rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
                           D);
         }
+    }
+    if (rc == 0) {
+        rc = sweep_init(&t->sweep, t, E);
     }
     if (rc == 0) {
         ppo_seeds(cfg, &t->sample_seed, &t->env_seed);
