@@ -18,7 +18,12 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 bc=(train bc --recipe thesis --tasks AC,CD --options 3 --demos-per-task 2000 --updates "${UPDATES:-60}"
     --batch 512 --eval-every "${UPDATES:-60}" --return-every 0 --seed 1 --threads 1 --device cpu --quiet)
 rate() { sed -n 's/.*(\([0-9.]*\) updates\/s).*/\1/p' "$1"; }
-echo "grove: $("$grove" version | head -1); $(nproc) cores; $(mpirun --version | head -1)"
+load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+echo "grove: $("$grove" version | head -1); $(nproc) cores; $(mpirun --version | head -1); load average $load"
+# a busy core makes the processes wait for each other at every all-reduce
+# (docs/scaling.md: 0.80x with one core taken, 1.86x idle)
+awk -v l="${load%% *}" 'BEGIN { exit !(l + 0 >= 0.5) }' 2>/dev/null &&
+    echo "mpi_speed.sh: warning: load average $load; the speed-up needs idle cores" >&2
 echo
 echo "| run | processes | updates/s (median) | spread | speed-up |"
 echo "|---|---|---|---|---|"
