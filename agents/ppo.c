@@ -805,9 +805,9 @@ static void sweep_row(struct sweep *sw, int r, int e, const float *h)
     sw->hp[r] = h;
 }
 
-/* The controller on worlds ws[0..n) (sweep_row's states set by the
- * caller's order: first decision from h_init); the heads in sw->s.y,
- * row i for ws[i]. */
+/* The controller on worlds ws[0..n), each from its state H^C (h_init
+ * at an episode's first decision): the heads in sw->s.y, row i for
+ * ws[i], and the state row i used in sw->hp[i]. */
 static void ctrl_rows(struct ppo_trainer *t, struct actor *a, struct sweep *sw,
                       const int32_t *ws, int n)
 {
@@ -1772,8 +1772,9 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->mb_opt = malloc(M * sizeof(int32_t));
         if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val ||
             !t->d_off || !t->d_hc || !t->d_first || !t->d_opt || !t->count ||
-            !t->actions || !t->row_idx || !t->row_val || !t->prob || !t->hnext || !t->mb_idx || !t->mb_val ||
-            !t->mb_hc || !t->mb_first || !t->mb_opt) {
+            !t->actions || !t->row_idx || !t->row_val || !t->prob ||
+            !t->hnext || !t->mb_idx || !t->mb_val || !t->mb_hc ||
+            !t->mb_first || !t->mb_opt) {
             rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
                           D);
         }
