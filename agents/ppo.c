@@ -21,6 +21,11 @@
 #include "kernels/tape.h"
 #include "train/mpi.h"
 
+#include <pthread.h>
+
+/* The most threads acting runs on (ppo_set_acting_threads). */
+#define PPO_MAX_ACTING 64
+
 /* ---- config ----------------------------------------------------------------- */
 
 void ppo_config_default(struct ppo_config *c)
@@ -436,11 +441,12 @@ static int actor_init(struct actor *a, int E, int d)
     return 0;
 }
 
-/* One frame of acting over many worlds (the rollout's and the
- * evaluation's): each world's sparse observation, then the worlds that
- * share a cell go through it together (agents/ppo_act.h). */
+/* One acting thread's worlds [base, base + E) and its scratch: a frame
+ * of those worlds is each world's sparse observation, then the worlds
+ * that share a cell go through it together (agents/ppo_act.h). The
+ * rollout runs one per thread (--threads), the evaluation one. */
 struct sweep {
-    int E;
+    int base, E;
     int32_t *idx;  /* [E, PPO_NZ_MAX] */
     float *val;
     int *nz;       /* [E] */
@@ -453,6 +459,21 @@ struct sweep {
     const float **vp, **hp;
     int *np;
     struct hcell_scratch s;
+    float *prob, *hnext; /* [max(K, A)], [d] */
+    float *final_obs;    /* [O]: a truncated episode's last observation */
+    int32_t *row_idx;    /* [O] */
+    float *row_val;
+    /* a rollout's share: the sparse observations of its decisions (in
+     * the order taken; ppo_trainer's pool gathers them), its counts */
+    int32_t *p_idx;
+    float *p_val;
+    size_t p_cap, p_used;
+    struct craft_log log;
+    int64_t frames, dec_sum;
+    int profile; /* 1: marks the trainer's part (one thread only) */
+    struct ppo_trainer *trainer;
+    int rc;
+    char err[512]; /* the message of rc (errors are per thread) */
 };
 
 struct ppo_trainer {
@@ -471,23 +492,24 @@ struct ppo_trainer {
     int decide_every; /* moe, flat: a decision every step */
     struct craft_subtask oracle[4];
     struct hcell hc, ho; /* controller (head: K, d, value), options */
-    struct sweep sweep;  /* acting on the worlds [e0, e1) */
+    struct sweep *acting; /* [n_acting]: the rollout's threads */
+    int n_acting;
     /* worlds */
     struct craft_batch batch;
     float *obs;       /* [E, O] */
-    float *final_obs; /* [O]: a truncated episode's last observation */
+    float *step_reward; /* [E]: a frame's rewards */
+    uint8_t *step_term;  /* [2, E]: a frame's terminated, truncated */
     struct actor act;
     uint64_t sample_seed;
     uint64_t env_seed;
     /* rollout storage: decision i of world e at e·S + i; its sparse
-     * observation is d_nz[j] entries of the pool d_idx/d_val from d_off[j]
-     * (in the order the decisions were taken; the pool grows by doubling
-     * while the observations need more, so it ends at most twice their
-     * size instead of PPO_NZ_MAX slots a decision) */
-    int32_t *d_idx;   /* [pool_cap] */
-    float *d_val;
+     * observation is d_nz[j] entries of the pool p_idx/p_val of the acting
+     * thread owner[e] from d_off[j] (in the order the decisions were
+     * taken; a pool grows by doubling while the observations need more,
+     * so it ends at most twice their size instead of PPO_NZ_MAX slots a
+     * decision) */
+    int32_t *owner;   /* [E]: the acting thread of each world */
     int64_t *d_off;   /* [D] */
-    size_t pool_cap, pool_used;
     float *d_hc;      /* [D, d] */
     float *d_first;
     int32_t *d_opt;
@@ -495,9 +517,6 @@ struct ppo_trainer {
     int32_t *count;   /* [E] decisions this rollout */
     uint8_t *actions; /* [E] */
     /* scratch */
-    int32_t *row_idx; /* [O] */
-    float *row_val;
-    float *prob, *hnext; /* [max(w, nh, K, d)] */
     int32_t *mb_idx, *mb_opt; /* mb_idx, mb_val: [M, mb_nz] */
     float *mb_val, *mb_hc, *mb_first;
     int mb_nz;
@@ -679,7 +698,7 @@ static int argmax_p(const float *p, int n)
 }
 
 /* One draw of Categorical(p) for world e. */
-static int sample_p(struct ppo_trainer *t, struct actor *a, int e,
+static int sample_p(const struct ppo_trainer *t, struct actor *a, int e,
                     const float *p, int n)
 {
     uint64_t key =
@@ -700,15 +719,15 @@ static int sample_p(struct ppo_trainer *t, struct actor *a, int e,
     return last;
 }
 
-/* The controller's heads at one row: p[K] (t->prob), h_next[d], *value;
- * returns the log-sum-exp of the scaled logits. */
-static double ctrl_finish(struct ppo_trainer *t, const float *head,
-                          float *hnext, float *value)
+/* The controller's heads at one row: p[K] (sw->prob), h_next[d]
+ * (sw->hnext), *value; returns the log-sum-exp of the scaled logits. */
+static double ctrl_finish(const struct ppo_trainer *t, struct sweep *sw,
+                          const float *head, float *value)
 {
-    memcpy(hnext, head + t->K, (size_t)t->d * sizeof *hnext);
-    hcell_tanh(hnext, t->d);
+    memcpy(sw->hnext, head + t->K, (size_t)t->d * sizeof *sw->hnext);
+    hcell_tanh(sw->hnext, t->d);
     *value = head[t->K + t->d];
-    return softmax_tau(head, t->K, t->tau, t->prob);
+    return softmax_tau(head, t->K, t->tau, sw->prob);
 }
 
 static int target_count(const struct craft_batch *b, int e,
@@ -734,25 +753,26 @@ static int oracle_action(const struct ppo_trainer *t, const struct craft_batch *
 
 static void sweep_free(struct sweep *sw)
 {
-    free(sw->idx);
-    free(sw->val);
-    free(sw->nz);
-    free(sw->act);
-    free(sw->decided);
-    free(sw->rows);
-    free(sw->wl);
-    free((void *)sw->ip);
-    free((void *)sw->vp);
-    free((void *)sw->hp);
-    free(sw->np);
+    void *bufs[] = {sw->idx,      sw->val,       sw->nz,      sw->act,
+                    sw->decided,  sw->rows,      sw->wl,      (void *)sw->ip,
+                    (void *)sw->vp, (void *)sw->hp, sw->np,   sw->prob,
+                    sw->hnext,    sw->final_obs, sw->row_idx, sw->row_val,
+                    sw->p_idx,    sw->p_val};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
     hcell_scratch_free(&sw->s);
     memset(sw, 0, sizeof *sw);
 }
 
-static int sweep_init(struct sweep *sw, const struct ppo_trainer *t, int E)
+/* Scratch for acting on the worlds [base, base + E). */
+static int sweep_init(struct sweep *sw, const struct ppo_trainer *t, int base,
+                      int E)
 {
     memset(sw, 0, sizeof *sw);
-    size_t n = (size_t)E;
+    size_t n = (size_t)E, O = (size_t)t->O;
+    size_t np = (size_t)(t->K > t->A ? t->K : t->A);
+    sw->base = base;
     sw->E = E;
     sw->idx = malloc(n * PPO_NZ_MAX * sizeof *sw->idx);
     sw->val = malloc(n * PPO_NZ_MAX * sizeof *sw->val);
@@ -765,9 +785,15 @@ static int sweep_init(struct sweep *sw, const struct ppo_trainer *t, int E)
     sw->vp = calloc(n, sizeof *sw->vp);
     sw->hp = calloc(n, sizeof *sw->hp);
     sw->np = calloc(n, sizeof *sw->np);
+    sw->prob = calloc(np, sizeof *sw->prob);
+    sw->hnext = calloc((size_t)t->d, sizeof *sw->hnext);
+    sw->final_obs = calloc(O, sizeof *sw->final_obs);
+    sw->row_idx = calloc(O, sizeof *sw->row_idx);
+    sw->row_val = calloc(O, sizeof *sw->row_val);
     if (!sw->idx || !sw->val || !sw->nz || !sw->act || !sw->decided ||
-        !sw->rows ||
-        !sw->wl || !sw->ip || !sw->vp || !sw->hp || !sw->np) {
+        !sw->rows || !sw->wl || !sw->ip || !sw->vp || !sw->hp || !sw->np ||
+        !sw->prob || !sw->hnext || !sw->final_obs || !sw->row_idx ||
+        !sw->row_val) {
         sweep_free(sw);
         return gr_error(GR_ENOMEM, "PPO: out of memory for acting on %d "
                                    "worlds",
@@ -785,31 +811,33 @@ static int sweep_init(struct sweep *sw, const struct ppo_trainer *t, int E)
  * GR_EINVAL past PPO_NZ_MAX. */
 static int sweep_observe(struct sweep *sw, int e, const float *x, int O)
 {
-    int nz = sparse_row(x, O, sw->idx + (size_t)e * PPO_NZ_MAX,
-                        sw->val + (size_t)e * PPO_NZ_MAX);
+    const int i = e - sw->base;
+    int nz = sparse_row(x, O, sw->idx + (size_t)i * PPO_NZ_MAX,
+                        sw->val + (size_t)i * PPO_NZ_MAX);
     if (nz >= 0) {
-        sw->nz[e] = nz;
+        sw->nz[i] = nz;
     }
-    sw->act[e] = -1;
-    sw->decided[e] = 0;
+    sw->act[i] = -1;
+    sw->decided[i] = 0;
     return nz;
 }
 
 /* Row r of the next group is world e, with state h (NULL: none). */
 static void sweep_row(struct sweep *sw, int r, int e, const float *h)
 {
+    const int i = e - sw->base;
     sw->rows[r] = e;
-    sw->ip[r] = sw->idx + (size_t)e * PPO_NZ_MAX;
-    sw->vp[r] = sw->val + (size_t)e * PPO_NZ_MAX;
-    sw->np[r] = sw->nz[e];
+    sw->ip[r] = sw->idx + (size_t)i * PPO_NZ_MAX;
+    sw->vp[r] = sw->val + (size_t)i * PPO_NZ_MAX;
+    sw->np[r] = sw->nz[i];
     sw->hp[r] = h;
 }
 
 /* The controller on worlds ws[0..n), each from its state H^C (h_init
  * at an episode's first decision): the heads in sw->s.y, row i for
  * ws[i], and the state row i used in sw->hp[i]. */
-static void ctrl_rows(struct ppo_trainer *t, struct actor *a, struct sweep *sw,
-                      const int32_t *ws, int n)
+static void ctrl_rows(const struct ppo_trainer *t, struct actor *a,
+                      struct sweep *sw, const int32_t *ws, int n)
 {
     for (int i = 0; i < n; i++) {
         int e = ws[i];
@@ -821,49 +849,51 @@ static void ctrl_rows(struct ppo_trainer *t, struct actor *a, struct sweep *sw,
 
 /* The controller's value at a dense observation x (a truncated
  * episode's last) and state h. */
-static int ctrl_one(struct ppo_trainer *t, const float *x, const float *h,
-                    float *value)
+static int ctrl_one(const struct ppo_trainer *t, struct sweep *sw,
+                    const float *x, const float *h, float *value)
 {
-    int nz = sparse_row(x, t->O, t->row_idx, t->row_val);
+    int nz = sparse_row(x, t->O, sw->row_idx, sw->row_val);
     if (nz < 0) {
         return nz;
     }
-    const int32_t *ip = t->row_idx;
-    const float *vp = t->row_val, *hp = h;
-    hcell_rows(&t->hc, 0, 1, &ip, &vp, &nz, &hp, &t->sweep.s);
-    ctrl_finish(t, t->sweep.s.y, t->hnext, value);
+    const int32_t *ip = sw->row_idx;
+    const float *vp = sw->row_val, *hp = h;
+    hcell_rows(&t->hc, 0, 1, &ip, &vp, &nz, &hp, &sw->s);
+    ctrl_finish(t, sw, sw->s.y, value);
     return 0;
 }
 
 /* The running option's new state and action in world e from its heads. */
-static int option_act(struct ppo_trainer *t, struct actor *a, int e,
-                      const float *head, int greedy)
+static int option_act(const struct ppo_trainer *t, struct sweep *sw,
+                      struct actor *a, int e, const float *head, int greedy)
 {
     float *ho = a->ho + (size_t)e * t->d;
     memcpy(ho, head + t->A, (size_t)t->d * sizeof *ho);
     hcell_tanh(ho, t->d);
-    softmax_tau(head, t->A, 1.0f, t->prob);
-    return greedy ? argmax_p(t->prob, t->A) : sample_p(t, a, e, t->prob, t->A);
+    softmax_tau(head, t->A, 1.0f, sw->prob);
+    return greedy ? argmax_p(sw->prob, t->A)
+                  : sample_p(t, a, e, sw->prob, t->A);
 }
 
 /* The running options of worlds ws[0..n): sw->act[e] their actions, -1
  * where the option ends (ocn.md §7: its end > 0.5). */
-static void options_continue(struct ppo_trainer *t, struct actor *a,
+static void options_continue(const struct ppo_trainer *t, struct actor *a,
                              const struct craft_batch *b, struct sweep *sw,
                              const int32_t *ws, int n, int greedy)
 {
     if (t->cfg.policy == PPO_POLICY_ORACLE) {
         for (int i = 0; i < n; i++) {
             int e = ws[i], k = a->opt[e];
-            sw->act[e] = target_count(b, e, &t->oracle[k]) > a->start[e]
-                             ? -1
-                             : oracle_action(t, b, e, k);
+            sw->act[e - sw->base] =
+                target_count(b, e, &t->oracle[k]) > a->start[e]
+                    ? -1
+                    : oracle_action(t, b, e, k);
         }
         return;
     }
     if (t->cfg.policy != PPO_POLICY_OCN) {
         for (int i = 0; i < n; i++) {
-            sw->act[ws[i]] = -1;
+            sw->act[ws[i] - sw->base] = -1;
         }
         return;
     }
@@ -884,14 +914,15 @@ static void options_continue(struct ppo_trainer *t, struct actor *a,
             int e = sw->rows[r];
             const float *head = sw->s.y + (size_t)r * nh;
             float end = 1.0f / (1.0f + expf(-head[t->A + t->d]));
-            sw->act[e] = end > 0.5f ? -1 : option_act(t, a, e, head, greedy);
+            sw->act[e - sw->base] =
+                end > 0.5f ? -1 : option_act(t, sw, a, e, head, greedy);
         }
     }
 }
 
 /* Options a->opt[e] start in worlds ws[0..n) (from z_k) and act at once:
  * sw->act[e]. */
-static void options_start(struct ppo_trainer *t, struct actor *a,
+static void options_start(const struct ppo_trainer *t, struct actor *a,
                           const struct craft_batch *b, struct sweep *sw,
                           const int32_t *ws, int n, int greedy)
 {
@@ -911,22 +942,22 @@ static void options_start(struct ppo_trainer *t, struct actor *a,
             hcell_rows(&t->ho, k, R, sw->ip, sw->vp, sw->np, NULL, &sw->s);
             for (int r = 0; r < R; r++) {
                 int e = sw->rows[r];
-                sw->act[e] = option_act(t, a, e,
-                                        sw->s.y + (size_t)r * t->ho.ldo,
-                                        greedy);
+                sw->act[e - sw->base] =
+                    option_act(t, sw, a, e, sw->s.y + (size_t)r * t->ho.ldo,
+                               greedy);
             }
         }
         return;
     case PPO_POLICY_FLAT:
         for (int i = 0; i < n; i++) {
-            sw->act[ws[i]] = a->opt[ws[i]];
+            sw->act[ws[i] - sw->base] = a->opt[ws[i]];
         }
         return;
     case PPO_POLICY_ORACLE:
         for (int i = 0; i < n; i++) {
             int e = ws[i], k = a->opt[e];
             a->start[e] = target_count(b, e, &t->oracle[k]);
-            sw->act[e] = oracle_action(t, b, e, k);
+            sw->act[e - sw->base] = oracle_action(t, b, e, k);
         }
         return;
     case PPO_POLICY_OMPN: /* not this trainer's (ppo_trainer_new) */
@@ -936,8 +967,8 @@ static void options_start(struct ppo_trainer *t, struct actor *a,
 }
 
 /* Steps world e with action a; *final_obs_ready = 1 when the episode was
- * truncated and t->final_obs holds its last observation. */
-static int step_world(struct ppo_trainer *t, struct craft_batch *b, float *obs,
+ * truncated and sw->final_obs holds its last observation. */
+static int step_world(struct sweep *sw, struct craft_batch *b, float *obs,
                       uint8_t *actions, int e, int a, float *reward,
                       uint8_t *term, uint8_t *trunc, int *final_ready,
                       struct craft_log *log)
@@ -951,7 +982,7 @@ static int step_world(struct ppo_trainer *t, struct craft_batch *b, float *obs,
         struct craft_step st;
         craft_batch_get(b, e, &w);
         if (craft_world_step(&w, a, &st) == 0 && st.truncated) {
-            craft_world_observe(&w, t->final_obs);
+            craft_world_observe(&w, sw->final_obs);
             *final_ready = 1;
         }
     }
@@ -976,24 +1007,33 @@ static void part(struct ppo_trainer *t, enum ppo_part p)
     }
 }
 
-/* Room for `need` entries in the rollout's sparse pool (doubling). */
-static int pool_reserve(struct ppo_trainer *t, size_t need)
+/* The same from an acting thread: only the one that profiles marks. */
+static void sweep_part(struct ppo_trainer *t, const struct sweep *sw,
+                       enum ppo_part p)
 {
-    if (need <= t->pool_cap) {
+    if (sw->profile) {
+        part(t, p);
+    }
+}
+
+/* Room for `need` entries in an acting thread's pool (doubling). */
+static int sweep_pool_reserve(struct sweep *sw, size_t need)
+{
+    if (need <= sw->p_cap) {
         return 0;
     }
-    size_t cap = 2 * t->pool_cap > need ? 2 * t->pool_cap : need;
-    int32_t *idx = realloc(t->d_idx, cap * sizeof *idx);
+    size_t cap = 2 * sw->p_cap > need ? 2 * sw->p_cap : need;
+    int32_t *idx = realloc(sw->p_idx, cap * sizeof *idx);
     if (idx != NULL) {
-        t->d_idx = idx;
+        sw->p_idx = idx;
     }
-    float *val = idx != NULL ? realloc(t->d_val, cap * sizeof *val) : NULL;
+    float *val = idx != NULL ? realloc(sw->p_val, cap * sizeof *val) : NULL;
     if (val == NULL) {
         return gr_error(GR_ENOMEM, "PPO: out of memory for %zu sparse "
                                    "observation entries", cap);
     }
-    t->d_val = val;
-    t->pool_cap = cap;
+    sw->p_val = val;
+    sw->p_cap = cap;
     return 0;
 }
 
@@ -1029,46 +1069,106 @@ size_t ppo_storage_bytes(const struct ppo_trainer *t)
                    7 * 4 /* first, logp, value, R, boot, adv, ret */ +
                    4 + 4 + 1 + 1 /* opt, n, term, trunc */ + 4 /* perm */;
     size_t per_m = (size_t)t->mb_nz * 8 + d * 4 + 5 * 4 + 4;
-    return D * per_d + t->pool_cap * 8 + M * per_m;
+    size_t pools = 0;
+    for (int i = 0; i < t->n_acting; i++) {
+        pools += t->acting[i].p_cap * 8;
+    }
+    return D * per_d + pools + M * per_m;
 }
 
-static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
+static void acting_free(struct ppo_trainer *t)
 {
-    const int E = t->E, S = t->S, O = t->O, d = t->d;
+    for (int i = 0; i < t->n_acting; i++) {
+        sweep_free(&t->acting[i]);
+    }
+    free(t->acting);
+    t->acting = NULL;
+    t->n_acting = 0;
+}
+
+int ppo_set_acting_threads(struct ppo_trainer *t, int n)
+{
+    const int W = t->e1 - t->e0;
+    if (n < 1) {
+        return gr_error(GR_EINVAL, "PPO: %d acting threads, expected 1 or "
+                                   "more",
+                        n);
+    }
+    n = n < W ? n : W;
+    n = n < PPO_MAX_ACTING ? n : PPO_MAX_ACTING;
+    struct sweep *sw = calloc((size_t)n, sizeof *sw);
+    if (sw == NULL) {
+        return gr_error(GR_ENOMEM, "PPO: out of memory for %d acting "
+                                   "threads",
+                        n);
+    }
+    int rc = 0, made = 0;
+    for (; made < n && rc == 0; made++) {
+        const int lo = t->e0 + (int)((int64_t)W * made / n);
+        const int hi = t->e0 + (int)((int64_t)W * (made + 1) / n);
+        rc = sweep_init(&sw[made], t, lo, hi - lo);
+        if (rc < 0) {
+            break;
+        }
+        /* the pool starts at PPO_NZ_START entries a decision and grows
+         * to what the observations need (sweep_pool_reserve) */
+        rc = sweep_pool_reserve(&sw[made], (size_t)(hi - lo) * (size_t)t->S *
+                                               PPO_NZ_START);
+    }
+    if (rc < 0) {
+        for (int i = 0; i < made; i++) {
+            sweep_free(&sw[i]);
+        }
+        free(sw);
+        return rc;
+    }
+    acting_free(t);
+    t->acting = sw;
+    t->n_acting = n;
+    for (int i = 0; i < n; i++) {
+        for (int e = sw[i].base; e < sw[i].base + sw[i].E; e++) {
+            t->owner[e] = i;
+        }
+    }
+    return 0;
+}
+
+int ppo_acting_threads(const struct ppo_trainer *t)
+{
+    return t->n_acting;
+}
+
+/* One acting thread's part of a rollout: frames of the worlds
+ * [sw->base, sw->base + sw->E) until each has its S decisions and waits
+ * at the next. Its decisions' sparse observations go to the thread's pool
+ * (t->d_off relative to it until the rollout gathers the pools). Every
+ * world's numbers are its own (its sampling stream, its rows' bits in any
+ * group), so they do not depend on how the worlds are split. */
+static int rollout_worlds(struct ppo_trainer *t, struct sweep *sw)
+{
+    const int S = t->S, O = t->O, d = t->d, E = sw->E;
+    const int lo = sw->base, hi = sw->base + sw->E;
     struct actor *a = &t->act;
     struct craft_batch *b = &t->batch;
-    struct sweep *sw = &t->sweep;
-    float *reward = calloc((size_t)E, sizeof *reward);
-    uint8_t *term = calloc((size_t)E, 2);
-    if (reward == NULL || term == NULL) {
-        free(reward);
-        free(term);
-        return gr_error(GR_ENOMEM, "PPO: out of memory");
-    }
-    uint8_t *trunc = term + E;
-    struct craft_log log = {0};
-    int64_t dec_sum = 0, frames = 0;
-    for (int e = 0; e < E; e++) {
-        t->count[e] = 0;
-    }
+    float *reward = t->step_reward;
+    uint8_t *term = t->step_term, *trunc = t->step_term + t->E;
     int32_t *cont = sw->wl, *dec = sw->wl + E, *start = sw->wl + 2 * E;
-    int n_active = t->e1 - t->e0;
+    int n_active = E;
     int rc = 0;
-    t->pool_used = 0;
-    part(t, PPO_PART_ROLLOUT);
+    sweep_part(t, sw, PPO_PART_ROLLOUT);
     /* a frame of every world still in the rollout: its running option
      * acts or ends; the controller decides where it ended (or the world
      * waits for the next rollout); the chosen options start; the worlds
      * step */
     while (n_active > 0 && rc == 0) {
         int nc = 0, nd = 0, ns = 0;
-        for (int e = t->e0; e < t->e1; e++) {
+        for (int e = lo; e < hi; e++) {
             if (t->count[e] > S) {
                 continue; /* done this rollout */
             }
             rc = sweep_observe(sw, e, t->obs + (size_t)e * O, O);
             if (rc < 0) {
-                break;
+                return rc;
             }
             rc = 0;
             if (a->ask[e]) {
@@ -1077,26 +1177,23 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 cont[nc++] = e;
             }
         }
-        if (rc < 0) {
-            break;
-        }
-        part(t, PPO_PART_OPTIONS);
+        sweep_part(t, sw, PPO_PART_OPTIONS);
         options_continue(t, a, b, sw, cont, nc, 0);
-        part(t, PPO_PART_ROLLOUT);
+        sweep_part(t, sw, PPO_PART_ROLLOUT);
         for (int i = 0; i < nc; i++) {
-            if (sw->act[cont[i]] < 0) {
+            if (sw->act[cont[i] - lo] < 0) {
                 a->ask[cont[i]] = 1;
                 dec[nd++] = cont[i];
             }
         }
-        part(t, PPO_PART_CTRL);
+        sweep_part(t, sw, PPO_PART_CTRL);
         ctrl_rows(t, a, sw, dec, nd);
-        for (int i = 0; i < nd && rc == 0; i++) {
+        for (int i = 0; i < nd; i++) {
             int e = dec[i];
             const float *h = sw->hp[i];
             const float *head = sw->s.y + (size_t)i * t->hc.ldo;
             float v;
-            double lse = ctrl_finish(t, head, t->hnext, &v);
+            double lse = ctrl_finish(t, sw, head, &v);
             if (t->count[e] == S) {
                 /* the world waits here for the next rollout: this
                  * decision's value bootstraps the last one */
@@ -1105,19 +1202,19 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 n_active--;
                 continue;
             }
-            const int nz = sw->nz[e];
-            rc = pool_reserve(t, t->pool_used + (size_t)nz);
+            const int nz = sw->nz[e - lo];
+            rc = sweep_pool_reserve(sw, sw->p_used + (size_t)nz);
             if (rc < 0) {
-                break;
+                return rc;
             }
             int64_t j = (int64_t)(e - t->e0) * S + t->count[e]++;
-            int k = sample_p(t, a, e, t->prob, t->K);
-            memcpy(t->d_idx + t->pool_used, sw->idx + (size_t)e * PPO_NZ_MAX,
-                   (size_t)nz * sizeof *t->d_idx);
-            memcpy(t->d_val + t->pool_used, sw->val + (size_t)e * PPO_NZ_MAX,
-                   (size_t)nz * sizeof *t->d_val);
-            t->d_off[j] = (int64_t)t->pool_used;
-            t->pool_used += (size_t)nz;
+            int k = sample_p(t, a, e, sw->prob, t->K);
+            memcpy(sw->p_idx + sw->p_used, sw->idx + (size_t)(e - lo) * PPO_NZ_MAX,
+                   (size_t)nz * sizeof *sw->p_idx);
+            memcpy(sw->p_val + sw->p_used, sw->val + (size_t)(e - lo) * PPO_NZ_MAX,
+                   (size_t)nz * sizeof *sw->p_val);
+            t->d_off[j] = (int64_t)sw->p_used;
+            sw->p_used += (size_t)nz;
             t->r.nz[j] = nz;
             memcpy(t->d_hc + j * d, h, (size_t)d * sizeof *t->d_hc);
             t->d_first[j] = a->first[e] ? 1.0f : 0.0f;
@@ -1129,7 +1226,7 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
             t->r.term[j] = 0;
             t->r.trunc[j] = 0;
             t->r.boot[j] = 0.0f;
-            memcpy(a->hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
+            memcpy(a->hc + (size_t)e * d, sw->hnext, (size_t)d * sizeof(float));
             a->first[e] = 0;
             a->ask[e] = (uint8_t)t->decide_every;
             a->cur[e] = (int32_t)j;
@@ -1138,27 +1235,24 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
             a->opt[e] = k;
             start[ns++] = e;
         }
-        if (rc < 0) {
-            break;
-        }
-        part(t, PPO_PART_OPTIONS);
+        sweep_part(t, sw, PPO_PART_OPTIONS);
         options_start(t, a, b, sw, start, ns, 0);
-        part(t, PPO_PART_ROLLOUT);
-        for (int e = t->e0; e < t->e1 && rc == 0; e++) {
-            int act = sw->act[e];
+        sweep_part(t, sw, PPO_PART_ROLLOUT);
+        for (int e = lo; e < hi; e++) {
+            int act = sw->act[e - lo];
             if (t->count[e] > S || act < 0) {
                 continue; /* waiting, or done this rollout */
             }
-            sw->act[e] = -1;
+            sw->act[e - lo] = -1;
             int final_ready;
-            part(t, PPO_PART_ENV);
-            rc = step_world(t, b, t->obs, t->actions, e, act, reward, term,
-                            trunc, &final_ready, &log);
-            part(t, PPO_PART_ROLLOUT);
+            sweep_part(t, sw, PPO_PART_ENV);
+            rc = step_world(sw, b, t->obs, t->actions, e, act, reward, term,
+                            trunc, &final_ready, &sw->log);
+            sweep_part(t, sw, PPO_PART_ROLLOUT);
             if (rc < 0) {
-                break;
+                return rc;
             }
-            frames++;
+            sw->frames++;
             int64_t j = a->cur[e];
             t->r.R[j] += a->disc[e] * reward[e];
             a->disc[e] *= t->cfg.gamma;
@@ -1167,26 +1261,85 @@ static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
                 t->r.term[j] = term[e];
                 t->r.trunc[j] = trunc[e];
                 if (trunc[e] && final_ready) {
-                    part(t, PPO_PART_CTRL);
+                    sweep_part(t, sw, PPO_PART_CTRL);
                     float v = 0.0f;
-                    rc = ctrl_one(t, t->final_obs, a->hc + (size_t)e * d, &v);
+                    rc = ctrl_one(t, sw, sw->final_obs, a->hc + (size_t)e * d,
+                                  &v);
                     t->r.boot[j] = v;
-                    part(t, PPO_PART_ROLLOUT);
+                    sweep_part(t, sw, PPO_PART_ROLLOUT);
                     if (rc < 0) {
-                        break;
+                        return rc;
                     }
                 }
-                dec_sum += a->ep_dec[e];
+                sw->dec_sum += a->ep_dec[e];
                 a->ep_dec[e] = 0;
                 a->ask[e] = 1;
                 a->first[e] = 1;
             }
         }
     }
-    free(reward);
-    free(term);
-    if (rc < 0) {
-        return rc;
+    return 0;
+}
+
+/* An acting thread: its worlds' rollout, the error kept for the caller
+ * (messages are per thread). */
+static void *acting_main(void *arg)
+{
+    struct sweep *sw = arg;
+    sw->rc = rollout_worlds(sw->trainer, sw);
+    if (sw->rc < 0) {
+        snprintf(sw->err, sizeof sw->err, "%s", gr_last_error());
+    }
+    return NULL;
+}
+
+static int rollout(struct ppo_trainer *t, struct ppo_stats *st)
+{
+    part(t, PPO_PART_ROLLOUT); /* all of it, with several threads */
+    for (int e = 0; e < t->E; e++) {
+        t->count[e] = 0;
+    }
+    for (int i = 0; i < t->n_acting; i++) {
+        struct sweep *sw = &t->acting[i];
+        sw->trainer = t;
+        sw->p_used = 0;
+        sw->frames = 0;
+        sw->dec_sum = 0;
+        memset(&sw->log, 0, sizeof sw->log);
+        sw->rc = 0;
+        sw->err[0] = '\0';
+        sw->profile = t->n_acting == 1;
+    }
+    /* threads 1.. take their worlds; this one takes the first share */
+    pthread_t tid[PPO_MAX_ACTING];
+    int started = 0;
+    for (int i = 1; i < t->n_acting; i++) {
+        if (pthread_create(&tid[i], NULL, acting_main, &t->acting[i]) != 0) {
+            break;
+        }
+        started = i;
+    }
+    for (int i = started + 1; i < t->n_acting; i++) {
+        acting_main(&t->acting[i]); /* a thread that did not start */
+    }
+    acting_main(&t->acting[0]);
+    for (int i = 1; i <= started; i++) {
+        pthread_join(tid[i], NULL);
+    }
+    part(t, PPO_PART_ROLLOUT);
+    struct craft_log log = {0};
+    int64_t frames = 0, dec_sum = 0;
+    for (int i = 0; i < t->n_acting; i++) {
+        const struct sweep *sw = &t->acting[i];
+        if (sw->rc < 0) {
+            return gr_error(sw->rc, "%s", sw->err);
+        }
+        log.episodes += sw->log.episodes;
+        log.successes += sw->log.successes;
+        log.steps += sw->log.steps;
+        log.return_sum += sw->log.return_sum;
+        frames += sw->frames;
+        dec_sum += sw->dec_sum;
     }
     return ppo_rollout_totals(&t->r, frames, &log, dec_sum, &t->global_step,
                               &t->total_episodes, st);
@@ -1211,9 +1364,10 @@ static int minibatch_loss(void *self, const int32_t *rows, int64_t Ml,
     for (int64_t i = 0; i < Ml; i++) {
         int64_t j = rows[i];
         int nz = t->r.nz[j];
-        memcpy(t->mb_idx + i * nzm, t->d_idx + t->d_off[j],
+        const struct sweep *ow = &t->acting[t->owner[t->e0 + j / t->S]];
+        memcpy(t->mb_idx + i * nzm, ow->p_idx + t->d_off[j],
                (size_t)nz * sizeof *t->mb_idx);
-        memcpy(t->mb_val + i * nzm, t->d_val + t->d_off[j],
+        memcpy(t->mb_val + i * nzm, ow->p_val + t->d_off[j],
                (size_t)nz * sizeof *t->mb_val);
         for (int c = nz; c < nzm; c++) {
             t->mb_idx[i * nzm + c] = -1;
@@ -1306,7 +1460,7 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
     }
     struct sweep sw = {0};
     if (rc == 0) {
-        rc = sweep_init(&sw, t, episodes);
+        rc = sweep_init(&sw, t, 0, episodes);
     }
     int32_t *cont = sw.wl, *decl = sw.wl + episodes,
             *start = sw.wl + 2 * (size_t)episodes;
@@ -1343,11 +1497,11 @@ int ppo_evaluate(struct ppo_trainer *t, int episodes, uint64_t base_seed,
         for (int i = 0; i < nd; i++) {
             int e = decl[i];
             float v;
-            ctrl_finish(t, sw.s.y + (size_t)i * t->hc.ldo, t->hnext, &v);
-            memcpy(a.hc + (size_t)e * d, t->hnext, (size_t)d * sizeof(float));
+            ctrl_finish(t, &sw, sw.s.y + (size_t)i * t->hc.ldo, &v);
+            memcpy(a.hc + (size_t)e * d, sw.hnext, (size_t)d * sizeof(float));
             a.first[e] = 0;
             a.ask[e] = (uint8_t)t->decide_every;
-            a.opt[e] = argmax_p(t->prob, t->K);
+            a.opt[e] = argmax_p(sw.prob, t->K);
             start[i] = e;
             sw.decided[e] = 1;
             dec += 1.0;
@@ -1596,17 +1750,15 @@ void ppo_trainer_free(struct ppo_trainer *t)
     gr_optim_free(t->optim);
     hcell_free(&t->hc);
     hcell_free(&t->ho);
-    sweep_free(&t->sweep);
+    acting_free(t);
     craft_batch_free(&t->batch);
     actor_free(&t->act);
     ppo_rollout_free(&t->r);
     ppo_state_free(&t->state);
-    void *bufs[] = {t->obs,     t->final_obs, t->d_idx,   t->d_val,
-                    t->d_off,   t->d_hc,      t->d_first, t->d_opt,
-                    t->count,   t->actions,   t->row_idx, t->row_val,
-                    t->prob,
-                    t->hnext,   t->mb_idx,    t->mb_opt,  t->mb_val,
-                    t->mb_hc,   t->mb_first};
+    void *bufs[] = {t->obs,       t->step_reward, t->step_term, t->owner,
+                    t->d_off,     t->d_hc,        t->d_first,   t->d_opt,
+                    t->count,     t->actions,     t->mb_idx,    t->mb_opt,
+                    t->mb_val,    t->mb_hc,       t->mb_first};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -1740,29 +1892,21 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
     if (rc == 0) {
         rc = actor_init(&t->act, E, d);
     }
-    size_t scr = (size_t)(w > d ? w : d) + (size_t)K + (size_t)t->A + d + 2;
     if (rc == 0) {
         rc = ppo_rollout_init(&t->r, E, S, t->e0, t->e1,
                               cfg->num_minibatches, "PPO");
     }
     if (rc == 0) {
         t->obs = malloc((size_t)E * O * sizeof(float));
-        t->final_obs = malloc((size_t)O * sizeof(float));
-        /* the sparse pool starts at PPO_NZ_START entries a decision and
-         * grows to what the observations need (pool_reserve) */
-        t->pool_cap = D * PPO_NZ_START;
-        t->d_idx = malloc(t->pool_cap * sizeof(int32_t));
-        t->d_val = malloc(t->pool_cap * sizeof(float));
+        t->step_reward = calloc((size_t)E, sizeof(float));
+        t->step_term = calloc(2 * (size_t)E, 1);
+        t->owner = calloc((size_t)E, sizeof(int32_t));
         t->d_off = calloc(D, sizeof(int64_t));
         t->d_hc = malloc(D * d * sizeof(float));
         t->d_first = calloc(D, sizeof(float));
         t->d_opt = calloc(D, sizeof(int32_t));
         t->count = calloc((size_t)E, sizeof(int32_t));
         t->actions = calloc((size_t)E, 1);
-        t->row_idx = malloc((size_t)O * sizeof(int32_t));
-        t->row_val = malloc((size_t)O * sizeof(float));
-        t->prob = malloc(scr * sizeof(float));
-        t->hnext = malloc(scr * sizeof(float));
         size_t M = (size_t)E * S / (size_t)cfg->num_minibatches;
         t->mb_nz = PPO_NZ_START;
         t->mb_idx = malloc(M * PPO_NZ_START * sizeof(int32_t));
@@ -1770,17 +1914,16 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
         t->mb_hc = malloc(M * d * sizeof(float));
         t->mb_first = malloc(M * sizeof(float));
         t->mb_opt = malloc(M * sizeof(int32_t));
-        if (!t->obs || !t->final_obs || !t->d_idx || !t->d_val ||
+        if (!t->obs || !t->step_reward || !t->step_term || !t->owner ||
             !t->d_off || !t->d_hc || !t->d_first || !t->d_opt || !t->count ||
-            !t->actions || !t->row_idx || !t->row_val || !t->prob ||
-            !t->hnext || !t->mb_idx || !t->mb_val || !t->mb_hc ||
+            !t->actions || !t->mb_idx || !t->mb_val || !t->mb_hc ||
             !t->mb_first || !t->mb_opt) {
             rc = gr_error(GR_ENOMEM, "PPO: out of memory for %zu decisions",
                           D);
         }
     }
     if (rc == 0) {
-        rc = sweep_init(&t->sweep, t, E);
+        rc = ppo_set_acting_threads(t, 1);
     }
     if (rc == 0) {
         ppo_seeds(cfg, &t->sample_seed, &t->env_seed);

@@ -228,6 +228,15 @@ int ppo_trainer_new(struct ppo_trainer **out, struct gr_ctx *ctx,
                     const char *const *option_paths, int n_paths);
 void ppo_trainer_free(struct ppo_trainer *t);
 
+/* Acting (rollouts) on n threads (1 at construction), each stepping a
+ * contiguous share of this process's worlds; n is capped at the worlds
+ * and at 64. Every world's actions, decisions and stored numbers are the
+ * same for any n (acting's rows give the same bits in any grouping,
+ * agents/ppo_act.h); the rollout's summed return may differ in its last
+ * bits. GR_EINVAL for n < 1; on failure the old threads stay. */
+int ppo_set_acting_threads(struct ppo_trainer *t, int n);
+int ppo_acting_threads(const struct ppo_trainer *t);
+
 /* The model (controller ctrl.*, options opt.* for ocn/moe), its config,
  * the world the worlds run (reward included). */
 struct ocn_model *ppo_model(struct ppo_trainer *t);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agents/ppo.h"
 #include "agents/ppo_compile.h"
@@ -455,6 +456,16 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
                                    (const char *const *)ipaths, n_ipaths)
                  : ppo_trainer_new(&t.p, ctx, &pc,
                                    (const char *const *)paths, n_paths);
+    }
+    if (rc == 0 && t.p != NULL) {
+        /* acting on this process's cores (--threads; 0: all of them,
+         * shared among MPI processes); the run is the same for any count */
+        int n = common.threads;
+        if (n == 0) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            n = (int)(cores > 0 ? cores : 1) / train_mpi_size();
+        }
+        rc = ppo_set_acting_threads(t.p, n > 0 ? n : 1);
     }
     /* the best evaluation return so far, kept in the checkpoints */
     struct gr_tensor *best_t = NULL;

@@ -325,6 +325,9 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
     if (rc == 0) {
         rc = ppo_trainer_new(&t, ctx, &c, &opts, 1);
     }
+    if (rc == 0) {
+        rc = ppo_set_acting_threads(t, o->threads); /* as train ppo does */
+    }
     const struct ocn_config *mc = rc == 0 ? &ppo_model(t)->cfg : NULL;
     int K = mc ? mc->n_options : 0, d = mc ? mc->hidden : 0;
     int w = mc ? mc->width : 0;
@@ -487,6 +490,12 @@ int bench_ppo_run(const struct bench_ppo_options *o, FILE *out)
         if (gt <= 0) {
             fprintf(out, "\n(grove's rounds were too short for a CPU-time "
                          "sample: its parts read n/a)\n");
+        }
+        if (o->threads > 1) {
+            fprintf(out, "\n(grove acts on %d threads: its rollout is "
+                         "not split into parts, all of it reads as the rest "
+                         "of the rollout)\n",
+                    o->threads);
         }
         fprintf(out,
                 "\nwhere the time goes, ms per iteration (grove: its median "

@@ -376,6 +376,79 @@ static void test_resume(const char *src, const char *dir)
     gr_ctx_free(ctx);
 }
 
+/* Acting on several threads (ppo_set_acting_threads) is the run of one:
+ * the checkpoint byte for byte and the rollout's counts, for every policy
+ * (ocn and moe group their worlds by cell; oracle asks the expert from
+ * each thread); the count is checked and capped at the worlds. */
+static void test_threads(const char *src, const char *dir)
+{
+    const enum ppo_policy pols[] = {PPO_POLICY_OCN, PPO_POLICY_MOE,
+                                    PPO_POLICY_FLAT, PPO_POLICY_ORACLE};
+    for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+        int64_t frames[2] = {0, 0}, episodes[2] = {0, 0};
+        double loss[2] = {0, 0};
+        char path[2][512];
+        for (int v = 0; v < 2; v++) {
+            const int threads = v == 0 ? 1 : 3;
+            snprintf(path[v], sizeof path[v], "%s/threads_%zu_%d.ckpt", dir,
+                     p, threads);
+            struct gr_ctx *ctx = new_ctx();
+            struct ppo_config c;
+            small_config(&c, pols[p]);
+            c.num_envs = 7;
+            c.num_minibatches = 7;
+            int needs = pols[p] == PPO_POLICY_OCN || pols[p] == PPO_POLICY_MOE;
+            struct ppo_trainer *t = NULL;
+            int rc = ppo_trainer_new(&t, ctx, &c, needs ? &src : NULL, needs);
+            CHECK(rc == 0 && ppo_acting_threads(t) == 1);
+            if (rc == 0) {
+                rc = ppo_set_acting_threads(t, threads);
+                CHECK(rc == 0 && ppo_acting_threads(t) == threads);
+            }
+            struct ppo_stats st;
+            memset(&st, 0, sizeof st);
+            for (int i = 0; rc == 0 && i < 3; i++) {
+                rc = ppo_iteration(t, &st);
+            }
+            if (rc == 0) {
+                rc = ppo_save(t, path[v], 1);
+            }
+            CHECK_MSG(rc == 0, "policy %s, %d threads: %s",
+                      ppo_policy_name(pols[p]), threads, gr_last_error());
+            frames[v] = st.global_step;
+            episodes[v] = st.total_episodes;
+            loss[v] = st.policy_loss;
+            ppo_trainer_free(t);
+            gr_ctx_free(ctx);
+        }
+        unsigned char *x = NULL, *y = NULL;
+        long nx = 0, ny = 0;
+        CHECK(read_all(path[0], &x, &nx) == 0 && read_all(path[1], &y, &ny) == 0);
+        CHECK_MSG(nx == ny && x != NULL && y != NULL &&
+                      memcmp(x, y, (size_t)nx) == 0,
+                  "policy %s: 3 acting threads give another checkpoint",
+                  ppo_policy_name(pols[p]));
+        CHECK_MSG(frames[0] == frames[1] && episodes[0] == episodes[1] &&
+                      loss[0] == loss[1],
+                  "policy %s: 3 acting threads give other counts",
+                  ppo_policy_name(pols[p]));
+        free(x);
+        free(y);
+    }
+    struct gr_ctx *ctx = new_ctx();
+    struct ppo_config c;
+    small_config(&c, PPO_POLICY_OCN);
+    struct ppo_trainer *t = NULL;
+    CHECK(ppo_trainer_new(&t, ctx, &c, &src, 1) == 0);
+    CHECK(ppo_set_acting_threads(t, 0) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "acting threads");
+    CHECK(ppo_acting_threads(t) == 1);
+    CHECK(ppo_set_acting_threads(t, 100) == 0);
+    CHECK(ppo_acting_threads(t) == c.num_envs);
+    ppo_trainer_free(t);
+    gr_ctx_free(ctx);
+}
+
 static void test_learning(void)
 {
     struct gr_ctx *ctx = new_ctx();
@@ -565,6 +638,7 @@ int main(void)
     test_gae();
     test_frozen(src1, src2, dir);
     test_resume(src1, dir);
+    test_threads(src1, dir);
     test_moe_flat(src1);
     test_host_forward(src1);
     test_errors(src1, src3, dir);
