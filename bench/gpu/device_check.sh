@@ -41,61 +41,76 @@ run() { # NAME COMMAND...
         run_one "$@" || status=1
     fi
 }
-echo "== CUDA parity tests"
-for mode in auto cublas skinny; do
-    GROVE_CUDA_GEMM=$mode run "kernels_cuda_parity_$mode" $t/kernels/test_kernels_ops --parity
-done
-run agents_ocn_cuda $t/agents/test_agents_ocn_cuda
-run agents_ppo_cuda $t/agents/test_agents_ppo_cuda
-run nlp_lm_cuda $t/nlp/test_nlp_lm_cuda
-run nlp_om_cuda $t/nlp/test_nlp_om_cuda
-[ -x $t/agents/test_agents_ompn_cuda ] && run agents_ompn_cuda $t/agents/test_agents_ompn_cuda
-[ -x $t/agents/test_agents_compile_cuda ] && run agents_compile_cuda $t/agents/test_agents_compile_cuda
-[ -x $t/kernels/test_kernels_attention ] && run kernels_attention_cuda_parity $t/kernels/test_kernels_attention --parity
-# the same attention parity cases through the composition only (the fused
-# kernels serve them where they apply by default)
-[ -x $t/kernels/test_kernels_attention ] && GROVE_ATTN_FUSED=0 run \
-    kernels_attention_cuda_parity_composed $t/kernels/test_kernels_attention --parity
-[ -x $t/nlp/test_nlp_fasttrees_cuda ] && run nlp_fasttrees_cuda $t/nlp/test_nlp_fasttrees_cuda
-if [ -f $bin/cuda_tests.txt ]; then
-    # every other CUDA test of the build (pack.sh listed them)
-    while IFS=$'\t' read -r name env cmd; do
-        case $name in
-        kernels_cuda_parity|agents_ocn_cuda|agents_ppo_cuda|nlp_lm_cuda|nlp_om_cuda|\
-        agents_ompn_cuda|agents_compile_cuda|kernels_attention_cuda_parity|nlp_fasttrees_cuda) continue ;;
-        esac
+# GROVE_DEVICE_TESTS=0: the benchmarks alone (a second call on a warm
+# machine whose tests already ran)
+if [ "${GROVE_DEVICE_TESTS:-1}" != 0 ]; then
+    echo "== CUDA parity tests"
+    for mode in auto cublas skinny; do
+        GROVE_CUDA_GEMM=$mode run "kernels_cuda_parity_$mode" $t/kernels/test_kernels_ops --parity
+    done
+    run agents_ocn_cuda $t/agents/test_agents_ocn_cuda
+    run agents_ppo_cuda $t/agents/test_agents_ppo_cuda
+    run nlp_lm_cuda $t/nlp/test_nlp_lm_cuda
+    run nlp_om_cuda $t/nlp/test_nlp_om_cuda
+    [ -x $t/agents/test_agents_ompn_cuda ] && run agents_ompn_cuda $t/agents/test_agents_ompn_cuda
+    [ -x $t/agents/test_agents_compile_cuda ] && run agents_compile_cuda $t/agents/test_agents_compile_cuda
+    [ -x $t/kernels/test_kernels_attention ] && run kernels_attention_cuda_parity $t/kernels/test_kernels_attention --parity
+    # the same attention parity cases through the composition only (the fused
+    # kernels serve them where they apply by default)
+    [ -x $t/kernels/test_kernels_attention ] && GROVE_ATTN_FUSED=0 run \
+        kernels_attention_cuda_parity_composed $t/kernels/test_kernels_attention --parity
+    [ -x $t/nlp/test_nlp_fasttrees_cuda ] && run nlp_fasttrees_cuda $t/nlp/test_nlp_fasttrees_cuda
+    if [ -f $bin/cuda_tests.txt ]; then
+        # every other CUDA test of the build (pack.sh listed them)
+        while IFS=$'\t' read -r name env cmd; do
+            case $name in
+            kernels_cuda_parity|agents_ocn_cuda|agents_ppo_cuda|nlp_lm_cuda|nlp_om_cuda|\
+            agents_ompn_cuda|agents_compile_cuda|kernels_attention_cuda_parity|nlp_fasttrees_cuda) continue ;;
+            esac
+            # shellcheck disable=SC2086
+            [ "$env" = - ] && env=
+            run "$name" env $env bash -c "$cmd" </dev/null
+        done <$bin/cuda_tests.txt
+    fi
+    for extra in "$@"; do # more test binaries (with arguments) named on the command line
+        name=${extra%% *}
         # shellcheck disable=SC2086
-        [ "$env" = - ] && env=
-        run "$name" env $env bash -c "$cmd" </dev/null
-    done <$bin/cuda_tests.txt
-fi
-for extra in "$@"; do # more test binaries (with arguments) named on the command line
-    name=${extra%% *}
-    # shellcheck disable=SC2086
-    run "$(basename "$name")" $bin/$extra
-done
-if [ "$test_jobs" -gt 1 ]; then
-    wait "${test_pids[@]}" # (a bare wait would also wait for the log's tee)
-    cat "$out"/logs/*.verdict
-    grep -q "^FAIL" "$out"/logs/*.verdict && status=1
+        run "$(basename "$name")" $bin/$extra
+    done
+    if [ "$test_jobs" -gt 1 ]; then
+        wait "${test_pids[@]}" # (a bare wait would also wait for the log's tee)
+        cat "$out"/logs/*.verdict
+        grep -q "^FAIL" "$out"/logs/*.verdict && status=1
+    fi
 fi
 if [ "${GROVE_DEVICE_BENCH:-1}" = 0 ]; then
     echo "== benchmarks skipped (GROVE_DEVICE_BENCH=0)"
+    exit $status
+fi
+step() { # NAME SECONDS COMMAND...: one benchmark, its table in $OUT/NAME.md
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    echo "== $name: $*"
+    timeout "$limit" "$@" >"$out/$name.md" 2>&1 ||
+        { echo "FAIL/TIMEOUT $name (exit $?)"; status=1; }
+    grep -E "^\|" "$out/$name.md"
+    echo "($((SECONDS - t0)) s)"
+}
+if [ "${GROVE_DEVICE_BENCH:-1}" = ppo ]; then
+    # PPO at GPU scale (issue 20 §5: 1M frames/s with 4,096 worlds): the
+    # update on the device, acting on 1, 4 and 16 host threads (one
+    # iteration of 4,096 worlds x 16 decisions after a warm-up one)
+    for th in 16 4 1; do
+        step bench_ppo_4096_t$th 150 $bin/grove bench ppo --device cuda \
+            --num-envs 4096 --num-steps 16 --threads $th --no-baseline \
+            --runs 1 --iterations 1 --quiet
+    done
     exit $status
 fi
 if [ "${GROVE_DEVICE_BENCH:-1}" = models ]; then
     # the models' benchmarks that the fused ops changed, most wanted first,
     # each bounded so that one slow case leaves time for the next; each
     # table is written to $OUT as soon as it is done
-    step() { # NAME SECONDS COMMAND...: one benchmark, its table in $OUT/NAME.md
-        local name=$1 limit=$2; shift 2
-        local t0=$SECONDS
-        echo "== $name: $*"
-        timeout "$limit" "$@" >"$out/$name.md" 2>&1 ||
-            { echo "FAIL/TIMEOUT $name (exit $?)"; status=1; }
-        grep -E "^\|" "$out/$name.md"
-        echo "($((SECONDS - t0)) s)"
-    }
     step bench_om 150 $bin/grove bench om --device cuda --python $py --rounds 2 --quiet
     GROVE_OM_UNFUSED=1 step bench_om_unfused 60 $bin/grove bench om --device cuda \
         --no-baseline --rounds 1 --quiet
