@@ -54,6 +54,7 @@ void ppo_config_default(struct ppo_config *c)
     c->tau = 0.0f;
     c->hidden = 128;
     c->width = 128;
+    c->boundary_quantile = 0.5f;
 }
 
 static const char *const policy_names[] = {"ocn", "moe", "flat", "oracle",
@@ -147,6 +148,10 @@ int ppo_config_validate(const struct ppo_config *c)
         return gr_error(GR_EINVAL, "hidden %d / width %d: expected 1..4096",
                         c->hidden, c->width);
     }
+    if (!(c->boundary_quantile >= 0.0f && c->boundary_quantile <= 1.0f)) {
+        return gr_error(GR_EINVAL, "boundary quantile %g: expected 0..1",
+                        (double)c->boundary_quantile);
+    }
     return craft_config_validate(&c->world);
 }
 
@@ -170,6 +175,12 @@ int ppo_config_format(const struct ppo_config *c, char *out, size_t cap)
         (double)c->ent_coef, (double)c->vf_coef, (double)c->max_grad_norm,
         (double)c->target_kl, (double)c->adam_eps, (double)c->tau, c->hidden,
         c->width);
+    if (n >= 0 && (size_t)n < cap && c->policy == PPO_POLICY_COMPILE) {
+        /* only compile's runs carry it: the other configs' text as before */
+        n += snprintf(out + n, cap - (size_t)n,
+                      "ppo_boundary_quantile %.9g\n",
+                      (double)c->boundary_quantile);
+    }
     if (n < 0 || (size_t)n >= cap) {
         return gr_error(GR_EINVAL, "PPO config text longer than %zu bytes",
                         cap);
@@ -256,6 +267,8 @@ int ppo_config_parse(const char *text, struct ppo_config *c)
             c->max_grad_norm = (float)x;
         } else if (strcmp(k, "target_kl") == 0) {
             c->target_kl = (float)x;
+        } else if (strcmp(k, "boundary_quantile") == 0) {
+            c->boundary_quantile = (float)x;
         } else if (strcmp(k, "adam_eps") == 0) {
             c->adam_eps = (float)x;
         } else if (strcmp(k, "tau") == 0) {

@@ -134,6 +134,10 @@ struct ppo_config {
     float tau;                  /* τ_C; 0: auto (10, or 1 for flat) */
     int hidden, width;          /* flat/oracle only (128, 128); ocn/moe
                                    take the options' */
+    float boundary_quantile;    /* compile: the quantile of the expert
+                                   demonstrations' peak boundary logits θ
+                                   is set at (0.5, the median;
+                                   agents/ppo_compile.h) */
 };
 
 /* ocn.md §7's table with cleanrl's names; task "", world craft.md §3 with

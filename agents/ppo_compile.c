@@ -846,7 +846,8 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* θ of model g: the median over expert demonstrations of its training
+/* θ of model g: the median (cfg.boundary_quantile) over expert
+ * demonstrations of its training
  * tasks (PPO_COMPILE_CALIB_DEMOS per task, seed 1) of the largest online
  * boundary logit ℓ_t, t = 1 … T−1, of the first segment's encoder run
  * from the demonstration's start: the level compILE's inferred first
@@ -909,8 +910,11 @@ static int calibrate(struct ppo_compile *t, int g)
         if (k == 0) {
             t->theta[g] = 0.0f;
         } else {
+            /* the boundary_quantile of the peaks (0.5: peak[k / 2], the
+             * median) */
             qsort(peak, (size_t)k, sizeof *peak, cmp_float);
-            t->theta[g] = peak[k / 2];
+            int q = (int)((double)t->cfg.boundary_quantile * k);
+            t->theta[g] = peak[q < k ? q : k - 1];
         }
     }
     free(ids);

@@ -212,7 +212,8 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     int eval_every = 10, eval_episodes = 100, resume = 0;
     double lr = pc.learning_rate, gamma = pc.gamma, lam = pc.gae_lambda,
            clip = pc.clip_coef, ent = pc.ent_coef, vf = pc.vf_coef,
-           mgn = pc.max_grad_norm, tkl = 0.0, tau = 0.0;
+           mgn = pc.max_grad_norm, tkl = 0.0, tau = 0.0,
+           bq = pc.boundary_quantile;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -284,6 +285,12 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("width", "W", "128",
                 "MLP width, idem; --policy compile: its controller's width",
                 &width),
+        CLI_DOUBLE("boundary-quantile", "Q", "0.5",
+                   "--policy compile: a segment ends where compILE's "
+                   "boundary logit reaches this quantile of its peaks over "
+                   "expert demonstrations (0.5: the median; lower ends "
+                   "segments sooner; agents/README.md)",
+                   &bq),
         CLI_INT("n-each", "N", NULL,
                 "copies of each primitive (flat/oracle: default 4 for "
                 "S1/S2 tasks (docs/ocn/ppo.md), else 1; ocn/moe: the options' "
@@ -405,6 +412,7 @@ static int run_train_ppo(const struct cli_command *cmd, int argc, char **argv)
     pc.tau = (float)tau;
     pc.hidden = hidden;
     pc.width = width;
+    pc.boundary_quantile = (float)bq;
     if (ppo_config_validate(&pc) < 0) {
         return cli_usage_error(cmd, "%s", gr_last_error());
     }
