@@ -58,7 +58,8 @@ void ppo_gauss_sample(const float *mu, const float *log_std, int d,
  * (x, a) from a zero state at the segment's start; at a step t ≥ 1 of the
  * segment where ℓ_t ≥ θ the segment ends before acting there and C'
  * decides at that same observation (hard execution as ocn.md §7). θ is
- * calibrated per model when the trainer is built: the median, over 32
+ * calibrated per model when the trainer is built: the median (the
+ * config's boundary_quantile, --boundary-quantile; 0.5), over 32
  * expert demonstrations per training task of the model (seed 1), of the
  * largest ℓ_t (t = 1 … T−1) of the encoder run from the demonstration's
  * start, i.e. the level compILE's inferred first boundary reaches

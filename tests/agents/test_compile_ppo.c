@@ -805,6 +805,68 @@ static void test_greedy_reference(const char *dir)
     gr_ctx_free(mx);
 }
 
+/* θ at the quantile --boundary-quantile asks (the median by default):
+ * ordered in the quantile, recorded in the checkpoint's config, carried
+ * by the run's config text (compile runs only), and bounded to 0..1. */
+static float theta_at(const char *path, float q)
+{
+    const char *paths[1] = {path};
+    struct ppo_config c;
+    ppo_config_default(&c);
+    c.policy = PPO_POLICY_COMPILE;
+    snprintf(c.task, sizeof c.task, "DCA");
+    c.num_envs = 2;
+    c.num_steps = 8;
+    c.num_minibatches = 1;
+    c.width = 16;
+    c.boundary_quantile = q;
+    struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
+    struct ppo_compile *t = NULL;
+    float theta = NAN;
+    if (ppo_compile_new(&t, ctx, &c, paths, 1) == 0) {
+        char *text = ppo_compile_checkpoint_config(t);
+        const char *th = text ? strstr(text, "boundary_threshold ") : NULL;
+        if (th != NULL) {
+            theta = strtof(th + strlen("boundary_threshold "), NULL);
+        }
+        free(text);
+    }
+    ppo_compile_free(t);
+    gr_ctx_free(ctx);
+    return theta;
+}
+
+static void test_boundary_quantile(const char *dir)
+{
+    char p0[512];
+    snprintf(p0, sizeof p0, "%s/q0.ckpt", dir);
+    CHECK(write_bc(p0, 7, 0.0f) == 0);
+    float lo = theta_at(p0, 0.0f), mid = theta_at(p0, 0.5f),
+          hi = theta_at(p0, 1.0f);
+    CHECK_MSG(isfinite(lo) && isfinite(mid) && isfinite(hi),
+              "θ at quantiles 0, 0.5, 1: %g %g %g", (double)lo, (double)mid,
+              (double)hi);
+    CHECK_MSG(lo <= mid && mid <= hi && lo < hi,
+              "θ not ordered in the quantile: %g %g %g", (double)lo,
+              (double)mid, (double)hi);
+    struct ppo_config c, back;
+    ppo_config_default(&c);
+    CHECK(c.boundary_quantile == 0.5f);
+    char text[4096];
+    c.policy = PPO_POLICY_OCN;
+    CHECK(ppo_config_format(&c, text, sizeof text) > 0);
+    CHECK(strstr(text, "boundary_quantile") == NULL);
+    c.policy = PPO_POLICY_COMPILE;
+    c.boundary_quantile = 0.25f;
+    CHECK(ppo_config_format(&c, text, sizeof text) > 0);
+    CHECK(ppo_config_parse(text, &back) == 0 &&
+          back.boundary_quantile == 0.25f);
+    snprintf(c.task, sizeof c.task, "DCA");
+    c.boundary_quantile = 1.5f;
+    CHECK(ppo_config_validate(&c) < 0);
+    CHECK_STR_CONTAINS(gr_last_error(), "boundary quantile");
+}
+
 int main(void)
 {
     char dir[] = "/tmp/grove_compile_ppo_XXXXXX";
@@ -816,6 +878,7 @@ int main(void)
     test_run(dir, 1);
     test_run(dir, 2);
     test_greedy_reference(dir);
+    test_boundary_quantile(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) {
