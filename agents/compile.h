@@ -167,6 +167,25 @@ int compile_boundary_step(struct compile_model *m, const int32_t *idx,
                           const int32_t *action, float *h, float *c,
                           float *logit);
 
+/* compILE's counterpart of the option success matrix (bc_success_matrix;
+ * `eval options` prints it for a compILE checkpoint): each distinct
+ * subtask of the model's training tasks, subs[0..*n_subs) in their order
+ * of first appearance, gets the mean latent μ of the segments whose steps
+ * mostly work on it (the segment of a step: its largest share), over
+ * `demos` expert demonstrations per training task
+ * (COMPILE_PROBE_DEMO_SEED; compile_latents, hard boundaries); found[i]
+ * such segments for subtask i. Then the decoder plays latent i alone and
+ * greedily on subtask j's one-subtask task, `episodes` maps the expert can
+ * solve (bc_solvable_seeds from base_seed, as the option matrix), until
+ * the time limit (no boundary ends it): rate[i·S + j] the share done.
+ * subs, found: CRAFT_MAX_SUBTASKS; rate: CRAFT_MAX_SUBTASKS². */
+#define COMPILE_PROBE_DEMO_SEED 7
+int compile_latent_matrix(struct compile_model *m,
+                          const struct craft_config *world, int demos,
+                          int episodes, uint64_t base_seed,
+                          struct craft_subtask *subs, int *n_subs,
+                          double *rate, int64_t *found);
+
 /* The model as a policy behaviour cloning trains: no options (nmi
  * empty), no greedy returns (the decoder needs a latent that only a whole
  * demonstration gives). */

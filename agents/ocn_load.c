@@ -37,12 +37,12 @@ int ocn_load(struct ocn_loaded *out, const char *path,
         /* compILE (agents/compile.h) has segment latents, not options */
         rc = gr_error(GR_EINVAL,
                       "%s: a compILE checkpoint (train bc --model compile), "
-                      "not an OCN or MoE: compILE has no options, so it has "
-                      "no option success matrix or alignment and no options "
-                      "to play; its boundary metrics f1_tol0, f1_tol1 and "
-                      "align_acc are in its run's metrics.csv, and it is "
-                      "fine-tuned with grove train ppo --policy compile "
-                      "--init %s",
+                      "not an OCN or MoE: compILE has no options to play "
+                      "(grove eval options prints its latents' success "
+                      "matrix instead); its boundary metrics f1_tol0, "
+                      "f1_tol1 and align_acc are in its run's metrics.csv, "
+                      "and it is fine-tuned with grove train ppo --policy "
+                      "compile --init %s",
                       path, path);
         free(out->config);
         out->config = NULL;

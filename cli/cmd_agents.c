@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agents/bc.h"
+#include "agents/compile.h"
 #include "agents/demos.h"
 #include "agents/ocn.h"
 #include "agents/ocn_load.h"
@@ -144,6 +145,108 @@ static void print_alignment(const struct bc_alignment *al,
            (long long)al->n_elsewhere);
 }
 
+/* eval options for a compILE checkpoint: its latent success matrix
+ * (compile_latent_matrix), on the CPU. */
+static int eval_compile(const struct cli_command *cmd, const char *ckpt,
+                        const char *config, int episodes, int demos,
+                        int n_each, const struct cli_common *common)
+{
+    struct compile_config cc;
+    struct craft_config world;
+    int rc = compile_config_parse(config, &cc);
+    if (rc == 0) {
+        rc = bc_world_parse(config, &world);
+    }
+    if (rc < 0) {
+        gr_error_wrap(rc, "%s", ckpt);
+        return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    rc = cli_check_file_world(cmd, ckpt, &world, n_each, asked);
+    if (rc != 0) {
+        return rc;
+    }
+    struct gr_ctx_config ccf = gr_ctx_config_default();
+    ccf.device = GR_DEVICE_CPU;
+    ccf.threads = common->threads;
+    struct gr_ctx *ctx = NULL;
+    struct compile_model m;
+    rc = gr_ctx_new(&ctx, &ccf);
+    if (rc == 0) {
+        rc = compile_model_init(&m, ctx, &cc, 0); /* its tensors: ctx's */
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_load(ctx, ckpt, GR_CKPT_PARAMS, NULL);
+    }
+    struct craft_subtask subs[CRAFT_MAX_SUBTASKS];
+    double rate[CRAFT_MAX_SUBTASKS * CRAFT_MAX_SUBTASKS];
+    int64_t found[CRAFT_MAX_SUBTASKS];
+    int S = 0;
+    if (rc == 0) {
+        rc = compile_latent_matrix(&m, &world, demos, episodes,
+                                   BC_MATRIX_SEED, subs, &S, rate, found);
+    }
+    gr_ctx_free(ctx);
+    if (rc < 0) {
+        gr_error_wrap(rc, "%s", ckpt);
+        return cli_fail(cmd);
+    }
+    char names[CRAFT_MAX_SUBTASKS][32];
+    for (int j = 0; j < S; j++) {
+        char letter = craft_subtask_letter(&subs[j]);
+        if (letter) {
+            snprintf(names[j], sizeof names[j], "%c", letter);
+        } else {
+            craft_subtask_name(&subs[j], names[j], sizeof names[j]);
+        }
+    }
+    printf("%s is a compILE checkpoint: no options, so its counterpart. "
+           "Each subtask's latent is the mean latent (mu) of the segments "
+           "that mostly work on it over %d expert demonstrations per "
+           "training task; the decoder plays it alone and greedily on each "
+           "one-subtask task (%d episodes each, on maps the expert can "
+           "solve; no boundary ends it):\n\n| latent of (segments) |",
+           ckpt, demos, episodes);
+    print_table_head(names, S);
+    double diag = 0.0;
+    for (int i = 0; i < S; i++) {
+        printf("| %s (%lld) |", names[i], (long long)found[i]);
+        for (int j = 0; j < S; j++) {
+            printf(" %.2f |", rate[i * S + j]);
+        }
+        printf("\n");
+        diag += rate[i * S + i];
+    }
+    printf("\ndiagonal mean %.3f (1: each subtask's latent plays its "
+           "subtask)\n",
+           S > 0 ? diag / S : 0.0);
+    if (common->out != NULL) {
+        struct gr_atomic_file af;
+        rc = gr_atomic_open(&af, common->out, common->force);
+        if (rc == 0) {
+            fprintf(af.fp, "latent");
+            for (int j = 0; j < S; j++) {
+                fprintf(af.fp, ",%s", names[j]);
+            }
+            fprintf(af.fp, "\n");
+            for (int i = 0; i < S; i++) {
+                fprintf(af.fp, "%s", names[i]);
+                for (int j = 0; j < S; j++) {
+                    fprintf(af.fp, ",%.4f", rate[i * S + j]);
+                }
+                fprintf(af.fp, "\n");
+            }
+            rc = gr_atomic_commit(&af);
+        }
+        if (rc < 0) {
+            return cli_fail(cmd);
+        }
+        printf("wrote %s\n", common->out);
+    }
+    return CLI_EXIT_OK;
+}
+
 static int run_eval_options(const struct cli_command *cmd, int argc,
                             char **argv)
 {
@@ -187,6 +290,17 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
                  common.out);
         return cli_fail(cmd);
     }
+    /* a compILE checkpoint has latents, not options: its counterpart */
+    char *config = NULL;
+    if (gr_checkpoint_read_config(ckpt, &config) == 0 && config != NULL &&
+        strncmp(config, "kind compile\n", 13) == 0) {
+        rc = eval_compile(cmd, ckpt, config, episodes,
+                          align_demos > 0 ? align_demos : 200, n_each,
+                          &common);
+        free(config);
+        return rc;
+    }
+    free(config);
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
         return cli_fail(cmd);
@@ -298,7 +412,10 @@ const struct cli_command cmd_eval_options = {
     "(teacher-forced, as the validation metrics), which option is in force "
     "during each subtask, their NMI (docs/formats.md, train bc's "
     "nmi), and the mean end "
-    "probability right after a subtask ends and elsewhere.\n\n"
+    "probability right after a subtask ends and elsewhere. For a compILE "
+    "checkpoint (no options), its counterpart: each subtask's mean latent "
+    "over --demos-per-task demonstrations (200 when 0) played by the "
+    "decoder on each subtask.\n\n"
     "Example:\n"
     "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
     "\\\n      --demos-per-task 0",

@@ -46,8 +46,26 @@ checks=$((checks + 1))
 diff <(cut -d, -f1-10 "$tmp/a/metrics.csv") <(cut -d, -f1-10 "$tmp/b/metrics.csv") >/dev/null ||
     fail "resumed metrics differ"
 
-expect 1 "a compILE checkpoint (train bc --model compile), not an OCN or MoE: compILE has no options" \
-    eval options --checkpoint "$tmp/a/best.ckpt" --episodes 2
+# eval options: compILE's counterpart of the option matrix (each
+# subtask's mean latent played on each subtask), the same numbers twice,
+# as CSV with --out
+ok eval options --checkpoint "$tmp/a/best.ckpt" --episodes 4 --demos-per-task 10 \
+    --threads 1 --out "$tmp/lat.csv"
+checks=$((checks + 1))
+grep -q "is a compILE checkpoint: no options, so its counterpart" "$tmp/out" &&
+    grep -q '^| latent of (segments) | A | C | D |$' "$tmp/out" &&
+    grep -q '^diagonal mean [0-9.]* ' "$tmp/out" || fail "eval options: $(cat "$tmp/out")"
+checks=$((checks + 1))
+[ "$(head -1 "$tmp/lat.csv")" = "latent,A,C,D" ] && [ "$(wc -l <"$tmp/lat.csv")" -eq 4 ] &&
+    awk -F, 'NR > 1 { for (i = 2; i <= 4; i++) if ($i < 0 || $i > 1) bad = 1 } END { exit bad }' "$tmp/lat.csv" ||
+    fail "latent matrix csv: $(cat "$tmp/lat.csv")"
+cp "$tmp/lat.csv" "$tmp/lat1.csv"
+ok eval options --checkpoint "$tmp/a/best.ckpt" --episodes 4 --demos-per-task 10 \
+    --threads 1 --out "$tmp/lat.csv" --force
+checks=$((checks + 1))
+cmp -s "$tmp/lat.csv" "$tmp/lat1.csv" || fail "latent matrix differs between two runs"
+expect 1 "exists (use --force to overwrite)" \
+    eval options --checkpoint "$tmp/a/best.ckpt" --episodes 2 --out "$tmp/lat.csv"
 # compILE is fine-tuned by train ppo --policy compile: the message says how
 expect 1 "fine-tuned with grove train ppo --policy compile --init $tmp/a/best.ckpt" \
     craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1
