@@ -805,6 +805,89 @@ static void test_greedy_reference(const char *dir)
     gr_ctx_free(mx);
 }
 
+/* compile_latent_matrix (eval options on a compILE checkpoint), on a
+ * model trained briefly: the training tasks' subtasks in order of
+ * appearance (A, C, D for AC, CD),
+ * labelled segments from every demonstration, rates in 0..1, the same
+ * numbers twice; and with the decoder's latent columns zeroed the decoder
+ * plays one policy whatever the latent, so every row is the same: each
+ * latent plays the same maps. */
+static void test_latent_matrix(void)
+{
+    struct craft_config w;
+    craft_config_default(&w);
+    struct craft_task tasks[2];
+    CHECK(craft_task_parse("AC", &tasks[0]) == 0);
+    CHECK(craft_task_parse("CD", &tasks[1]) == 0);
+    struct demo_set ds;
+    CHECK(demo_set_generate(&ds, &w, tasks, 2, 60, 1, NULL, NULL) == 0);
+    CHECK(demo_set_split(&ds, 0.8) == 0);
+    struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
+    struct compile_config c;
+    compile_config_default(&c);
+    c.hidden = 16;
+    c.n_tasks = 2;
+    strcpy(c.task_names[0], "AC");
+    strcpy(c.task_names[1], "CD");
+    struct compile_model m;
+    CHECK(compile_model_init(&m, ctx, &c, 1) == 0);
+    train(&m, &ds, 60); /* some maps solved: the rows are not all 0 */
+    demo_set_free(&ds);
+    struct craft_subtask subs[CRAFT_MAX_SUBTASKS];
+    double rate[CRAFT_MAX_SUBTASKS * CRAFT_MAX_SUBTASKS];
+    double again[CRAFT_MAX_SUBTASKS * CRAFT_MAX_SUBTASKS];
+    int64_t found[CRAFT_MAX_SUBTASKS];
+    int S = 0, S2 = 0;
+    const int demos = 8, episodes = 20;
+    CHECK_MSG(compile_latent_matrix(&m, &w, demos, episodes, 1, subs, &S,
+                                    rate, found) == 0,
+              "%s", gr_last_error());
+    CHECK(S == 3 && craft_subtask_letter(&subs[0]) == 'A' &&
+          craft_subtask_letter(&subs[1]) == 'C' &&
+          craft_subtask_letter(&subs[2]) == 'D');
+    int64_t total = 0;
+    for (int i = 0; i < S && i < 3; i++) {
+        total += found[i];
+        for (int j = 0; j < S; j++) {
+            CHECK(rate[i * S + j] >= 0.0 && rate[i * S + j] <= 1.0);
+        }
+    }
+    CHECK_MSG(total >= 2 * demos && total <= 2 * demos * c.max_segs,
+              "%lld labelled segments from %d demonstrations",
+              (long long)total, 2 * demos);
+    CHECK(compile_latent_matrix(&m, &w, demos, episodes, 1, subs, &S2, again,
+                                found) == 0);
+    CHECK(S2 == S && memcmp(rate, again, (size_t)S * S * sizeof *rate) == 0);
+    /* the latent's columns of the decoder's first layer to zero */
+    struct gr_tensor *d1 = gr_ctx_find(ctx, "cmp.dec1.weight");
+    CHECK(d1 != NULL);
+    if (d1 != NULL) {
+        float *h = malloc((size_t)d1->numel * sizeof *h);
+        CHECK(h != NULL && gr_tensor_to_host(d1, h) == 0);
+        for (int r = 0; h != NULL && r < c.hidden; r++) {
+            for (int k = c.hidden; k < 2 * c.hidden; k++) {
+                h[r * 2 * c.hidden + k] = 0.0f;
+            }
+        }
+        CHECK(h != NULL && gr_tensor_set_host(d1, h) == 0);
+        free(h);
+        CHECK(compile_latent_matrix(&m, &w, demos, episodes, 1, subs, &S,
+                                    rate, found) == 0);
+        int same = 1;
+        double any = 0.0;
+        for (int i = 0; i < S; i++) {
+            for (int j = 0; j < S; j++) {
+                same &= rate[i * S + j] == rate[j];
+                any += rate[i * S + j];
+            }
+        }
+        CHECK_MSG(same, "a decoder blind to its latent gives rows that "
+                        "differ");
+        CHECK_MSG(any > 0.0, "no map solved: the rows' test says nothing");
+    }
+    gr_ctx_free(ctx);
+}
+
 /* θ at the quantile --boundary-quantile asks (the median by default):
  * ordered in the quantile, recorded in the checkpoint's config, carried
  * by the run's config text (compile runs only), and bounded to 0..1. */
@@ -879,6 +962,7 @@ int main(void)
     test_run(dir, 2);
     test_greedy_reference(dir);
     test_boundary_quantile(dir);
+    test_latent_matrix();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) {
