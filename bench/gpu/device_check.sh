@@ -120,8 +120,8 @@ if [ "${GROVE_DEVICE_BENCH:-1}" = models ]; then
         --model transformer --device cuda --no-baseline --rounds 2 --quiet
     step bench_fasttrees 150 $bin/grove bench nlp --models onlstm,ft,cft,fft \
         --cases published,small --device cuda --python $py --rounds 1 --quiet
-    # udgn_ref.py runs on the CPU only: grove's side alone
-    step bench_udgn 60 $bin/grove bench nlp --model udgn --device cuda --no-baseline \
+    # against udgn_ref.py on the same GPU (--device cuda since 2026-11-27)
+    step bench_udgn 90 $bin/grove bench nlp --model udgn --device cuda --python $py \
         --rounds 1 --quiet
     exit $status
 fi

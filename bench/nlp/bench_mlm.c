@@ -262,10 +262,6 @@ static int run_baseline(const struct bench_mlm_options *o, const char *file,
         snprintf(why, cap, "%.300s not found", script);
         return -1;
     }
-    if (o->device != GR_DEVICE_CPU) {
-        snprintf(why, cap, "udgn_ref.py runs on the CPU only");
-        return -1;
-    }
     char env[96];
     bench_thread_env(o->threads, env, sizeof env);
     char cmd[GR_PATH_MAX * 3 + 512];
@@ -273,10 +269,11 @@ static int run_baseline(const struct bench_mlm_options *o, const char *file,
              "%s'%s' '%s' speed --model %s --batches '%s' --vocab %d "
              "--nemb %d --nlayers %d --nheads %d --head-size %d "
              "--parser-layers %d --pos-classes %d --warmup %d --threads %d "
-             "2>&1",
+             "--device %s 2>&1",
              env, o->python, script, o->model, file, o->vocab, o->nemb,
              o->nlayers, o->nheads, o->head_size, o->parser_layers,
-             o->pos_classes, o->warmup, o->threads);
+             o->pos_classes, o->warmup, o->threads,
+             o->device == GR_DEVICE_CPU ? "cpu" : "cuda");
     return bench_run_baseline(cmd, o->python, "the PyTorch reference",
                               parse_result, res, info, icap, why, cap);
 }

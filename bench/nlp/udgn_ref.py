@@ -120,7 +120,8 @@ class UDGN(nn.Module):
             tau = F.softmax(self.ptable(ids), -1)
             e = e + self.pproj(tau[:, :, 1:])
         packed = nn.utils.rnn.pack_padded_sequence(
-            self.pdrop(e), lens, batch_first=True, enforce_sorted=False)
+            self.pdrop(e), lens.cpu(), batch_first=True,
+            enforce_sorted=False)
         h, _ = self.lstm(packed)
         h, _ = nn.utils.rnn.pad_packed_sequence(h, batch_first=True,
                                                 total_length=n)
@@ -131,7 +132,7 @@ class UDGN(nn.Module):
 
     def forward(self, ids, lens, targets):
         n = ids.size(1)
-        valid = torch.arange(n)[None, :] < lens[:, None]
+        valid = torch.arange(n, device=ids.device)[None, :] < lens[:, None]
         P = self.parser(ids, lens, valid)
         H = P * (1.0 - torch.eye(n, device=ids.device))
         M = H + H.transpose(1, 2) - H * H.transpose(1, 2)
@@ -222,7 +223,7 @@ class StructFormer(nn.Module):
         height = self.hout(torch.tanh(self.ln(self.hlin(g)))).squeeze(-1)
         height = height.masked_fill(~valid, -1e9)
         dist = self.dout(torch.tanh(self.ln(self.dconv(g)))).squeeze(-1)
-        idx = torch.arange(n)
+        idx = torch.arange(n, device=ids.device)
         gap = idx[None, :] < (lens - 1)[:, None]          # a real gap
         dist = dist.masked_fill(~gap, 1e9)
         # calibration: mu = the largest margin over the batch
@@ -254,11 +255,11 @@ class StructFormer(nn.Module):
         hd = F.softmax((height[:, None, None, :] * s1)
                        .masked_fill(~inside[None], -1e9), -1)  # [B, l, r, k]
         par = torch.einsum("bilr,blrk->bik", span, hd)
-        return par * (1.0 - torch.eye(n))
+        return par * (1.0 - torch.eye(n, device=ids.device))
 
     def forward(self, ids, lens, targets):
         n = ids.size(1)
-        valid = torch.arange(n)[None, :] < lens[:, None]
+        valid = torch.arange(n, device=ids.device)[None, :] < lens[:, None]
         par = self.parse(ids, lens, valid)
         w = F.softmax(self.rel, -1)                        # [L, H, 2]
         x = self.drop(self.emb(ids) + self.pos.weight[:n][None])
@@ -290,14 +291,22 @@ def read_batches(path):
     return out
 
 
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def speed(a):
     torch.manual_seed(1111)
-    model = UDGN(a) if a.model == "udgn" else StructFormer(a)
+    dev = torch.device(a.device)
+    model = (UDGN(a) if a.model == "udgn" else StructFormer(a)).to(dev)
     params = list(model.parameters())
     opt = torch.optim.Adam(params, lr=1e-3, eps=1e-9, weight_decay=1.2e-6)
     model.train()
     secs, cpu, tokens = 0.0, 0.0, 0
     for k, (ids, lens, tg) in enumerate(read_batches(a.batches)):
+        ids, lens, tg = ids.to(dev), lens.to(dev), tg.to(dev)
+        sync(dev)
         t0 = time.perf_counter()
         c0 = time.process_time()
         opt.zero_grad()
@@ -305,6 +314,7 @@ def speed(a):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 0.25)
         opt.step()
+        sync(dev)
         if k >= a.warmup:
             secs += time.perf_counter() - t0
             cpu += time.process_time() - c0
@@ -336,6 +346,7 @@ def main():
     p.add_argument("--parser-dropout", type=float, default=0.2)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu")
     a = p.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
