@@ -92,34 +92,6 @@ static int arg_ok(struct gr_ctx *ctx, const char *op,
     return 1;
 }
 
-static int wants_grad(struct gr_ctx *ctx, int n, struct gr_tensor *const *in)
-{
-    if (!ctx->grad_enabled || ctx->n_tape < 0) {
-        return 0;
-    }
-    for (int i = 0; i < n; i++) {
-        if (in[i] && in[i]->requires_grad) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static struct gr_node *record(struct gr_ctx *ctx, const char *op,
-                              gr_backward_fn fn, int n_in,
-                              struct gr_tensor *const *in,
-                              struct gr_tensor *out)
-{
-    struct gr_node *n = gr_tape_push(ctx, op, fn, n_in, in);
-    if (!n) {
-        return NULL;
-    }
-    n->out[0] = out;
-    n->n_out = 1;
-    out->requires_grad = 1;
-    out->node_ = ctx->n_tape - 1;
-    return n;
-}
 
 /* Reads an i32 tensor on the host (a copy on CUDA). */
 static const int32_t *host_i32(struct gr_ctx *ctx, const struct gr_tensor *t)
@@ -462,8 +434,8 @@ struct gr_tensor *gr_attention(struct gr_ctx *ctx, struct gr_tensor *q,
         }
     }
     struct gr_tensor *in[5] = {q, k, v, bias, key_len};
-    if (wants_grad(ctx, 5, in)) {
-        struct gr_node *nd = record(ctx, op, attention_bwd, 5, in, y);
+    if (gr_wants_grad(ctx, 5, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, attention_bwd, 5, in, y);
         struct attn_dims *saved =
             nd ? gr_host_scratch(ctx, sizeof *saved) : NULL;
         if (!saved) {
@@ -547,8 +519,8 @@ struct gr_tensor *gr_cross_entropy_smoothed(struct gr_ctx *ctx,
         return NULL;
     }
     struct gr_tensor *in[2] = {logits, targets};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, lsxent_bwd, 2, in, y);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, lsxent_bwd, 2, in, y);
         if (!nd) {
             return NULL;
         }

@@ -151,6 +151,17 @@ struct gr_node *gr_tape_push(struct gr_ctx *ctx, const char *op,
                              gr_backward_fn fn, int n_in,
                              struct gr_tensor *const *in);
 
+/* Whether an op over in[0..n) (NULL entries allowed) must be recorded:
+ * gradients are on and some input requires one. */
+int gr_wants_grad(struct gr_ctx *ctx, int n, struct gr_tensor *const *in);
+
+/* Records an op of one output: the node (gr_tape_push), out marked as
+ * requiring a gradient and pointing at it. NULL when out of memory. */
+struct gr_node *gr_record1(struct gr_ctx *ctx, const char *op,
+                           gr_backward_fn fn, int n_in,
+                           struct gr_tensor *const *in,
+                           struct gr_tensor *out);
+
 /* The fused recurrent sequence (kernels/rnn.c) behind gr_lstm_forward
  * (cell GR_RNN_LSTM) and gr_onlstm_forward (GR_RNN_ONLSTM, chunk): one tape
  * node for the window. Arguments already checked by the layer (x [T, B,

@@ -50,35 +50,6 @@ static int arg_ok(struct gr_ctx *ctx, const char *op, const struct gr_tensor *t,
         }                                                                    \
     } while (0)
 
-/* Whether an op over these inputs must be recorded. */
-static int wants_grad(struct gr_ctx *ctx, int n, struct gr_tensor *const *in)
-{
-    if (!ctx->grad_enabled || ctx->n_tape < 0) {
-        return 0;
-    }
-    for (int i = 0; i < n; i++) {
-        if (in[i] && in[i]->requires_grad) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static struct gr_node *record(struct gr_ctx *ctx, const char *op,
-                              gr_backward_fn fn, int n_in,
-                              struct gr_tensor *const *in,
-                              struct gr_tensor *out)
-{
-    struct gr_node *n = gr_tape_push(ctx, op, fn, n_in, in);
-    if (!n) {
-        return NULL;
-    }
-    n->out[0] = out;
-    n->n_out = 1;
-    out->requires_grad = 1;
-    out->node_ = ctx->n_tape - 1;
-    return n;
-}
 
 static float *F(const struct gr_tensor *t) { return (float *)t->data; }
 static const int32_t *I(const struct gr_tensor *t)
@@ -286,8 +257,8 @@ struct gr_tensor *gr_matmul(struct gr_ctx *ctx, struct gr_tensor *a,
                        (int)b->shape[b->ndim - 1], shared ? 0 : k * n, 0.0f,
                        F(y), (int)n, m * n, (int)batch));
     struct gr_tensor *in[2] = {a, b};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, matmul_bwd, 2, in, y);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, matmul_bwd, 2, in, y);
         if (!nd) {
             return NULL;
         }
@@ -368,8 +339,8 @@ struct gr_tensor *gr_linear(struct gr_ctx *ctx, struct gr_tensor *x,
                        F(x), (int)in, 0, F(w), (int)in, 0,
                        bias ? 1.0f : 0.0f, F(y), (int)out, 0, 1));
     struct gr_tensor *ins[3] = {x, w, bias};
-    if (wants_grad(ctx, 3, ins)) {
-        struct gr_node *nd = record(ctx, op, linear_bwd, 3, ins, y);
+    if (gr_wants_grad(ctx, 3, ins)) {
+        struct gr_node *nd = gr_record1(ctx, op, linear_bwd, 3, ins, y);
         if (!nd) {
             return NULL;
         }
@@ -412,8 +383,8 @@ static struct gr_tensor *binary(struct gr_ctx *ctx, const char *op, int code,
     }
     CALL(ctx->be->binary_fwd(ctx->st, code, F(a), F(b), F(y), &bc));
     struct gr_tensor *in[2] = {a, b};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, binary_bwd, 2, in, y);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, binary_bwd, 2, in, y);
         if (!nd) {
             return NULL;
         }
@@ -478,8 +449,8 @@ static struct gr_tensor *unary(struct gr_ctx *ctx, const char *op, int code,
         return NULL;
     }
     CALL(ctx->be->unary_fwd(ctx->st, code, F(x), F(y), x->numel, a, b));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, unary_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, unary_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -673,8 +644,8 @@ static struct gr_tensor *softmax_any(struct gr_ctx *ctx, const char *op,
     }
     CALL(ctx->be->softmax_fwd(ctx->st, F(x), mask ? F(mask) : NULL,
                               mask ? &mbc : NULL, F(y), rows, cols, log));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, softmax_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, softmax_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -724,8 +695,8 @@ struct gr_tensor *gr_cumsum(struct gr_ctx *ctx, struct gr_tensor *x)
         return NULL;
     }
     CALL(ctx->be->cumsum_fwd(ctx->st, F(x), F(y), rows, cols));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, cumsum_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, cumsum_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -763,8 +734,8 @@ struct gr_tensor *gr_cumax(struct gr_ctx *ctx, struct gr_tensor *x)
         return NULL;
     }
     CALL(ctx->be->cumax_fwd(ctx->st, F(x), F(y), p, rows, cols));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, cumax_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, cumax_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -830,8 +801,8 @@ struct gr_tensor *gr_layer_norm(struct gr_ctx *ctx, struct gr_tensor *x,
                                 beta ? F(beta) : NULL, F(y), stats,
                                 stats + rows, rows, cols, eps));
     struct gr_tensor *in[3] = {x, gamma, beta};
-    if (wants_grad(ctx, 3, in)) {
-        struct gr_node *nd = record(ctx, op, layernorm_bwd, 3, in, y);
+    if (gr_wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, layernorm_bwd, 3, in, y);
         if (!nd) {
             return NULL;
         }
@@ -887,8 +858,8 @@ struct gr_tensor *gr_embedding(struct gr_ctx *ctx, struct gr_tensor *table,
     CALL(ctx->be->rows_gather(ctx->st, F(table), I(ids), F(y), ids->numel,
                               table->shape[1]));
     struct gr_tensor *in[2] = {table, ids};
-    if (wants_grad(ctx, 2, in)) {
-        if (!record(ctx, op, embedding_bwd, 2, in, y)) {
+    if (gr_wants_grad(ctx, 2, in)) {
+        if (!gr_record1(ctx, op, embedding_bwd, 2, in, y)) {
             return NULL;
         }
     }
@@ -942,8 +913,8 @@ struct gr_tensor *gr_sparse_matmul(struct gr_ctx *ctx, struct gr_tensor *idx,
                                 F(table), F(y), idx->shape[0], idx->shape[1],
                                 table->shape[1]));
     struct gr_tensor *in[3] = {idx, val, table};
-    if (wants_grad(ctx, 3, in)) {
-        if (!record(ctx, op, sparse_bwd, 3, in, y)) {
+    if (gr_wants_grad(ctx, 3, in)) {
+        if (!gr_record1(ctx, op, sparse_bwd, 3, in, y)) {
             return NULL;
         }
     }
@@ -993,8 +964,8 @@ struct gr_tensor *gr_gather(struct gr_ctx *ctx, struct gr_tensor *x,
     int64_t rows = x->numel / n;
     CALL(ctx->be->gather_fwd(ctx->st, F(x), I(idx), F(y), rows, n, k));
     struct gr_tensor *in[2] = {x, idx};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, gather_bwd, 2, in, y);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, gather_bwd, 2, in, y);
         if (!nd) {
             return NULL;
         }
@@ -1088,8 +1059,8 @@ struct gr_tensor *gr_concat(struct gr_ctx *ctx, int n,
                              F(xs[j]), len * inner, outer, len * inner, 0));
         off += len;
     }
-    if (wants_grad(ctx, n, xs)) {
-        struct gr_node *nd = record(ctx, op, concat_bwd, n, xs, y);
+    if (gr_wants_grad(ctx, n, xs)) {
+        struct gr_node *nd = gr_record1(ctx, op, concat_bwd, n, xs, y);
         if (!nd) {
             return NULL;
         }
@@ -1158,8 +1129,8 @@ struct gr_tensor *gr_stack(struct gr_ctx *ctx, int n,
         CALL(ctx->be->copy2d(ctx->st, F(y) + (int64_t)j * each, each,
                              F(xs[j]), each, 1, each, 0));
     }
-    if (wants_grad(ctx, n, xs)) {
-        struct gr_node *nd = record(ctx, op, stack_bwd, n, xs, y);
+    if (gr_wants_grad(ctx, n, xs)) {
+        struct gr_node *nd = gr_record1(ctx, op, stack_bwd, n, xs, y);
         if (!nd) {
             return NULL;
         }
@@ -1209,8 +1180,8 @@ struct gr_tensor *gr_slice(struct gr_ctx *ctx, struct gr_tensor *x, int dim,
     int64_t size = x->shape[d];
     CALL(ctx->be->copy2d(ctx->st, F(y), len * inner, F(x) + start * inner,
                          size * inner, outer, len * inner, 0));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, slice_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, slice_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -1311,8 +1282,8 @@ struct gr_tensor *gr_transpose(struct gr_ctx *ctx, struct gr_tensor *x,
     perm[d0 + p] = d1 + p;
     perm[d1 + p] = d0 + p;
     CALL(ctx->be->permute(ctx->st, F(x), F(y), s, perm, 0));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, transpose_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, transpose_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -1367,8 +1338,8 @@ static struct gr_tensor *reduce_op(struct gr_ctx *ctx, const char *op,
         return NULL;
     }
     CALL(ctx->be->reduce(ctx->st, F(x), F(y), outer, n, inner, scale, 0));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, reduce_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, reduce_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -1454,8 +1425,8 @@ struct gr_tensor *gr_dropout_mask(struct gr_ctx *ctx, struct gr_tensor *x,
         return NULL;
     }
     CALL(ctx->be->dropout(ctx->st, F(x), F(y), &bc, key, p, scale, 0));
-    if (wants_grad(ctx, 1, &x)) {
-        struct gr_node *nd = record(ctx, op, dropout_bwd, 1, &x, y);
+    if (gr_wants_grad(ctx, 1, &x)) {
+        struct gr_node *nd = gr_record1(ctx, op, dropout_bwd, 1, &x, y);
         if (!nd) {
             return NULL;
         }
@@ -1564,8 +1535,8 @@ struct gr_tensor *gr_cross_entropy(struct gr_ctx *ctx,
     CALL(ctx->be->xent_fwd(ctx->st, F(logits), I(targets), n, v, ignore_index,
                            F(y), aux, aux + 1));
     struct gr_tensor *in[2] = {logits, targets};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, xent_bwd, 2, in, y);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, xent_bwd, 2, in, y);
         if (!nd) {
             return NULL;
         }
@@ -1681,8 +1652,8 @@ struct gr_tensor *gr_conv1d_causal(struct gr_ctx *ctx, struct gr_tensor *x,
                            F(y) + sh * b * cout, (int)cout, 0, 1));
     }
     struct gr_tensor *in[3] = {x, w, bias};
-    if (wants_grad(ctx, 3, in)) {
-        struct gr_node *nd = record(ctx, op, conv_bwd, 3, in, y);
+    if (gr_wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, conv_bwd, 3, in, y);
         if (!nd) {
             return NULL;
         }
@@ -1744,8 +1715,8 @@ struct gr_tensor *gr_om_gate(struct gr_ctx *ctx, struct gr_tensor *z,
         return NULL;
     }
     struct gr_tensor *in[3] = {z, v, h};
-    if (wants_grad(ctx, 3, in)) {
-        struct gr_node *nd = record(ctx, op, om_gate_bwd, 3, in, y);
+    if (gr_wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, om_gate_bwd, 3, in, y);
         if (!nd) {
             return NULL;
         }
@@ -1931,8 +1902,8 @@ struct gr_tensor *gr_om_cell(struct gr_ctx *ctx, struct gr_tensor *v,
     CALL(be->layernorm_fwd(ctx->st, s, F(gamma), F(beta), F(y), mean, rstd,
                            r, d, eps));
     struct gr_tensor *ins[8] = {v, h, w1, b1, w2, b2, gamma, beta};
-    if (wants_grad(ctx, 8, ins)) {
-        struct gr_node *nd = record(ctx, op, om_cell_bwd, 8, ins, y);
+    if (gr_wants_grad(ctx, 8, ins)) {
+        struct gr_node *nd = gr_record1(ctx, op, om_cell_bwd, 8, ins, y);
         if (!nd) {
             return NULL;
         }
@@ -2180,8 +2151,8 @@ int gr_om_attend(struct gr_ctx *ctx, struct gr_tensor *mh,
                                  bpos,       w->wk,      w->bk,
                                  w->ln_g,    w->ln_b,    w->wb,
                                  w->bb};
-    if (wants_grad(ctx, 12, ins)) {
-        struct gr_node *nd = record(ctx, op, om_attend_bwd, 12, ins, po);
+    if (gr_wants_grad(ctx, 12, ins)) {
+        struct gr_node *nd = gr_record1(ctx, op, om_attend_bwd, 12, ins, po);
         if (!nd) {
             return om_attend_fail(ctx);
         }
@@ -2299,8 +2270,8 @@ static struct gr_tensor *lerp_op(struct gr_ctx *ctx, const char *op,
     CALL(ctx->be->lerp_fwd(ctx->st, F(a), F(b), F(w), idx ? I(idx) : NULL,
                            F(y), rows, d));
     struct gr_tensor *in[4] = {a, b, w, idx};
-    if (wants_grad(ctx, 3, in)) {
-        struct gr_node *nd = record(ctx, op, lerp_bwd, idx ? 4 : 3, in, y);
+    if (gr_wants_grad(ctx, 3, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, lerp_bwd, idx ? 4 : 3, in, y);
         if (!nd) {
             return NULL;
         }
@@ -2374,8 +2345,8 @@ int gr_lstm_cell(struct gr_ctx *ctx, struct gr_tensor *gates,
     CALLB(ctx->be->lstm_fwd(ctx->st, F(gates), F(c_prev), F(h), F(c), act, b,
                             hd));
     struct gr_tensor *in[2] = {gates, c_prev};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, lstm_cell_bwd, 2, in, h);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, lstm_cell_bwd, 2, in, h);
         if (!nd) {
             return ctx->status;
         }
@@ -2464,8 +2435,8 @@ int gr_onlstm_cell(struct gr_ctx *ctx, struct gr_tensor *z,
     CALLB(ctx->be->onlstm_fwd(ctx->st, F(z), F(c_prev), F(h), F(c), F(df),
                               F(di), save, act, b, hd, chunk));
     struct gr_tensor *in[2] = {z, c_prev};
-    if (wants_grad(ctx, 2, in)) {
-        struct gr_node *nd = record(ctx, op, onlstm_cell_bwd, 2, in, h);
+    if (gr_wants_grad(ctx, 2, in)) {
+        struct gr_node *nd = gr_record1(ctx, op, onlstm_cell_bwd, 2, in, h);
         if (!nd) {
             return ctx->status;
         }

@@ -7,6 +7,35 @@
 #include "core/error.h"
 #include "kernels/internal.h"
 
+int gr_wants_grad(struct gr_ctx *ctx, int n, struct gr_tensor *const *in)
+{
+    if (!ctx->grad_enabled || ctx->n_tape < 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (in[i] && in[i]->requires_grad) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct gr_node *gr_record1(struct gr_ctx *ctx, const char *op,
+                           gr_backward_fn fn, int n_in,
+                           struct gr_tensor *const *in,
+                           struct gr_tensor *out)
+{
+    struct gr_node *n = gr_tape_push(ctx, op, fn, n_in, in);
+    if (!n) {
+        return NULL;
+    }
+    n->out[0] = out;
+    n->n_out = 1;
+    out->requires_grad = 1;
+    out->node_ = ctx->n_tape - 1;
+    return n;
+}
+
 struct gr_node *gr_tape_push(struct gr_ctx *ctx, const char *op,
                              gr_backward_fn fn, int n_in,
                              struct gr_tensor *const *in)
