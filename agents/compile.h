@@ -178,13 +178,20 @@ int compile_boundary_step(struct compile_model *m, const int32_t *idx,
  * greedily on subtask j's one-subtask task, `episodes` maps the expert can
  * solve (bc_solvable_seeds from base_seed, as the option matrix), until
  * the time limit (no boundary ends it): rate[i·S + j] the share done.
- * subs, found: CRAFT_MAX_SUBTASKS; rate: CRAFT_MAX_SUBTASKS². */
+ * A mean latent may blur what segments of one subtask carry apart, so
+ * also: the first segment of every demonstration played again from the
+ * demonstration's start (its map and task) with its own latent, its
+ * subtask's mean latent and a zero latent: replay[0..3) the share that
+ * does the first subtask within the time limit, over *n_replayed
+ * demonstrations. subs, found: CRAFT_MAX_SUBTASKS; rate:
+ * CRAFT_MAX_SUBTASKS². */
 #define COMPILE_PROBE_DEMO_SEED 7
 int compile_latent_matrix(struct compile_model *m,
                           const struct craft_config *world, int demos,
                           int episodes, uint64_t base_seed,
                           struct craft_subtask *subs, int *n_subs,
-                          double *rate, int64_t *found);
+                          double *rate, int64_t *found, double *replay,
+                          int *n_replayed);
 
 /* The model as a policy behaviour cloning trains: no options (nmi
  * empty), no greedy returns (the decoder needs a latent that only a whole

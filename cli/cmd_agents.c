@@ -182,10 +182,12 @@ static int eval_compile(const struct cli_command *cmd, const char *ckpt,
     struct craft_subtask subs[CRAFT_MAX_SUBTASKS];
     double rate[CRAFT_MAX_SUBTASKS * CRAFT_MAX_SUBTASKS];
     int64_t found[CRAFT_MAX_SUBTASKS];
-    int S = 0;
+    double replay[3];
+    int S = 0, n_replayed = 0;
     if (rc == 0) {
         rc = compile_latent_matrix(&m, &world, demos, episodes,
-                                   BC_MATRIX_SEED, subs, &S, rate, found);
+                                   BC_MATRIX_SEED, subs, &S, rate, found,
+                                   replay, &n_replayed);
     }
     gr_ctx_free(ctx);
     if (rc < 0) {
@@ -221,6 +223,11 @@ static int eval_compile(const struct cli_command *cmd, const char *ckpt,
     printf("\ndiagonal mean %.3f (1: each subtask's latent plays its "
            "subtask)\n",
            S > 0 ? diag / S : 0.0);
+    printf("\nthe first segment of each of %d demonstrations played again "
+           "from its start (its map and task): its first subtask done with "
+           "the segment's own latent %.2f, with its subtask's mean latent "
+           "%.2f, with a zero latent %.2f\n",
+           n_replayed, replay[0], replay[1], replay[2]);
     if (common->out != NULL) {
         struct gr_atomic_file af;
         rc = gr_atomic_open(&af, common->out, common->force);

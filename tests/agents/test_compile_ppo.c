@@ -837,11 +837,16 @@ static void test_latent_matrix(void)
     double rate[CRAFT_MAX_SUBTASKS * CRAFT_MAX_SUBTASKS];
     double again[CRAFT_MAX_SUBTASKS * CRAFT_MAX_SUBTASKS];
     int64_t found[CRAFT_MAX_SUBTASKS];
-    int S = 0, S2 = 0;
+    double replay[3], replay2[3];
+    int S = 0, S2 = 0, nr = 0, nr2 = 0;
     const int demos = 8, episodes = 20;
     CHECK_MSG(compile_latent_matrix(&m, &w, demos, episodes, 1, subs, &S,
-                                    rate, found) == 0,
+                                    rate, found, replay, &nr) == 0,
               "%s", gr_last_error());
+    CHECK(nr >= 1 && nr <= 2 * demos);
+    for (int v = 0; v < 3; v++) {
+        CHECK(replay[v] >= 0.0 && replay[v] <= 1.0);
+    }
     CHECK(S == 3 && craft_subtask_letter(&subs[0]) == 'A' &&
           craft_subtask_letter(&subs[1]) == 'C' &&
           craft_subtask_letter(&subs[2]) == 'D');
@@ -856,8 +861,9 @@ static void test_latent_matrix(void)
               "%lld labelled segments from %d demonstrations",
               (long long)total, 2 * demos);
     CHECK(compile_latent_matrix(&m, &w, demos, episodes, 1, subs, &S2, again,
-                                found) == 0);
+                                found, replay2, &nr2) == 0);
     CHECK(S2 == S && memcmp(rate, again, (size_t)S * S * sizeof *rate) == 0);
+    CHECK(nr2 == nr && memcmp(replay, replay2, sizeof replay) == 0);
     /* the latent's columns of the decoder's first layer to zero */
     struct gr_tensor *d1 = gr_ctx_find(ctx, "cmp.dec1.weight");
     CHECK(d1 != NULL);
@@ -872,7 +878,11 @@ static void test_latent_matrix(void)
         CHECK(h != NULL && gr_tensor_set_host(d1, h) == 0);
         free(h);
         CHECK(compile_latent_matrix(&m, &w, demos, episodes, 1, subs, &S,
-                                    rate, found) == 0);
+                                    rate, found, replay, &nr) == 0);
+        /* blind to the latent: own, mean and zero latents play alike */
+        CHECK_MSG(replay[0] == replay[1] && replay[1] == replay[2],
+                  "replays of a blind decoder differ: %g %g %g", replay[0],
+                  replay[1], replay[2]);
         int same = 1;
         double any = 0.0;
         for (int i = 0; i < S; i++) {
