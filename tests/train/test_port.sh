@@ -5,8 +5,9 @@
 # the move: the goldens of tests/fixtures/train/port/ were written by the
 # binary of commit 45fbf6f (make.sh there says how).
 #   test_port.sh GROVE CKPT_DIGEST FIXTURES
-# Float bits depend on the BLAS kernels of the processor: where this machine
-# is not the goldens' (machine.txt), a difference is reported as such.
+# Float bits depend on the BLAS kernels: the goldens' OPENBLAS_CORETYPE is
+# pinned below; where this machine is not the goldens' (machine.txt), a
+# difference is reported as such.
 set -u
 grove=$1
 digest=$2
@@ -14,6 +15,15 @@ fx=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$fx/runs.sh"
+# The goldens were written with OpenBLAS's Haswell kernels
+# (OPENBLAS_CORETYPE in machine.txt): pin the same kernels where the
+# processor has them, so that a processor OpenBLAS would give other
+# kernels (AVX-512 ones, say) still compares bit for bit.
+coretype=$(sed -n 's/^OPENBLAS_CORETYPE: //p' "$fx/machine.txt")
+if [ -n "$coretype" ] && [ "$coretype" != unset ] &&
+    grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    export OPENBLAS_CORETYPE=$coretype
+fi
 fails=0
 run_bc "$grove" "$tmp/bc" || { echo "FAIL: train bc exited $?"; exit 1; }
 run_lm "$grove" "$fx/corpus" "$tmp/lm" || { echo "FAIL: nlp lm train exited $?"; exit 1; }
