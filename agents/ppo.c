@@ -477,7 +477,8 @@ struct sweep {
     int32_t *row_idx;    /* [O] */
     float *row_val;
     /* a rollout's share: the sparse observations of its decisions (in
-     * the order taken; ppo_trainer's pool gathers them), its counts */
+     * the order taken; the update reads a decision's from the pool of its
+     * world's thread, ppo_trainer.owner), its counts */
     int32_t *p_idx;
     float *p_val;
     size_t p_cap, p_used;
