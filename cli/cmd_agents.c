@@ -422,7 +422,9 @@ const struct cli_command cmd_eval_options = {
     "probability right after a subtask ends and elsewhere. For a compILE "
     "checkpoint (no options), its counterpart: each subtask's mean latent "
     "over --demos-per-task demonstrations (200 when 0) played by the "
-    "decoder on each subtask.\n\n"
+    "decoder on each subtask, then each demonstration's first segment "
+    "played again from its start with its own latent, its subtask's mean "
+    "and zero (agents/README.md).\n\n"
     "Example:\n"
     "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
     "\\\n      --demos-per-task 0",
