@@ -93,6 +93,50 @@ static void best_assignment(const double *rate, int K, int S, int *assign,
 
 /* The rest of a Markdown table's header after "| option |": a column per
  * subtask, then the separator row. */
+/* A subtask's column name: its letter, else its name. */
+static void subtask_names(const struct craft_subtask *subs, int S,
+                          char names[][32])
+{
+    for (int j = 0; j < S; j++) {
+        char letter = craft_subtask_letter(&subs[j]);
+        if (letter) {
+            snprintf(names[j], 32, "%c", letter);
+        } else {
+            craft_subtask_name(&subs[j], names[j], 32);
+        }
+    }
+}
+
+/* A success matrix rate[rows, S] as CSV: header `corner,names...`, a row
+ * each named row_names[i] (NULL: its index). */
+static int write_matrix(const char *path, int force, const char *corner,
+                        char row_names[][32], int rows, char names[][32],
+                        int S, const double *rate)
+{
+    struct gr_atomic_file af;
+    int rc = gr_atomic_open(&af, path, force);
+    if (rc < 0) {
+        return rc;
+    }
+    fprintf(af.fp, "%s", corner);
+    for (int j = 0; j < S; j++) {
+        fprintf(af.fp, ",%s", names[j]);
+    }
+    fprintf(af.fp, "\n");
+    for (int i = 0; i < rows; i++) {
+        if (row_names != NULL) {
+            fprintf(af.fp, "%s", row_names[i]);
+        } else {
+            fprintf(af.fp, "%d", i);
+        }
+        for (int j = 0; j < S; j++) {
+            fprintf(af.fp, ",%.4f", rate[i * S + j]);
+        }
+        fprintf(af.fp, "\n");
+    }
+    return gr_atomic_commit(&af);
+}
+
 static void print_table_head(char names[][32], int S)
 {
     for (int j = 0; j < S; j++) {
@@ -195,14 +239,7 @@ static int eval_compile(const struct cli_command *cmd, const char *ckpt,
         return cli_fail(cmd);
     }
     char names[CRAFT_MAX_SUBTASKS][32];
-    for (int j = 0; j < S; j++) {
-        char letter = craft_subtask_letter(&subs[j]);
-        if (letter) {
-            snprintf(names[j], sizeof names[j], "%c", letter);
-        } else {
-            craft_subtask_name(&subs[j], names[j], sizeof names[j]);
-        }
-    }
+    subtask_names(subs, S, names);
     printf("%s is a compILE checkpoint: no options, so its counterpart. "
            "Each subtask's latent is the mean latent (mu) of the segments "
            "that mostly work on it over %d expert demonstrations per "
@@ -229,24 +266,8 @@ static int eval_compile(const struct cli_command *cmd, const char *ckpt,
            "%.2f, with a zero latent %.2f\n",
            n_replayed, replay[0], replay[1], replay[2]);
     if (common->out != NULL) {
-        struct gr_atomic_file af;
-        rc = gr_atomic_open(&af, common->out, common->force);
-        if (rc == 0) {
-            fprintf(af.fp, "latent");
-            for (int j = 0; j < S; j++) {
-                fprintf(af.fp, ",%s", names[j]);
-            }
-            fprintf(af.fp, "\n");
-            for (int i = 0; i < S; i++) {
-                fprintf(af.fp, "%s", names[i]);
-                for (int j = 0; j < S; j++) {
-                    fprintf(af.fp, ",%.4f", rate[i * S + j]);
-                }
-                fprintf(af.fp, "\n");
-            }
-            rc = gr_atomic_commit(&af);
-        }
-        if (rc < 0) {
+        if (write_matrix(common->out, common->force, "latent", names, S,
+                         names, S, rate) < 0) {
             return cli_fail(cmd);
         }
         printf("wrote %s\n", common->out);
@@ -342,14 +363,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         return cli_fail(cmd);
     }
     char names[CRAFT_MAX_SUBTASKS][32];
-    for (int j = 0; j < S; j++) {
-        char letter = craft_subtask_letter(&subs[j]);
-        if (letter) {
-            snprintf(names[j], sizeof names[j], "%c", letter);
-        } else {
-            craft_subtask_name(&subs[j], names[j], sizeof names[j]);
-        }
-    }
+    subtask_names(subs, S, names);
     printf("success rate of each option alone on each subtask (%d episodes "
            "each, on maps the expert can solve, %s)\n\n| option |",
            episodes, ckpt);
@@ -377,23 +391,8 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         free(al);
     }
     if (common.out != NULL) {
-        struct gr_atomic_file af;
-        rc = gr_atomic_open(&af, common.out, common.force);
-        if (rc == 0) {
-            fprintf(af.fp, "option");
-            for (int j = 0; j < S; j++) {
-                fprintf(af.fp, ",%s", names[j]);
-            }
-            fprintf(af.fp, "\n");
-            for (int i = 0; i < K; i++) {
-                fprintf(af.fp, "%d", i);
-                for (int j = 0; j < S; j++) {
-                    fprintf(af.fp, ",%.4f", rate[i * S + j]);
-                }
-                fprintf(af.fp, "\n");
-            }
-            rc = gr_atomic_commit(&af);
-        }
+        rc = write_matrix(common.out, common.force, "option", NULL, K, names,
+                          S, rate);
         if (rc < 0) {
             free(rate);
             return cli_fail(cmd);

@@ -168,6 +168,16 @@ static int decode_rows(struct compile_model *dec, const struct demo_batch *b,
     return rc;
 }
 
+/* 60 expert demonstrations of AC and of CD in world w, split 80/20. */
+static void ac_cd_demos(struct demo_set *ds, const struct craft_config *w)
+{
+    struct craft_task tasks[2];
+    CHECK(craft_task_parse("AC", &tasks[0]) == 0);
+    CHECK(craft_task_parse("CD", &tasks[1]) == 0);
+    CHECK(demo_set_generate(ds, w, tasks, 2, 60, 1, NULL, NULL) == 0);
+    CHECK(demo_set_split(ds, 0.8) == 0);
+}
+
 static void train(struct compile_model *m, const struct demo_set *ds, int n)
 {
     struct gr_optim *opt = NULL;
@@ -250,12 +260,8 @@ static void test_latents(void)
 {
     struct craft_config cc;
     craft_config_default(&cc);
-    struct craft_task tasks[2];
-    CHECK(craft_task_parse("AC", &tasks[0]) == 0);
-    CHECK(craft_task_parse("CD", &tasks[1]) == 0);
     struct demo_set ds;
-    CHECK(demo_set_generate(&ds, &cc, tasks, 2, 60, 1, NULL, NULL) == 0);
-    CHECK(demo_set_split(&ds, 0.8) == 0);
+    ac_cd_demos(&ds, &cc);
     struct compile_config cfg;
     compile_config_default(&cfg);
     cfg.hidden = 16;
@@ -816,12 +822,8 @@ static void test_latent_matrix(void)
 {
     struct craft_config w;
     craft_config_default(&w);
-    struct craft_task tasks[2];
-    CHECK(craft_task_parse("AC", &tasks[0]) == 0);
-    CHECK(craft_task_parse("CD", &tasks[1]) == 0);
     struct demo_set ds;
-    CHECK(demo_set_generate(&ds, &w, tasks, 2, 60, 1, NULL, NULL) == 0);
-    CHECK(demo_set_split(&ds, 0.8) == 0);
+    ac_cd_demos(&ds, &w);
     struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
     struct compile_config c;
     compile_config_default(&c);
