@@ -220,6 +220,39 @@ static int check_craft_model(const struct ocn_model *m, const char *what)
 
 /* ---- validation -------------------------------------------------------------- */
 
+/* One demonstration's boundary placement into al (struct bc_alignment):
+ * the offset of each predicted boundary before T-1 to its nearest true
+ * one (ties: the earlier), and the scores around each true boundary. */
+static void add_placement(struct bc_alignment *al, const float *score, int T,
+                          const int *truth, int m_true, const int *pred,
+                          int np)
+{
+    const int W = BC_PLACE_MAX;
+    for (int k = 0; k < np && m_true > 0; k++) {
+        if (pred[k] >= T - 1) {
+            continue;
+        }
+        int near = truth[0];
+        for (int j = 1; j < m_true; j++) {
+            if (abs(pred[k] - truth[j]) < abs(pred[k] - near)) {
+                near = truth[j];
+            }
+        }
+        int off = pred[k] - near;
+        off = off < -W ? -W : (off > W ? W : off);
+        al->place[off + W]++;
+    }
+    for (int j = 0; j < m_true; j++) {
+        for (int k = -W; k <= W && truth[j] < T - 1; k++) {
+            int t = truth[j] + 1 + k;
+            if (t >= 1 && t < T) {
+                al->around[k + W] += score[t];
+                al->n_around[k + W]++;
+            }
+        }
+    }
+}
+
 /* every label the NMI accepts has a column in struct bc_alignment */
 _Static_assert(BC_ALIGN_MAX_SUBTASKS >= SEG_NMI_MAX_LABELS,
                "bc_alignment columns");
@@ -363,7 +396,7 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
                 }
                 in_force[t] = best;
                 if (al != NULL) {
-                    al->steps[best][labels[t]]++;
+                    al->steps[best][labels[t]] += K > 0;
                     if (t >= 1 && ds->boundary[s - 1]) {
                         al->end_after_boundary += end[r];
                         al->n_after_boundary++;
@@ -373,12 +406,15 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
                     }
                 }
             }
-            if (al != NULL) {
+            if (al != NULL && K > 0) {
                 add_segments(al, ds->boundary + ds->first[d], in_force,
                              labels, T, K);
             }
             int mm = m_true > 0 ? m_true : 1;
             int np = seg_boundaries_top(score, T, mm, pred);
+            if (al != NULL) {
+                add_placement(al, score, T, truth, m_true, pred, np);
+            }
             f1_0 += seg_f1(pred, np, truth, m_true, 0, NULL, NULL);
             f1_1 += seg_f1(pred, np, truth, m_true, 1, NULL, NULL);
             for (int j = 0; j < task->n; j++) {
@@ -405,6 +441,14 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
         al->demos = n;
         al->total_steps = steps;
         al->nmi = row->nmi;
+        al->f1_tol0 = row->f1_tol0;
+        al->f1_tol1 = row->f1_tol1;
+        al->align_acc = row->align_acc;
+        for (int k = 0; k < 2 * BC_PLACE_MAX + 1; k++) {
+            al->around[k] = al->n_around[k] > 0
+                                ? al->around[k] / (double)al->n_around[k]
+                                : NAN;
+        }
         /* the segment table's NMI, on the same accumulator */
         seg_nmi_init(nmi);
         for (int i = 0; i < K; i++) {
@@ -448,17 +492,28 @@ int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
     if (rc == 0) {
         rc = model_tasks(m, tasks);
     }
-    if (rc == 0 && per_task < 1) {
-        rc = gr_error(GR_EINVAL, "alignment: %d demonstrations per task",
-                      per_task);
-    }
     if (rc < 0) {
         return rc;
     }
+    struct bc_policy pol;
+    bc_policy_ocn(&pol, m);
+    return bc_policy_alignment(&pol, tasks, m->cfg.n_tasks, config, per_task,
+                               base_seed, out);
+}
+
+int bc_policy_alignment(const struct bc_policy *p,
+                        const struct craft_task *tasks, int n_tasks,
+                        const struct craft_config *config, int per_task,
+                        uint64_t base_seed, struct bc_alignment *out)
+{
+    if (per_task < 1) {
+        return gr_error(GR_EINVAL, "alignment: %d demonstrations per task",
+                        per_task);
+    }
     memset(out, 0, sizeof *out);
     struct demo_set ds;
-    rc = demo_set_generate(&ds, config, tasks, m->cfg.n_tasks, per_task,
-                           base_seed, NULL, NULL);
+    int rc = demo_set_generate(&ds, config, tasks, n_tasks, per_task,
+                               base_seed, NULL, NULL);
     if (rc < 0) {
         return gr_error_wrap(rc, "alignment");
     }
@@ -471,9 +526,7 @@ int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
         ids[i] = i;
     }
     struct bc_row row;
-    struct bc_policy pol;
-    bc_policy_ocn(&pol, m);
-    rc = validate(&pol, &ds, ids, ds.n, 512, &row, out);
+    rc = validate(p, &ds, ids, ds.n, 512, &row, out);
     free(ids);
     demo_set_free(&ds);
     if (rc == 0) {

@@ -200,6 +200,7 @@ int bc_success_matrix(struct ocn_model *m, const struct craft_config *config,
  * (grove's demonstrations use base seeds 1, 2, ...). */
 #define BC_ALIGN_SEED 0x616C69676E000001ull
 #define BC_ALIGN_MAX_SUBTASKS 32 /* = SEG_NMI_MAX_LABELS */
+#define BC_PLACE_MAX 4 /* offsets -4 .. +4 in struct bc_alignment */
 
 /* How the options line up with the subtasks on expert demonstrations,
  * teacher-forced (ocn.md §9's NMI, opened up): the steps on which each
@@ -222,6 +223,16 @@ struct bc_alignment {
      * steps t >= 1; NaN when there are none */
     double end_after_boundary, end_elsewhere;
     int64_t n_after_boundary, n_elsewhere;
+    /* Where the boundaries fall (any policy; ocn.md §9's P_top). place[k]:
+     * predicted boundaries before T-1 whose nearest true boundary is
+     * k - BC_PLACE_MAX steps away (predicted minus true; the first and last
+     * bins also count everything farther). around[k] / n_around[k]: the
+     * mean boundary score b_t at t = g + 1 + k - BC_PLACE_MAX over the true
+     * boundaries g < T-1 (k = BC_PLACE_MAX is the step P_top aims at). */
+    int64_t place[2 * BC_PLACE_MAX + 1];
+    double around[2 * BC_PLACE_MAX + 1];
+    int64_t n_around[2 * BC_PLACE_MAX + 1];
+    double f1_tol0, f1_tol1, align_acc; /* as bc_row's, on these demos */
 };
 
 /* Generates per_task expert demonstrations of each of the model's tasks
@@ -231,6 +242,13 @@ struct bc_alignment {
 int bc_option_alignment(struct ocn_model *m, const struct craft_config *config,
                         int per_task, uint64_t base_seed,
                         struct bc_alignment *out);
+
+/* The same for any policy p trained on tasks[0..n_tasks) (n_options 0: no
+ * option table, no NMI; the boundary placement and metrics only). */
+int bc_policy_alignment(const struct bc_policy *p,
+                        const struct craft_task *tasks, int n_tasks,
+                        const struct craft_config *config, int per_task,
+                        uint64_t base_seed, struct bc_alignment *out);
 
 /* The distinct subtasks of the model's tasks, in order of first
  * appearance (A, C, D for AC, CD) into subs[cap]; returns the count. */

@@ -129,3 +129,60 @@ int ocn_loaded_map_tasks(const struct ocn_loaded *p,
     }
     return 0;
 }
+
+int ompn_load(struct ompn_loaded *out, const char *path,
+              const struct gr_ctx_config *cc)
+{
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    int rc = gr_checkpoint_read_config(path, &text);
+    if (rc < 0) {
+        return rc;
+    }
+    struct ompn_config cfg;
+    rc = ompn_config_parse(text, &cfg);
+    if (rc < 0) {
+        rc = gr_error_wrap(GR_EFORMAT, "%s: not an OMPN checkpoint", path);
+    } else if (strstr(text, "\nvalue 1") != NULL) {
+        rc = gr_error(GR_EFORMAT, "%s is a fine-tuned (PPO) OMPN checkpoint, "
+                                  "not a behaviour-cloning one",
+                      path);
+    }
+    if (rc == 0 && (rc = bc_world_parse(text, &out->world)) < 0) {
+        rc = gr_error_wrap(rc, "%s", path);
+    }
+    free(text);
+    if (rc == 0 && (cfg.obs_size != CRAFT_OBS_SIZE ||
+                    cfg.n_actions != CRAFT_N_ACTIONS)) {
+        rc = gr_error(GR_EFORMAT,
+                      "%s: the model reads %d observations and has %d "
+                      "actions; Craft has %d and %d",
+                      path, cfg.obs_size, cfg.n_actions, CRAFT_OBS_SIZE,
+                      CRAFT_N_ACTIONS);
+    }
+    for (int i = 0; rc == 0 && i < cfg.n_tasks; i++) {
+        if (craft_task_parse(cfg.task_names[i], &out->tasks[i]) < 0) {
+            rc = gr_error_wrap(GR_EFORMAT, "%s: training task %d", path, i);
+        }
+    }
+    out->n_tasks = cfg.n_tasks;
+    if (rc == 0) {
+        rc = gr_ctx_new(&out->ctx, cc);
+    }
+    if (rc == 0) {
+        rc = ompn_model_init(&out->model, out->ctx, &cfg, 0);
+    }
+    if (rc == 0) {
+        rc = gr_checkpoint_load(out->ctx, path, GR_CKPT_PARAMS, NULL);
+    }
+    if (rc < 0) {
+        ompn_loaded_free(out);
+    }
+    return rc;
+}
+
+void ompn_loaded_free(struct ompn_loaded *p)
+{
+    gr_ctx_free(p->ctx);
+    memset(p, 0, sizeof *p);
+}

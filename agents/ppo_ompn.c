@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agents/bc.h"
+#include "agents/ocn_load.h"
 #include "agents/ppo_internal.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -465,78 +466,49 @@ void ppo_ompn_free(struct ppo_ompn *t)
 static int load_init(struct ppo_ompn *t, const char *path,
                      struct ompn_config *cfg_out)
 {
-    char *text = NULL;
-    int rc = gr_checkpoint_read_config(path, &text);
-    if (rc < 0) {
-        return rc;
-    }
-    struct ompn_config src;
-    rc = ompn_config_parse(text, &src);
-    if (rc == 0 && strstr(text, "\nvalue 1") != NULL) {
-        rc = gr_error(GR_EFORMAT, "%s is a PPO checkpoint; --init takes an "
-                                  "OMPN behaviour-cloning checkpoint "
-                                  "(--resume continues a PPO run)",
-                      path);
-    }
-    if (rc < 0) {
-        free(text);
-        return gr_error_wrap(rc == GR_EFORMAT ? rc : GR_EFORMAT,
-                             "%s: not an OMPN checkpoint", path);
-    }
-    rc = bc_world_parse(text, &t->world);
-    free(text);
-    if (rc < 0) {
-        return gr_error_wrap(rc, "%s", path);
-    }
-    if (src.obs_size != CRAFT_OBS_SIZE || src.n_actions != CRAFT_N_ACTIONS) {
-        return gr_error(GR_EFORMAT, "%s: the model reads %d observations and "
-                                    "has %d actions; Craft has %d and %d",
-                        path, src.obs_size, src.n_actions, CRAFT_OBS_SIZE,
-                        CRAFT_N_ACTIONS);
-    }
     struct gr_ctx_config cc = gr_ctx_config_default();
     cc.device = GR_DEVICE_CPU;
     cc.threads = 1;
-    struct gr_ctx *sc = NULL;
-    struct ompn_model sm;
-    rc = gr_ctx_new(&sc, &cc);
-    if (rc == 0) {
-        rc = ompn_model_init(&sm, sc, &src, 0);
+    struct ompn_loaded src;
+    int rc = ompn_load(&src, path, &cc);
+    if (rc == GR_EFORMAT) {
+        return gr_error_wrap(rc, "--init takes an OMPN behaviour-cloning "
+                                 "checkpoint (--resume continues a PPO run)");
     }
-    if (rc == 0) {
-        rc = gr_checkpoint_load(sc, path, GR_CKPT_PARAMS, NULL);
+    if (rc < 0) {
+        return rc;
     }
-    *cfg_out = src;
+    t->world = src.world;
+    const struct ompn_model *sm = &src.model;
+    *cfg_out = sm->cfg;
     cfg_out->n_tasks = 1;
     snprintf(cfg_out->task_names[0], sizeof cfg_out->task_names[0], "%s",
              t->task.name);
-    if (rc == 0) {
-        rc = ompn_model_init(&t->m, t->ctx, cfg_out, t->cfg.seed);
-    }
+    rc = ompn_model_init(&t->m, t->ctx, cfg_out, t->cfg.seed);
     int row = -1;
-    for (int i = 0; i < src.n_tasks; i++) {
-        if (strcmp(src.task_names[i], t->task.name) == 0) {
+    for (int i = 0; i < sm->cfg.n_tasks; i++) {
+        if (strcmp(sm->cfg.task_names[i], t->task.name) == 0) {
             row = i;
         }
     }
     for (int i = 0; rc == 0 && i < OMPN_N_PARAMS; i++) {
-        struct gr_tensor *from = ompn_param(&sm, i), *to = ompn_param(&t->m, i);
+        struct gr_tensor *from = ompn_param(sm, i), *to = ompn_param(&t->m, i);
         float *h = malloc((size_t)from->numel * sizeof *h);
         if (h == NULL) {
             rc = gr_error(GR_ENOMEM, "PPO (OMPN): out of memory");
             break;
         }
         rc = gr_tensor_to_host(from, h);
-        if (rc == 0 && from == sm.task) {
+        if (rc == 0 && from == sm->task) {
             if (row >= 0) {
-                rc = gr_tensor_set_host(to, h + (size_t)row * src.hidden);
+                rc = gr_tensor_set_host(to, h + (size_t)row * sm->cfg.hidden);
             } /* else: the fresh N(0, 1) row of ompn_model_init */
         } else if (rc == 0) {
             rc = gr_tensor_set_host(to, h);
         }
         free(h);
     }
-    gr_ctx_free(sc);
+    ompn_loaded_free(&src);
     return rc;
 }
 

@@ -189,6 +189,88 @@ static void print_alignment(const struct bc_alignment *al,
            (long long)al->n_elsewhere);
 }
 
+/* Where the policy's boundaries fall against the true ones (struct
+ * bc_alignment's placement): two rows over the offsets. */
+static void print_placement(const struct bc_alignment *al)
+{
+    const int W = BC_PLACE_MAX;
+    int64_t total = 0;
+    for (int k = 0; k <= 2 * W; k++) {
+        total += al->place[k];
+    }
+    printf("\nboundary placement (P_top, teacher-forced): f1_tol0 %.3f, "
+           "f1_tol1 %.3f, align_acc %.3f. Offset = predicted boundary minus "
+           "the nearest true one (the step of the completing USE; %lld "
+           "predicted boundaries before the last step; the outer columns "
+           "count everything farther); score = mean boundary score b_t at "
+           "t = true boundary + 1 + offset (offset 0: the step P_top must "
+           "pick)\n\n| offset |",
+           al->f1_tol0, al->f1_tol1, al->align_acc, (long long)total);
+    for (int k = -W; k <= W; k++) {
+        printf(k == -W ? " <=%d |" : (k == W ? " >=+%d |" : " %+d |"), k);
+    }
+    printf("\n|---|");
+    for (int k = -W; k <= W; k++) {
+        printf("---|");
+    }
+    printf("\n| share of predicted |");
+    for (int k = 0; k <= 2 * W; k++) {
+        printf(" %.3f |",
+               total > 0 ? (double)al->place[k] / (double)total : 0.0);
+    }
+    printf("\n| mean score |");
+    for (int k = 0; k <= 2 * W; k++) {
+        printf(" %.3f |", al->around[k]);
+    }
+    printf("\n");
+}
+
+/* eval options for an OMPN checkpoint: no options, so its boundaries'
+ * placement on new demonstrations (bc_policy_alignment). */
+static int eval_ompn(const struct cli_command *cmd, const char *ckpt,
+                     int demos, int n_each, const struct cli_common *common)
+{
+    if (common->out != NULL) {
+        return cli_usage_error(cmd, "--out writes the option success "
+                                    "matrix; %s is an OMPN checkpoint, "
+                                    "which has none",
+                               ckpt);
+    }
+    struct ompn_loaded pol;
+    if (cli_load_ompn(ckpt, common, &pol) < 0) {
+        return cli_fail(cmd);
+    }
+    char asked[32];
+    snprintf(asked, sizeof asked, "--n-each %d", n_each);
+    int rc = cli_check_file_world(cmd, ckpt, &pol.world, n_each, asked);
+    if (rc != 0) {
+        ompn_loaded_free(&pol);
+        return rc;
+    }
+    struct bc_policy p;
+    ompn_bc_policy(&pol.model, &p);
+    struct bc_alignment *al = malloc(sizeof *al);
+    rc = al == NULL ? gr_error(GR_ENOMEM, "out of memory")
+                    : bc_policy_alignment(&p, pol.tasks, pol.n_tasks,
+                                          &pol.world, demos, BC_ALIGN_SEED,
+                                          al);
+    ompn_loaded_free(&pol);
+    if (rc < 0) {
+        free(al);
+        gr_error_wrap(rc, "%s", ckpt);
+        return cli_fail(cmd);
+    }
+    printf("%s is an OMPN checkpoint: it has no options, so no option "
+           "success matrix or option table (--episodes is not used). Its "
+           "boundaries on %lld new expert demonstrations (%d per task); "
+           "boundary score b_t = (n - s_t) / (n - 1), s_t the expected "
+           "expansion depth (agents/ompn.h):\n",
+           ckpt, (long long)al->demos, demos);
+    print_placement(al);
+    free(al);
+    return CLI_EXIT_OK;
+}
+
 /* eval options for a compILE checkpoint: its latent success matrix
  * (compile_latent_matrix), on the CPU. */
 static int eval_compile(const struct cli_command *cmd, const char *ckpt,
@@ -328,6 +410,11 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
         free(config);
         return rc;
     }
+    if (config != NULL && strncmp(config, "kind ompn\n", 10) == 0) {
+        free(config);
+        return eval_ompn(cmd, ckpt, align_demos > 0 ? align_demos : 200,
+                         n_each, &common);
+    }
     free(config);
     struct ocn_loaded pol;
     if (cli_load_policy(ckpt, &common, &pol) < 0) {
@@ -388,6 +475,7 @@ static int run_eval_options(const struct cli_command *cmd, int argc,
     }
     if (al != NULL) {
         print_alignment(al, names, S, align_demos);
+        print_placement(al);
         free(al);
     }
     if (common.out != NULL) {
@@ -423,7 +511,10 @@ const struct cli_command cmd_eval_options = {
     "over --demos-per-task demonstrations (200 when 0) played by the "
     "decoder on each subtask, then each demonstration's first segment "
     "played again from its start with its own latent, its subtask's mean "
-    "and zero (agents/README.md).\n\n"
+    "and zero (agents/README.md). For an OMPN checkpoint (no options "
+    "either), where its boundaries fall against the true ones on "
+    "--demos-per-task demonstrations (200 when 0); for an OCN, the same "
+    "table follows its alignment.\n\n"
     "Example:\n"
     "  grove eval options --checkpoint runs/s1/best.ckpt --episodes 20 "
     "\\\n      --demos-per-task 0",

@@ -76,6 +76,15 @@ int cli_load_policy(const char *path, const struct cli_common *common,
     return ocn_load(p, path, &c);
 }
 
+int cli_load_ompn(const char *path, const struct cli_common *common,
+                  struct ompn_loaded *p)
+{
+    struct gr_ctx_config c = gr_ctx_config_default();
+    c.device = to_device(common->device);
+    c.threads = common->threads;
+    return ompn_load(p, path, &c);
+}
+
 /* Maps the requested tasks to the checkpoint's controller states; prints
  * the error and returns -1 when one is not a training task. */
 int cli_map_tasks(const struct cli_command *cmd, const struct ocn_loaded *p,

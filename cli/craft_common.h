@@ -24,6 +24,9 @@ int cli_parse_tasks(const struct cli_command *cmd, const char *flag,
 /* Opens a policy checkpoint on the device --device/--threads ask for. */
 int cli_load_policy(const char *path, const struct cli_common *common,
                     struct ocn_loaded *p);
+/* cli_load_policy for an OMPN checkpoint (ompn_load). */
+int cli_load_ompn(const char *path, const struct cli_common *common,
+                  struct ompn_loaded *p);
 
 /* Maps the requested tasks to the checkpoint's controller states; prints
  * the error and returns -1 when one is not a training task. */

@@ -254,6 +254,100 @@ static void check_alignment(struct ocn_model *m,
     demo_set_free(&ds);
 }
 
+/* A scripted policy for bc_policy_alignment's boundary placement: it
+ * knows the demonstrations (generated here as bc_policy_alignment does)
+ * and scores b_t = 1 exactly at t = g + 1 + offset for every true
+ * boundary g before the last step, 0 elsewhere; it copies the actions. */
+struct scripted {
+    struct demo_set ds;
+    int offset;
+};
+
+static int scripted_forward(void *model, const struct demo_batch *b,
+                            struct ocn_forward_out *out)
+{
+    const struct scripted *sp = model;
+    const struct demo_set *ds = &sp->ds;
+    for (int i = 0; i < b->B; i++) {
+        int64_t d = b->demo[i], first = ds->first[d];
+        int T = b->len[i];
+        for (int t = 0; t < T; t++) {
+            int64_t r = b->row_off[t] + i;
+            int g = t - 1 - sp->offset; /* the boundary this step marks */
+            out->end[r] = g >= 0 && g < T - 1 && ds->boundary[first + g]
+                              ? 1.0f
+                              : 0.0f;
+            out->act_prob[r] = 1.0f;
+            out->act_argmax[r] = ds->action[first + t];
+        }
+    }
+    return 0;
+}
+
+/* bc_policy_alignment's placement against the scripted truth: with offset
+ * 0 every predicted boundary is a true one (F1 1 at tolerance 0); with +2
+ * they sit two steps late (offset +2's bin, F1 at tolerance 1 below 1) and
+ * the score profile is 1 there. */
+static void check_placement(const struct craft_config *cc)
+{
+    struct craft_task tasks[2];
+    craft_task_parse("AC", &tasks[0]);
+    craft_task_parse("CD", &tasks[1]);
+    struct scripted sp;
+    CHECK(demo_set_generate(&sp.ds, cc, tasks, 2, 15, BC_ALIGN_SEED, NULL,
+                            NULL) == 0);
+    struct gr_ctx *ctx = new_ctx();
+    struct bc_policy pol = {ctx, 2, 0, &sp, scripted_forward, NULL};
+    const int W = BC_PLACE_MAX;
+    struct bc_alignment al;
+    /* one boundary before the last step per demonstration */
+    const int64_t inner = sp.ds.n;
+    for (int offset = 0; offset <= 2; offset += 2) {
+        sp.offset = offset;
+        CHECK(bc_policy_alignment(&pol, tasks, 2, cc, 15, BC_ALIGN_SEED,
+                                  &al) == 0);
+        int64_t total = 0;
+        for (int k = 0; k <= 2 * W; k++) {
+            total += al.place[k];
+        }
+        CHECK_MSG(total == inner, "%lld predicted inner boundaries, want %lld",
+                  (long long)total, (long long)inner);
+        CHECK(al.n_around[W] == inner && al.around[W + offset] == 1.0);
+        CHECK(al.demos == sp.ds.n && al.n_options == 0);
+        /* the expected bins, from the demonstrations: the scored step
+         * t = g + 1 + offset predicts g + offset when it exists (t < T),
+         * else the zero scores tie and P_top takes t = 1 (boundary 0);
+         * the offset is to the nearest of g and T-1 */
+        int64_t want[2 * BC_PLACE_MAX + 1] = {0};
+        for (int64_t d = 0; d < sp.ds.n; d++) {
+            int T = sp.ds.len[d], g = -1;
+            for (int t = 0; t < T - 1; t++) {
+                g = sp.ds.boundary[sp.ds.first[d] + t] ? t : g;
+            }
+            int pred = g + 1 + offset < T ? g + offset : 0;
+            int off = abs(pred - g) <= abs(pred - (T - 1)) ? pred - g
+                                                            : pred - (T - 1);
+            want[(off < -W ? -W : (off > W ? W : off)) + W]++;
+        }
+        for (int k = 0; k <= 2 * W; k++) {
+            CHECK_MSG(al.place[k] == want[k], "offset %d, bin %+d: %lld, "
+                      "want %lld", offset, k - W, (long long)al.place[k],
+                      (long long)want[k]);
+        }
+        if (offset == 0) {
+            CHECK(al.place[W] == inner && al.f1_tol0 == 1.0 &&
+                  al.f1_tol1 == 1.0 && al.align_acc == 1.0);
+        } else {
+            /* most boundaries two steps late, none on time */
+            CHECK(al.place[W + 2] > inner / 2 && al.place[W] == 0);
+            CHECK(al.f1_tol0 < 1.0 && al.f1_tol1 < 1.0 &&
+                  al.align_acc < 1.0);
+        }
+    }
+    gr_ctx_free(ctx);
+    demo_set_free(&sp.ds);
+}
+
 /* ---- rollouts written here (ocn.md §3, §5, §6), for the success matrix
  * and the greedy returns: plain double-precision loops over the model's
  * parameters, one world at a time, sharing nothing with agents/ but the
@@ -747,6 +841,7 @@ int main(void)
         CHECK_STR_CONTAINS(gr_last_error(), "solved by the expert");
         check_rollouts(&m, &cc, 8);
         check_alignment(&m, &cc);
+        check_placement(&cc);
         gr_ctx_free(ctx);
     }
     /* the alignment of a MoE (e ≡ 1) and of a single option */

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # grove train bc --model ompn end to end, tiny: the run folder, metrics.csv
 # with train bc's columns (nmi empty: OMPN has no options), --resume equal
-# to the uninterrupted run (last.ckpt bytes and metrics), what eval options
-# says of an OMPN checkpoint, and the refusals: a run of one model resumed
-# as another, the OCN's flags with OMPN and --slots with the OCN (one
-# stderr line each).
+# to the uninterrupted run (last.ckpt bytes and metrics), eval options'
+# boundary placement of an OMPN checkpoint, and the refusals: a run of one
+# model resumed as another, the OCN's flags with OMPN and --slots with the
+# OCN (one stderr line each).
 #   test_ompn_cli.sh PATH/TO/grove
 set -u
 grove=$1
@@ -44,10 +44,22 @@ checks=$((checks + 1))
 diff <(cut -d, -f1-10 "$tmp/a/metrics.csv") <(cut -d, -f1-10 "$tmp/b/metrics.csv") >/dev/null ||
     fail "resumed metrics differ"
 
-# eval options has nothing to evaluate in OMPN; the OCN loaders say why
+# eval options: OMPN has no options, so where its boundaries fall; the
+# shares of the predicted boundaries over the offsets sum to 1
+ok eval options --checkpoint "$tmp/a/best.ckpt" --episodes 2 --demos-per-task 6
+checks=$((checks + 1))
+grep -q "is an OMPN checkpoint: it has no options" "$tmp/out" &&
+    grep -q "^| offset | <=-4 | -3 | -2 | -1 | +0 | +1 | +2 | +3 | >=+4 |$" "$tmp/out" ||
+    fail "eval options (OMPN): $(cat "$tmp/out")"
+checks=$((checks + 1))
+awk -F'|' '/^[|] share of predicted/ { for (i = 3; i <= 11; i++) s += $i; found = 1 }
+    END { exit !(found && s > 0.99 && s < 1.01) }' "$tmp/out" ||
+    fail "eval options (OMPN): shares do not sum to 1: $(grep share "$tmp/out")"
+expect 2 "is an OMPN checkpoint, which has none" \
+    eval options --checkpoint "$tmp/a/best.ckpt" --demos-per-task 6 --out "$tmp/m.csv"
+# the OCN loaders say why they refuse it
 expect 1 "an OMPN checkpoint (train bc --model ompn), not an OCN or MoE: OMPN has no options" \
-    eval options --checkpoint "$tmp/a/best.ckpt" --episodes 2
-expect 1 "an OMPN checkpoint" craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1
+    craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1
 # OMPN is fine-tuned by train ppo --policy ompn: the message says how
 expect 1 "fine-tuned with grove train ppo --policy ompn --init $tmp/a/best.ckpt" \
     craft run --agent ocn --checkpoint "$tmp/a/best.ckpt" --episodes 1

@@ -77,6 +77,11 @@ expect 1 "not an OMPN checkpoint" train ppo --policy ompn --init "$tmp/ocn/best.
     --task DCA $cpu --out "$tmp/x"
 expect 2 "does not exist\|no such\|No such" train ppo --policy ompn --init "$tmp/none.ckpt" \
     --task DCA $cpu --out "$tmp/x"
+# a fine-tuned OMPN is not for --init, nor for eval options' placement
+expect 1 "is a fine-tuned (PPO) OMPN checkpoint, not a behaviour-cloning one" train ppo --policy ompn \
+    --init "$tmp/straight/last.ckpt" --task DCA $cpu --out "$tmp/x"
+expect 1 "is a fine-tuned (PPO) OMPN checkpoint, not a behaviour-cloning one" eval options \
+    --checkpoint "$tmp/straight/last.ckpt" --demos-per-task 2
 
 echo "test_ompn_ppo_cli: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
