@@ -10,6 +10,35 @@
 #include "core/error.h"
 #include "kernels/checkpoint.h"
 
+/* What every policy checkpoint needs before its model is built: the world
+ * it was trained in (craft.md §3 defaults when not stated), a model that
+ * reads Craft's observations and acts with its actions, its training
+ * tasks' names parsed into tasks[], and a new context of cc. */
+static int open_policy(const char *path, const char *config,
+                       const struct gr_ctx_config *cc, int obs_size,
+                       int n_actions, const char (*names)[CRAFT_TASK_NAME_CAP],
+                       int n_tasks, struct craft_config *world,
+                       struct craft_task *tasks, struct gr_ctx **ctx)
+{
+    int rc = bc_world_parse(config, world);
+    if (rc < 0) {
+        return gr_error_wrap(rc, "%s", path);
+    }
+    if (obs_size != CRAFT_OBS_SIZE || n_actions != CRAFT_N_ACTIONS) {
+        return gr_error(GR_EINVAL,
+                        "%s: the model reads %d observations and has %d "
+                        "actions; Craft has %d and %d",
+                        path, obs_size, n_actions, CRAFT_OBS_SIZE,
+                        CRAFT_N_ACTIONS);
+    }
+    for (int i = 0; i < n_tasks; i++) {
+        if (craft_task_parse(names[i], &tasks[i]) < 0) {
+            return gr_error_wrap(GR_EFORMAT, "%s: training task %d", path, i);
+        }
+    }
+    return gr_ctx_new(ctx, cc);
+}
+
 int ocn_load(struct ocn_loaded *out, const char *path,
              const struct gr_ctx_config *cc)
 {
@@ -52,27 +81,12 @@ int ocn_load(struct ocn_loaded *out, const char *path,
     if (rc < 0) {
         rc = gr_error_wrap(rc, "%s: not an OCN checkpoint", path);
     }
-    /* the world it was trained in (craft.md §3 defaults when not stated) */
-    if (rc == 0 && (rc = bc_world_parse(out->config, &out->world)) < 0) {
-        rc = gr_error_wrap(rc, "%s", path);
-    }
-    if (rc == 0 && (cfg.obs_size != CRAFT_OBS_SIZE ||
-                    cfg.n_actions != CRAFT_N_ACTIONS)) {
-        rc = gr_error(GR_EINVAL,
-                      "%s: the model reads %d observations and has %d "
-                      "actions; Craft has %d and %d",
-                      path, cfg.obs_size, cfg.n_actions, CRAFT_OBS_SIZE,
-                      CRAFT_N_ACTIONS);
-    }
-    for (int i = 0; rc == 0 && i < cfg.n_tasks; i++) {
-        if (craft_task_parse(cfg.task_names[i], &out->tasks[i]) < 0) {
-            rc = gr_error_wrap(GR_EFORMAT, "%s: training task %d", path, i);
-        }
+    if (rc == 0) {
+        rc = open_policy(path, out->config, cc, cfg.obs_size, cfg.n_actions,
+                         cfg.task_names, cfg.n_tasks, &out->world,
+                         out->tasks, &out->ctx);
     }
     out->n_tasks = cfg.n_tasks;
-    if (rc == 0) {
-        rc = gr_ctx_new(&out->ctx, cc);
-    }
     if (rc == 0) {
         rc = ocn_model_init(&out->model, out->ctx, &cfg, 0);
     }
@@ -148,27 +162,13 @@ int ompn_load(struct ompn_loaded *out, const char *path,
                                   "not a behaviour-cloning one",
                       path);
     }
-    if (rc == 0 && (rc = bc_world_parse(text, &out->world)) < 0) {
-        rc = gr_error_wrap(rc, "%s", path);
+    if (rc == 0) {
+        rc = open_policy(path, text, cc, cfg.obs_size, cfg.n_actions,
+                         cfg.task_names, cfg.n_tasks, &out->world,
+                         out->tasks, &out->ctx);
     }
     free(text);
-    if (rc == 0 && (cfg.obs_size != CRAFT_OBS_SIZE ||
-                    cfg.n_actions != CRAFT_N_ACTIONS)) {
-        rc = gr_error(GR_EFORMAT,
-                      "%s: the model reads %d observations and has %d "
-                      "actions; Craft has %d and %d",
-                      path, cfg.obs_size, cfg.n_actions, CRAFT_OBS_SIZE,
-                      CRAFT_N_ACTIONS);
-    }
-    for (int i = 0; rc == 0 && i < cfg.n_tasks; i++) {
-        if (craft_task_parse(cfg.task_names[i], &out->tasks[i]) < 0) {
-            rc = gr_error_wrap(GR_EFORMAT, "%s: training task %d", path, i);
-        }
-    }
     out->n_tasks = cfg.n_tasks;
-    if (rc == 0) {
-        rc = gr_ctx_new(&out->ctx, cc);
-    }
     if (rc == 0) {
         rc = ompn_model_init(&out->model, out->ctx, &cfg, 0);
     }
