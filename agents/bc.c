@@ -222,7 +222,8 @@ static int check_craft_model(const struct ocn_model *m, const char *what)
 
 /* One demonstration's boundary placement into al (struct bc_alignment):
  * the offset of each predicted boundary before T-1 to its nearest true
- * one (ties: the earlier), and the scores around each true boundary. */
+ * one (ties: the earlier), the scores around each true boundary and on
+ * the first steps. */
 static void add_placement(struct bc_alignment *al, const float *score, int T,
                           const int *truth, int m_true, const int *pred,
                           int np)
@@ -241,6 +242,11 @@ static void add_placement(struct bc_alignment *al, const float *score, int T,
         int off = pred[k] - near;
         off = off < -W ? -W : (off > W ? W : off);
         al->place[off + W]++;
+        al->place_first += pred[k] == 0;
+    }
+    for (int t = 1; t <= W && t < T; t++) {
+        al->first[t - 1] += score[t];
+        al->n_first[t - 1]++;
     }
     for (int j = 0; j < m_true; j++) {
         for (int k = -W; k <= W && truth[j] < T - 1; k++) {
@@ -448,6 +454,11 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
             al->around[k] = al->n_around[k] > 0
                                 ? al->around[k] / (double)al->n_around[k]
                                 : NAN;
+        }
+        for (int k = 0; k < BC_PLACE_MAX; k++) {
+            al->first[k] = al->n_first[k] > 0
+                               ? al->first[k] / (double)al->n_first[k]
+                               : NAN;
         }
         /* the segment table's NMI, on the same accumulator */
         seg_nmi_init(nmi);

@@ -232,6 +232,11 @@ struct bc_alignment {
     int64_t place[2 * BC_PLACE_MAX + 1];
     double around[2 * BC_PLACE_MAX + 1];
     int64_t n_around[2 * BC_PLACE_MAX + 1];
+    /* of the place[] boundaries, those at step 0 (picked from b_1, the
+     * first score P_top reads); the mean b_t at t = 1 .. BC_PLACE_MAX */
+    int64_t place_first;
+    double first[BC_PLACE_MAX];
+    int64_t n_first[BC_PLACE_MAX];
     double f1_tol0, f1_tol1, align_acc; /* as bc_row's, on these demos */
 };
 

@@ -222,6 +222,14 @@ static void print_placement(const struct bc_alignment *al)
     for (int k = 0; k <= 2 * W; k++) {
         printf(" %.3f |", al->around[k]);
     }
+    printf("\n\n%lld of the predicted boundaries (%.3f) are at step 0 "
+           "(picked from b_1, the first score P_top reads); mean b_t at "
+           "t = 1 .. %d:",
+           (long long)al->place_first,
+           total > 0 ? (double)al->place_first / (double)total : 0.0, W);
+    for (int k = 0; k < W; k++) {
+        printf(" %.3f", al->first[k]);
+    }
     printf("\n");
 }
 

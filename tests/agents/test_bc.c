@@ -318,13 +318,14 @@ static void check_placement(const struct craft_config *cc)
          * t = g + 1 + offset predicts g + offset when it exists (t < T),
          * else the zero scores tie and P_top takes t = 1 (boundary 0);
          * the offset is to the nearest of g and T-1 */
-        int64_t want[2 * BC_PLACE_MAX + 1] = {0};
+        int64_t want[2 * BC_PLACE_MAX + 1] = {0}, want_first = 0;
         for (int64_t d = 0; d < sp.ds.n; d++) {
             int T = sp.ds.len[d], g = -1;
             for (int t = 0; t < T - 1; t++) {
                 g = sp.ds.boundary[sp.ds.first[d] + t] ? t : g;
             }
             int pred = g + 1 + offset < T ? g + offset : 0;
+            want_first += pred == 0;
             int off = abs(pred - g) <= abs(pred - (T - 1)) ? pred - g
                                                             : pred - (T - 1);
             want[(off < -W ? -W : (off > W ? W : off)) + W]++;
@@ -334,6 +335,7 @@ static void check_placement(const struct craft_config *cc)
                       "want %lld", offset, k - W, (long long)al.place[k],
                       (long long)want[k]);
         }
+        CHECK(al.place_first == want_first);
         if (offset == 0) {
             CHECK(al.place[W] == inner && al.f1_tol0 == 1.0 &&
                   al.f1_tol1 == 1.0 && al.align_acc == 1.0);
