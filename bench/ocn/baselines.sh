@@ -5,8 +5,9 @@
 # IL defaults of batch and learning rate: OCN 512 and 1e-3, OMPN 256 and
 # 1e-3, compILE 256 and 1e-4; the same --updates for all, the figure's x
 # axis), several seeds each; then one CSV and one picture of the mean F1
-# (tolerance 1) and alignment accuracy per model against updates, and a
-# table of the last rows.
+# (tolerance 1) and alignment accuracy per model against updates, one
+# picture per metric with each model's mean and min-max band over the
+# seeds, and a table of the last rows.
 #
 #   bench/ocn/baselines.sh GROVE OUT_DIR [--updates N] [--seeds 1,2,3,4,5]
 #                          [--models ocn,ompn,compile] [--device D]
@@ -18,7 +19,10 @@
 # run that stopped continues from its last.ckpt, a finished one is not run
 # again. Outputs: OUT_DIR/fig57_left.csv (update, then <model>_f1_tol1 and
 # <model>_align_acc: means over the seeds, on the updates every seed of
-# that model has reached), OUT_DIR/fig57_left.png, the table on stdout.
+# that model has reached), OUT_DIR/fig57_left.png, OUT_DIR/fig57_f1_tol1.png
+# and OUT_DIR/fig57_align_acc.png (bands), the table on stdout.
+# --demos-per-task and --n-each default to train bc's own (the S1 recipe of
+# ocn.md §6.1: 24,000 demonstrations per task in the four-copy world).
 # --hidden (default: each model's 128) sets d for all three (and the OCN's
 # width), for small runs.
 set -euo pipefail
@@ -27,7 +31,7 @@ usage() { sed -n '11,15p' "$0" >&2; exit 2; }
 grove=$1 out=$2
 shift 2
 updates=10000 seeds=1,2,3,4,5 models=ocn,ompn,compile device=auto
-threads=1 per_task=6000 n_each=1 eval_every=100 hidden=
+threads=1 per_task= n_each= eval_every=100 hidden=
 while (($#)); do
     (($# >= 2)) || usage
     case $1 in
@@ -50,8 +54,8 @@ posint() {
 }
 posint --updates "$updates"
 posint --threads "$threads"
-posint --demos-per-task "$per_task"
-posint --n-each "$n_each"
+[[ -z $per_task ]] || posint --demos-per-task "$per_task"
+[[ -z $n_each ]] || posint --n-each "$n_each"
 posint --eval-every "$eval_every"
 [[ -z $hidden ]] || posint --hidden "$hidden"
 IFS=, read -r -a seed_list <<<"$seeds"
@@ -76,14 +80,15 @@ for m in "${model_list[@]}"; do
         start=--force
         [[ -f $d/last.ckpt ]] && start=--resume
         size=()
+        [[ -z $per_task ]] || size+=(--demos-per-task "$per_task")
+        [[ -z $n_each ]] || size+=(--n-each "$n_each")
         if [[ -n $hidden ]]; then
-            size=(--hidden "$hidden")
+            size+=(--hidden "$hidden")
             [[ $m == ocn ]] && size+=(--width "$hidden")
         fi
         "$grove" train bc --tasks AC,CD --model "$m" --seed "$s" \
             --updates "$updates" --eval-every "$eval_every" --return-every 0 \
-            --device "$device" --threads "$threads" \
-            --demos-per-task "$per_task" --n-each "$n_each" "${size[@]}" \
+            --device "$device" --threads "$threads" "${size[@]}" \
             --quiet --out "$d" "$start" >>"$d.log" 2>&1 ||
             { echo "baselines.sh: $m seed $s failed; see $d.log" >&2; failed=1; continue; }
         echo "baselines.sh: $m seed $s done" >&2
@@ -130,7 +135,25 @@ ys=$(head -1 "$csv" | cut -d, -f2-)
     --out "$out/fig57_left.png" --force --quiet >&2 ||
     { echo "baselines.sh: the picture failed" >&2; failed=1; }
 
-echo "# Fig 5.7 left: AC, CD, $updates updates, seeds $seeds, n_each $n_each ($((SECONDS - t0)) s)"
+# each metric on its own: every model's mean with its seeds' min-max band
+files=() groups=()
+for m in "${model_list[@]}"; do
+    for s in "${seed_list[@]}"; do
+        f=$out/${m}_seed$s/metrics.csv
+        [[ -f $f ]] && { files+=("$f"); groups+=("$m"); }
+    done
+done
+if ((${#files[@]})); then
+    for y in f1_tol1 align_acc; do
+        "$grove" plot "${files[@]}" --x update --y "$y" \
+            --group "$(IFS=,; echo "${groups[*]}")" \
+            --title "$y, AC + CD: mean and min-max of ${#seed_list[@]} seeds" \
+            --out "$out/fig57_$y.png" --force --quiet >&2 ||
+            { echo "baselines.sh: the $y picture failed" >&2; failed=1; }
+    done
+fi
+
+echo "# Fig 5.7 left: AC, CD, $updates updates, seeds $seeds, ${n_each:+n_each $n_each, }${per_task:+$per_task demonstrations per task, }($((SECONDS - t0)) s)"
 echo
 echo "| run | update | nll | action_acc | f1_tol0 | f1_tol1 | align_acc | nmi |"
 echo "|---|---|---|---|---|---|---|---|"

@@ -35,6 +35,10 @@ checks=$((checks + 1))
 [ "$(tail -1 "$csv" | cut -d, -f3)" = "$want" ] || fail "ompn mean $(tail -1 "$csv" | cut -d, -f3), want $want"
 checks=$((checks + 1))
 [ -s "$tmp/o/fig57_left.png" ] || fail "no picture"
+for y in f1_tol1 align_acc; do
+    checks=$((checks + 1))
+    [ -s "$tmp/o/fig57_$y.png" ] || fail "no $y picture"
+done
 checks=$((checks + 1))
 [ "$(grep -c '^| [a-z]*_seed[12] | 10 |' "$tmp/table")" -eq 6 ] || fail "table: $(cat "$tmp/table")"
 checks=$((checks + 1))
