@@ -196,6 +196,11 @@ int cli_check_ranges(const struct cli_command *cmd, const struct cli_range *c,
  * returns the count, or -1 when there are more than `cap` or an empty item. */
 int cli_split_list(char *text, char **items, int cap);
 
+/* The thread count a --threads value asks for: itself when positive, else
+ * (0: "all cores") the online cores. For commands that need a number, as
+ * the benchmarks, which print it. */
+int cli_threads_or_cores(int threads);
+
 /* The program's command table, NULL-terminated (cli/commands.c). */
 extern const struct cli_command *const cli_commands[];
 

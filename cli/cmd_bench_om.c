@@ -66,7 +66,7 @@ static int run_bench_om(const struct cli_command *cmd, int argc, char **argv)
         o.nslot = o.nslot == 12 ? 6 : o.nslot;
     }
     o.device = cc.device == GR_DEVICE_AUTO ? GR_DEVICE_CPU : cc.device;
-    o.threads = common.threads > 0 ? common.threads : 1;
+    o.threads = cli_threads_or_cores(common.threads);
     o.baseline = !no_baseline;
     o.build = GROVE_BUILD_TYPE;
     o.commit = GROVE_GIT_DESCRIBE;

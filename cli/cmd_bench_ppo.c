@@ -52,7 +52,7 @@ static int run_bench_ppo(const struct cli_command *cmd, int argc, char **argv)
                                     "1..64");
     }
     o.quick = quick;
-    o.threads = common.threads > 0 ? common.threads : 1;
+    o.threads = cli_threads_or_cores(common.threads);
     o.cuda = common.device == CLI_DEVICE_CUDA ||
              (common.device == CLI_DEVICE_AUTO && gr_cuda_device_count() > 0);
     o.python = no_torch ? NULL : python;

@@ -68,7 +68,7 @@ static int run_bench_trees(const struct cli_command *cmd, int argc,
                                "after --warmup %d of --batch %d",
                                o.sentences, o.warmup, o.batch);
     }
-    o.threads = common.threads > 0 ? common.threads : 1;
+    o.threads = cli_threads_or_cores(common.threads);
     o.baseline = !no_baseline;
     o.build = GROVE_BUILD_TYPE;
     o.commit = GROVE_GIT_DESCRIBE;

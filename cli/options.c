@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -467,4 +468,13 @@ int cli_parse(const struct cli_command *cmd, const struct cli_option *opts,
     }
     *first_pos = optind;
     return CLI_CONTINUE;
+}
+
+int cli_threads_or_cores(int threads)
+{
+    if (threads > 0) {
+        return threads;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? (int)cores : 1;
 }
