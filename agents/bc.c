@@ -240,9 +240,9 @@ static void add_placement(struct bc_alignment *al, const float *score, int T,
             }
         }
         int off = pred[k] - near;
+        al->place_first += pred[k] == 0 && off != 0;
         off = off < -W ? -W : (off > W ? W : off);
         al->place[off + W]++;
-        al->place_first += pred[k] == 0;
     }
     for (int t = 1; t <= W && t < T; t++) {
         al->first[t - 1] += score[t];
@@ -406,9 +406,13 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
                     if (t >= 1 && ds->boundary[s - 1]) {
                         al->end_after_boundary += end[r];
                         al->n_after_boundary++;
+                        al->sub_start[labels[t]] += end[r];
+                        al->n_sub_start[labels[t]]++;
                     } else if (t >= 1) {
                         al->end_elsewhere += end[r];
                         al->n_elsewhere++;
+                        al->sub_rest[labels[t]] += end[r];
+                        al->n_sub_rest[labels[t]]++;
                     }
                 }
             }
@@ -454,6 +458,14 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
             al->around[k] = al->n_around[k] > 0
                                 ? al->around[k] / (double)al->n_around[k]
                                 : NAN;
+        }
+        for (int j = 0; j < n_subs; j++) {
+            al->sub_start[j] = al->n_sub_start[j] > 0
+                                   ? al->sub_start[j] / (double)al->n_sub_start[j]
+                                   : NAN;
+            al->sub_rest[j] = al->n_sub_rest[j] > 0
+                                  ? al->sub_rest[j] / (double)al->n_sub_rest[j]
+                                  : NAN;
         }
         for (int k = 0; k < BC_PLACE_MAX; k++) {
             al->first[k] = al->n_first[k] > 0

@@ -232,11 +232,18 @@ struct bc_alignment {
     int64_t place[2 * BC_PLACE_MAX + 1];
     double around[2 * BC_PLACE_MAX + 1];
     int64_t n_around[2 * BC_PLACE_MAX + 1];
-    /* of the place[] boundaries, those at step 0 (picked from b_1, the
-     * first score P_top reads); the mean b_t at t = 1 .. BC_PLACE_MAX */
+    /* of the place[] boundaries, those at step 0 where no subtask ended
+     * (picked from b_1, the first score P_top reads: a model whose score
+     * is high from the start puts its boundary there); the mean b_t at
+     * t = 1 .. BC_PLACE_MAX */
     int64_t place_first;
     double first[BC_PLACE_MAX];
     int64_t n_first[BC_PLACE_MAX];
+    /* end_after_boundary and end_elsewhere per subtask column: the mean
+     * score on the first step of each subtask that follows a boundary, and
+     * on its other steps t >= 1 (NaN when none) */
+    double sub_start[BC_ALIGN_MAX_SUBTASKS], sub_rest[BC_ALIGN_MAX_SUBTASKS];
+    int64_t n_sub_start[BC_ALIGN_MAX_SUBTASKS], n_sub_rest[BC_ALIGN_MAX_SUBTASKS];
     double f1_tol0, f1_tol1, align_acc; /* as bc_row's, on these demos */
 };
 

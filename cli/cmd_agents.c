@@ -223,12 +223,27 @@ static void print_placement(const struct bc_alignment *al)
         printf(" %.3f |", al->around[k]);
     }
     printf("\n\n%lld of the predicted boundaries (%.3f) are at step 0 "
-           "(picked from b_1, the first score P_top reads); mean b_t at "
-           "t = 1 .. %d:",
+           "where no subtask ended (picked from b_1, the first score P_top "
+           "reads); mean b_t at t = 1 .. %d:",
            (long long)al->place_first,
            total > 0 ? (double)al->place_first / (double)total : 0.0, W);
     for (int k = 0; k < W; k++) {
         printf(" %.3f", al->first[k]);
+    }
+    /* per subtask: does the score mark its start, or run through it? */
+    char names[BC_ALIGN_MAX_SUBTASKS][32];
+    int S = al->n_subtasks;
+    subtask_names(al->subtasks, S, names);
+    printf("\n\nmean boundary score per subtask, on its first step after a "
+           "boundary and on its other steps (t >= 1)\n\n| subtask |");
+    print_table_head(names, S);
+    printf("| first step |");
+    for (int j = 0; j < S; j++) {
+        printf(" %.3f |", al->sub_start[j]);
+    }
+    printf("\n| other steps |");
+    for (int j = 0; j < S; j++) {
+        printf(" %.3f |", al->sub_rest[j]);
     }
     printf("\n");
 }

@@ -325,9 +325,9 @@ static void check_placement(const struct craft_config *cc)
                 g = sp.ds.boundary[sp.ds.first[d] + t] ? t : g;
             }
             int pred = g + 1 + offset < T ? g + offset : 0;
-            want_first += pred == 0;
             int off = abs(pred - g) <= abs(pred - (T - 1)) ? pred - g
                                                             : pred - (T - 1);
+            want_first += pred == 0 && off != 0;
             want[(off < -W ? -W : (off > W ? W : off)) + W]++;
         }
         for (int k = 0; k <= 2 * W; k++) {
@@ -336,9 +336,18 @@ static void check_placement(const struct craft_config *cc)
                       (long long)want[k]);
         }
         CHECK(al.place_first == want_first);
+        printf("scripted boundaries %d steps late: %lld at step 0\n", offset,
+               (long long)want_first);
         if (offset == 0) {
             CHECK(al.place[W] == inner && al.f1_tol0 == 1.0 &&
                   al.f1_tol1 == 1.0 && al.align_acc == 1.0);
+            /* per subtask (A, C, D): 1 on the first step of the second
+             * subtask (C of AC, D of CD), 0 on every other step; A never
+             * starts after a boundary */
+            CHECK(al.n_subtasks == 3 && isnan(al.sub_start[0]) &&
+                  al.sub_start[1] == 1.0 && al.sub_start[2] == 1.0);
+            CHECK(al.sub_rest[0] == 0.0 && al.sub_rest[1] == 0.0 &&
+                  al.sub_rest[2] == 0.0);
         } else {
             /* most boundaries two steps late, none on time */
             CHECK(al.place[W + 2] > inner / 2 && al.place[W] == 0);
