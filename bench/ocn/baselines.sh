@@ -153,7 +153,7 @@ if ((${#files[@]})); then
     done
 fi
 
-echo "# Fig 5.7 left: AC, CD, $updates updates, seeds $seeds, ${n_each:+n_each $n_each, }${per_task:+$per_task demonstrations per task, }($((SECONDS - t0)) s)"
+echo "# Fig 5.7 left: AC, CD, $updates updates, seeds $seeds${n_each:+, n_each $n_each}${per_task:+, $per_task demonstrations per task} ($((SECONDS - t0)) s)"
 echo
 echo "| run | update | nll | action_acc | f1_tol0 | f1_tol1 | align_acc | nmi |"
 echo "|---|---|---|---|---|---|---|---|"
