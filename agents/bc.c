@@ -220,6 +220,12 @@ static int check_craft_model(const struct ocn_model *m, const char *what)
 
 /* ---- validation -------------------------------------------------------------- */
 
+/* sum / n, NaN when n is 0 (struct bc_alignment's means) */
+static double mean_or_nan(double sum, int64_t n)
+{
+    return n > 0 ? sum / (double)n : NAN;
+}
+
 /* One demonstration's boundary placement into al (struct bc_alignment):
  * the offset of each predicted boundary before T-1 to its nearest true
  * one (ties: the earlier), the scores around each true boundary and on
@@ -455,22 +461,14 @@ static int validate(const struct bc_policy *pol, const struct demo_set *ds,
         al->f1_tol1 = row->f1_tol1;
         al->align_acc = row->align_acc;
         for (int k = 0; k < 2 * BC_PLACE_MAX + 1; k++) {
-            al->around[k] = al->n_around[k] > 0
-                                ? al->around[k] / (double)al->n_around[k]
-                                : NAN;
+            al->around[k] = mean_or_nan(al->around[k], al->n_around[k]);
         }
         for (int j = 0; j < n_subs; j++) {
-            al->sub_start[j] = al->n_sub_start[j] > 0
-                                   ? al->sub_start[j] / (double)al->n_sub_start[j]
-                                   : NAN;
-            al->sub_rest[j] = al->n_sub_rest[j] > 0
-                                  ? al->sub_rest[j] / (double)al->n_sub_rest[j]
-                                  : NAN;
+            al->sub_start[j] = mean_or_nan(al->sub_start[j], al->n_sub_start[j]);
+            al->sub_rest[j] = mean_or_nan(al->sub_rest[j], al->n_sub_rest[j]);
         }
         for (int k = 0; k < BC_PLACE_MAX; k++) {
-            al->first[k] = al->n_first[k] > 0
-                               ? al->first[k] / (double)al->n_first[k]
-                               : NAN;
+            al->first[k] = mean_or_nan(al->first[k], al->n_first[k]);
         }
         /* the segment table's NMI, on the same accumulator */
         seg_nmi_init(nmi);
@@ -554,12 +552,8 @@ int bc_policy_alignment(const struct bc_policy *p,
     demo_set_free(&ds);
     if (rc == 0) {
         out->end_after_boundary =
-            out->n_after_boundary > 0
-                ? out->end_after_boundary / (double)out->n_after_boundary
-                : NAN;
-        out->end_elsewhere = out->n_elsewhere > 0
-                                 ? out->end_elsewhere / (double)out->n_elsewhere
-                                 : NAN;
+            mean_or_nan(out->end_after_boundary, out->n_after_boundary);
+        out->end_elsewhere = mean_or_nan(out->end_elsewhere, out->n_elsewhere);
     }
     return rc;
 }
