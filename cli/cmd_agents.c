@@ -189,6 +189,16 @@ static void print_alignment(const struct bc_alignment *al,
            (long long)al->n_elsewhere);
 }
 
+/* A table cell of a mean: "-" where there was nothing to average. */
+static void print_mean_cell(double v)
+{
+    if (isnan(v)) {
+        printf(" - |");
+    } else {
+        printf(" %.3f |", v);
+    }
+}
+
 /* Where the policy's boundaries fall against the true ones (struct
  * bc_alignment's placement): two rows over the offsets. */
 static void print_placement(const struct bc_alignment *al)
@@ -220,7 +230,7 @@ static void print_placement(const struct bc_alignment *al)
     }
     printf("\n| mean score |");
     for (int k = 0; k <= 2 * W; k++) {
-        printf(" %.3f |", al->around[k]);
+        print_mean_cell(al->around[k]);
     }
     printf("\n\n%lld of the predicted boundaries (%.3f) are at step 0 "
            "where no subtask ended (picked from b_1, the first score P_top "
@@ -239,11 +249,11 @@ static void print_placement(const struct bc_alignment *al)
     print_table_head(names, S);
     printf("| first step |");
     for (int j = 0; j < S; j++) {
-        printf(" %.3f |", al->sub_start[j]);
+        print_mean_cell(al->sub_start[j]);
     }
     printf("\n| other steps |");
     for (int j = 0; j < S; j++) {
-        printf(" %.3f |", al->sub_rest[j]);
+        print_mean_cell(al->sub_rest[j]);
     }
     printf("\n");
 }
