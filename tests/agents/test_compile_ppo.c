@@ -422,6 +422,19 @@ static int write_bc_scaled(const char *path, uint64_t seed,
     return rc;
 }
 
+/* The small compILE fine-tuning of these tests: DCA, 2 worlds of 8
+ * decisions, one minibatch, a controller of width 16. */
+static void small_config(struct ppo_config *c)
+{
+    ppo_config_default(c);
+    c->policy = PPO_POLICY_COMPILE;
+    snprintf(c->task, sizeof c->task, "DCA");
+    c->num_envs = 2;
+    c->num_steps = 8;
+    c->num_minibatches = 1;
+    c->width = 16;
+}
+
 static unsigned char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -453,14 +466,10 @@ static void test_run(const char *dir, int G)
     CHECK(write_bc(p1, 4, 0.0f) == 0);
     const char *paths[2] = {p0, p1};
     struct ppo_config c;
-    ppo_config_default(&c);
-    c.policy = PPO_POLICY_COMPILE;
-    snprintf(c.task, sizeof c.task, "DCA");
+    small_config(&c);
     c.num_envs = 4;
-    c.num_steps = 8;
     c.num_minibatches = 2;
     c.update_epochs = 2;
-    c.width = 16;
     c.total_timesteps = 4000;
     c.seed = 7;
     struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
@@ -708,13 +717,7 @@ static void test_greedy_reference(const char *dir)
     CHECK(write_bc_scaled(p0, 5, 0.0f, 100.0f) == 0);
     const char *paths[1] = {p0};
     struct ppo_config c;
-    ppo_config_default(&c);
-    c.policy = PPO_POLICY_COMPILE;
-    snprintf(c.task, sizeof c.task, "DCA");
-    c.num_envs = 2;
-    c.num_steps = 8;
-    c.num_minibatches = 1;
-    c.width = 16;
+    small_config(&c);
     c.seed = 11;
     struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
     struct ppo_compile *t = NULL;
@@ -907,13 +910,7 @@ static float theta_at(const char *path, float q)
 {
     const char *paths[1] = {path};
     struct ppo_config c;
-    ppo_config_default(&c);
-    c.policy = PPO_POLICY_COMPILE;
-    snprintf(c.task, sizeof c.task, "DCA");
-    c.num_envs = 2;
-    c.num_steps = 8;
-    c.num_minibatches = 1;
-    c.width = 16;
+    small_config(&c);
     c.boundary_quantile = q;
     struct gr_ctx *ctx = tu_ctx(GR_DEVICE_CPU);
     struct ppo_compile *t = NULL;
