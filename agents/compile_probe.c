@@ -6,6 +6,7 @@
 #include "agents/bc.h"
 #include "agents/compile.h"
 #include "agents/demos.h"
+#include "agents/ocn.h"
 #include "core/error.h"
 #include "envs/craft.h"
 
@@ -129,39 +130,6 @@ static int mean_latents(struct compile_model *m, const struct demo_set *dsp,
     return rc;
 }
 
-/* The sparse rows of obs[E, O] into idx/val [E, nz] (-1, 0 padded);
- * returns nz (the most non-zeros of a row, at least 1). */
-static int sparse_rows(const float *obs, int E, int O, int cap, int32_t *idx,
-                       float *val)
-{
-    int nz = 1;
-    for (int e = 0; e < E; e++) {
-        int c = 0;
-        for (int i = 0; i < O && c < cap; i++) {
-            if (obs[(int64_t)e * O + i] != 0.0f) {
-                c++;
-            }
-        }
-        nz = c > nz ? c : nz;
-    }
-    for (int e = 0; e < E; e++) {
-        int c = 0;
-        for (int i = 0; i < O && c < nz; i++) {
-            float v = obs[(int64_t)e * O + i];
-            if (v != 0.0f) {
-                idx[(int64_t)e * nz + c] = i;
-                val[(int64_t)e * nz + c] = v;
-                c++;
-            }
-        }
-        for (; c < nz; c++) {
-            idx[(int64_t)e * nz + c] = -1;
-            val[(int64_t)e * nz + c] = 0.0f;
-        }
-    }
-    return nz;
-}
-
 /* The decoder plays worlds w[0..E) greedily, world x with the latent
  * zr[x], until each has done its first subtask or its episode ends. */
 static int play_greedy(struct compile_model *m, struct craft_world *w, int E,
@@ -182,7 +150,7 @@ static int play_greedy(struct compile_model *m, struct craft_world *w, int E,
         for (int x = 0; x < E; x++) {
             craft_world_observe(&w[x], obs + (int64_t)x * O);
         }
-        int nz = sparse_rows(obs, E, O, O, idx, val);
+        int nz = ocn_sparse_rows(obs, E, O, idx, val);
         rc = compile_decode(m, idx, val, E, nz, zr, probs);
         for (int x = 0; rc == 0 && x < E; x++) {
             if (done[x]) {

@@ -822,9 +822,7 @@ void ocn_act_reset(struct ocn_act_state *s, int j, int task)
     s->task[j] = task;
 }
 
-/* Sparse rows of obs[E, O] into idx/val [E, nz]; returns nz (>= 1). */
-static int sparse_rows(const float *obs, int E, int O, int32_t *idx,
-                       float *val)
+int ocn_sparse_rows(const float *obs, int E, int O, int32_t *idx, float *val)
 {
     int nz = 1;
     for (int j = 0; j < E; j++) {
@@ -864,7 +862,7 @@ static int act_hard(struct ocn_model *m, struct ocn_act_state *s,
                   A = m->cfg.n_actions, E = s->E;
     const int moe = m->cfg.kind == OCN_KIND_MOE;
     int was = gr_set_grad_enabled(ctx, 0);
-    int nz = sparse_rows(obs, (int)E, m->cfg.obs_size, s->idx, s->val);
+    int nz = ocn_sparse_rows(obs, (int)E, m->cfg.obs_size, s->idx, s->val);
     float *pbar = s->hard;              /* [K, E, A] */
     float *hbar = pbar + K * E * A;     /* [K, E, d] */
     float *ebar = hbar + K * E * d;     /* [K, E] */
@@ -977,7 +975,7 @@ int ocn_act(struct ocn_model *m, struct ocn_act_state *s, const float *obs,
                   A = m->cfg.n_actions, E = s->E;
     const int moe = m->cfg.kind == OCN_KIND_MOE;
     int was = gr_set_grad_enabled(ctx, 0);
-    int nz = sparse_rows(obs, (int)E, m->cfg.obs_size, s->idx, s->val);
+    int nz = ocn_sparse_rows(obs, (int)E, m->cfg.obs_size, s->idx, s->val);
     /* rows starting an episode take the task's initial state */
     int any_first = 0, all_first = 1;
     for (int64_t j = 0; j < E; j++) {
@@ -1064,7 +1062,7 @@ int ocn_options_step(struct ocn_model *m, struct ocn_act_state *s,
     const int64_t K = m->cfg.n_options, d = m->cfg.hidden;
     const int E = s->E;
     int was = gr_set_grad_enabled(ctx, 0);
-    int nz = sparse_rows(obs, E, m->cfg.obs_size, s->idx, s->val);
+    int nz = ocn_sparse_rows(obs, E, m->cfg.obs_size, s->idx, s->val);
     struct gr_tensor *xc, *xo;
     obs_parts(m, s->idx, s->val, E, nz, s->idx_o, &xc, &xo);
     struct gr_tensor *h =

@@ -202,6 +202,12 @@ void ocn_act_state_free(struct ocn_act_state *s);
 /* Starts a new episode of task index `task` (0..n_tasks-1) in world j. */
 void ocn_act_reset(struct ocn_act_state *s, int j, int task);
 
+/* The non-zeros of each row of dense obs[E, O] into idx/val [E, nz]
+ * (column, value; padded with -1, 0); returns nz, the most non-zeros of a
+ * row (at least 1). idx and val hold E * O entries. Acting's sparse
+ * input, shared by the models that read Craft observations. */
+int ocn_sparse_rows(const float *obs, int E, int O, int32_t *idx, float *val);
+
 /* One soft step of §5 for every world: obs[E, O] (dense; the sparse rows
  * are built here) -> per world: actions[E] = argmax π_t (ties: smallest),
  * and when not NULL probs[E, A] = π_t, end[E] = e_t, pi_c[E, K] = Π^C_t.

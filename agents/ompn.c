@@ -804,30 +804,7 @@ int ompn_act_feat(struct ompn_model *m, struct ompn_act_state *s,
     struct gr_ctx *ctx = m->ctx;
     const int E = s->E, n = m->cfg.n_slots, O = m->cfg.obs_size;
     const int64_t d = m->cfg.hidden, A = m->cfg.n_actions;
-    /* sparse rows */
-    int nz = 1;
-    for (int j = 0; j < E; j++) {
-        int c = 0;
-        for (int i = 0; i < O; i++) {
-            c += obs[(int64_t)j * O + i] != 0.0f;
-        }
-        nz = c > nz ? c : nz;
-    }
-    for (int j = 0; j < E; j++) {
-        int c = 0;
-        for (int i = 0; i < O; i++) {
-            float v = obs[(int64_t)j * O + i];
-            if (v != 0.0f) {
-                s->idx[(int64_t)j * nz + c] = i;
-                s->val[(int64_t)j * nz + c] = v;
-                c++;
-            }
-        }
-        for (; c < nz; c++) {
-            s->idx[(int64_t)j * nz + c] = -1;
-            s->val[(int64_t)j * nz + c] = 0.0f;
-        }
-    }
+    int nz = ocn_sparse_rows(obs, E, O, s->idx, s->val);
     /* the memory as [n, E, d], the first slot of a new episode = LN(g) */
     int any_first = 0, all_first = 1;
     for (int j = 0; j < E; j++) {
