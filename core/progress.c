@@ -72,7 +72,9 @@ static void draw(struct gr_progress *p, double now, int final)
     char rate_text[32], elapsed_text[32], eta_text[32];
     format_rate(rate, rate_text, sizeof rate_text);
     gr_format_duration(elapsed, elapsed_text, sizeof elapsed_text);
-    if (p->total > 0 && rate > 0 && !final) {
+    /* done can pass total (PPO finishes its last rollout): no ETA then,
+     * rather than the unsigned difference wrapping to centuries */
+    if (p->total > 0 && rate > 0 && !final && p->done < p->total) {
         gr_format_duration((double)(p->total - p->done) / rate, eta_text,
                            sizeof eta_text);
     } else {

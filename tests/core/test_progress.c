@@ -1,6 +1,7 @@
 /* The progress reporter: plain lines when stderr is not a terminal, a
  * final line with the count, nothing at all with quiet. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +11,7 @@
 
 /* Runs a short progress session with stderr sent to a file; returns what
  * it printed (malloc'd). */
-static char *capture(int quiet)
+static char *capture(int quiet, uint64_t last)
 {
     char path[] = "/tmp/grove_test_progress_XXXXXX";
     int fd = mkstemp(path);
@@ -20,8 +21,9 @@ static char *capture(int quiet)
 
     struct gr_progress p;
     gr_progress_start(&p, "demos", 10, "episodes", quiet);
-    for (int i = 1; i <= 10; i++) {
-        gr_progress_update(&p, (uint64_t)i);
+    for (uint64_t i = 1; i <= last; i++) {
+        p.last_draw_s = -1e9; /* due for a line at every update */
+        gr_progress_update(&p, i);
     }
     gr_progress_set_extra(&p, "loss 1.25");
     gr_progress_finish(&p);
@@ -40,7 +42,7 @@ static char *capture(int quiet)
 
 int main(void)
 {
-    char *out = capture(0);
+    char *out = capture(0, 10);
     CHECK_STR_CONTAINS(out, "demos");
     CHECK_STR_CONTAINS(out, "10/10 episodes");
     CHECK_STR_CONTAINS(out, "episodes/s");
@@ -49,7 +51,15 @@ int main(void)
     CHECK(out[strlen(out) - 1] == '\n');
     free(out);
 
-    out = capture(1);
+    /* past the total (PPO ends on a whole rollout): no ETA rather than
+     * the unsigned difference read as centuries */
+    out = capture(0, 12);
+    CHECK_STR_CONTAINS(out, "12/10 episodes");
+    CHECK(strstr(out, "ETA -") != NULL);
+    CHECK(strstr(out, "h-") == NULL);
+    free(out);
+
+    out = capture(1, 10);
     CHECK(out[0] == '\0');
     free(out);
 
