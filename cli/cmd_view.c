@@ -97,7 +97,10 @@ static void default_group(const char *file, char *out, size_t cap)
 
 #define PLOT_MAX_RUNS 256
 
-/* Several runs: one mean line and band per group (render_band_compute). */
+/* Several runs: one mean line and band per group (render_band_compute).
+ * A file with grove plot --print's header is a summary: its groups are
+ * drawn as printed, beside the groups of the run files (--group labels
+ * the run files only). */
 static int plot_runs(const struct cli_command *cmd, char **files, int n_files,
                      const char *x, const char *y, const char *groups_text,
                      const char *band, int print,
@@ -116,63 +119,40 @@ static int plot_runs(const struct cli_command *cmd, char **files, int n_files,
         return cli_usage_error(cmd, "at most %d files (got %d)",
                                PLOT_MAX_RUNS, n_files);
     }
-    static char label[PLOT_MAX_RUNS][128];
-    char gbuf[8192];
-    if (groups_text != NULL) {
-        if (strlen(groups_text) >= sizeof gbuf) {
-            return cli_usage_error(cmd, "--group is too long");
-        }
-        snprintf(gbuf, sizeof gbuf, "%s", groups_text);
-        char *items[PLOT_MAX_RUNS];
-        int n = cli_split_list(gbuf, items, PLOT_MAX_RUNS);
-        if (n != n_files) {
-            return cli_usage_error(cmd, "--group names %d labels for %d files "
-                                   "(one per file, comma-separated, none "
-                                   "empty)", n < 0 ? 0 : n, n_files);
-        }
-        for (int i = 0; i < n_files; i++) {
-            snprintf(label[i], sizeof label[i], "%s", items[i]);
-        }
-    } else {
-        for (int i = 0; i < n_files; i++) {
-            default_group(files[i], label[i], sizeof label[i]);
-        }
-    }
-    /* groups in order of first appearance */
-    int group_of[PLOT_MAX_RUNS], first_of[RENDER_PLOT_MAX_SERIES];
-    int n_groups = 0;
-    for (int i = 0; i < n_files; i++) {
-        int g = 0;
-        while (g < n_groups && strcmp(label[first_of[g]], label[i]) != 0) {
-            g++;
-        }
-        if (g == n_groups) {
-            if (n_groups == RENDER_PLOT_MAX_SERIES) {
-                return cli_usage_error(cmd, "more than %d groups (the %dth is "
-                                       "'%s'); name them with --group",
-                                       RENDER_PLOT_MAX_SERIES,
-                                       RENDER_PLOT_MAX_SERIES + 1, label[i]);
-            }
-            first_of[n_groups++] = i;
-        }
-        group_of[i] = g;
-    }
-    /* every file's x and y */
+    /* every file: a summary's groups, or a run's x and y */
+    static struct render_band_group groups[RENDER_PLOT_MAX_SERIES];
+    int is_run[PLOT_MAX_RUNS], n_runs = 0, n_groups = 0;
+    int from_summary[RENDER_PLOT_MAX_SERIES]; /* else its runs' count */
     double *xs[PLOT_MAX_RUNS], *ys[PLOT_MAX_RUNS];
     size_t ns[PLOT_MAX_RUNS];
     int rc = 0, loaded = 0;
     for (int i = 0; rc == 0 && i < n_files; i++) {
         struct render_csv csv;
+        xs[i] = ys[i] = NULL;
+        loaded = i + 1;
         rc = render_csv_read(files[i], &csv);
         if (rc < 0) {
             break;
         }
+        is_run[i] = !render_csv_is_band_summary(&csv);
+        if (!is_run[i]) {
+            int got = 0;
+            rc = render_band_summary_read(&csv, x, kind, groups + n_groups,
+                                          RENDER_PLOT_MAX_SERIES - n_groups,
+                                          &got);
+            for (int g = 0; g < got; g++) {
+                from_summary[n_groups + g] = 1;
+            }
+            n_groups += got;
+            render_csv_free(&csv);
+            continue;
+        }
+        n_runs++;
         int xc = render_csv_column(&csv, x), yc = xc < 0 ? -1
                                                    : render_csv_column(&csv, y);
         xs[i] = malloc((csv.n_rows ? csv.n_rows : 1) * sizeof(double));
         ys[i] = malloc((csv.n_rows ? csv.n_rows : 1) * sizeof(double));
         ns[i] = csv.n_rows;
-        loaded = i + 1;
         if (xc < 0 || yc < 0) {
             rc = -1;
         } else if (xs[i] == NULL || ys[i] == NULL) {
@@ -185,42 +165,103 @@ static int plot_runs(const struct cli_command *cmd, char **files, int n_files,
         }
         render_csv_free(&csv);
     }
-    struct render_band bands[RENDER_PLOT_MAX_SERIES];
-    memset(bands, 0, sizeof bands);
-    struct render_plot_series series[RENDER_PLOT_MAX_SERIES];
-    static char names[RENDER_PLOT_MAX_SERIES][160];
+    /* the run files' labels */
+    static char label[PLOT_MAX_RUNS][128];
+    char gbuf[8192];
+    if (rc == 0 && groups_text != NULL) {
+        char *items[PLOT_MAX_RUNS];
+        int n = -1;
+        if (strlen(groups_text) < sizeof gbuf) {
+            snprintf(gbuf, sizeof gbuf, "%s", groups_text);
+            n = cli_split_list(gbuf, items, PLOT_MAX_RUNS);
+        }
+        if (n != n_runs) {
+            rc = cli_usage_error(cmd, "--group names %d labels for %d files "
+                                 "(one per run file, none for a summary; "
+                                 "comma-separated, none empty)",
+                                 n < 0 ? 0 : n, n_runs);
+            goto done;
+        }
+        for (int i = 0, k = 0; i < n_files; i++) {
+            if (is_run[i]) {
+                snprintf(label[i], sizeof label[i], "%s", items[k++]);
+            }
+        }
+    } else if (rc == 0) {
+        for (int i = 0; i < n_files; i++) {
+            if (is_run[i]) {
+                default_group(files[i], label[i], sizeof label[i]);
+            }
+        }
+    }
+    /* the run files' groups, in order of first appearance */
+    int group_of[PLOT_MAX_RUNS];
+    for (int i = 0; rc == 0 && i < n_files; i++) {
+        if (!is_run[i]) {
+            continue;
+        }
+        int g = 0;
+        while (g < n_groups && strcmp(groups[g].name, label[i]) != 0) {
+            g++;
+        }
+        if (g < n_groups && from_summary[g]) {
+            rc = cli_usage_error(cmd, "group '%s' is both a summary's and "
+                                 "the label of %s; name the runs with "
+                                 "--group", label[i], files[i]);
+            goto done;
+        }
+        if (g == n_groups) {
+            if (n_groups == RENDER_PLOT_MAX_SERIES) {
+                rc = cli_usage_error(cmd, "more than %d groups (the %dth is "
+                                     "'%s'); name them with --group",
+                                     RENDER_PLOT_MAX_SERIES,
+                                     RENDER_PLOT_MAX_SERIES + 1, label[i]);
+                goto done;
+            }
+            memset(&groups[g], 0, sizeof groups[g]);
+            snprintf(groups[g].name, sizeof groups[g].name, "%.127s", label[i]);
+            from_summary[g] = 0;
+            n_groups++;
+        }
+        groups[g].runs++;
+        group_of[i] = g;
+    }
     for (int g = 0; rc == 0 && g < n_groups; g++) {
+        if (from_summary[g]) {
+            continue;
+        }
         const double *gx[PLOT_MAX_RUNS], *gy[PLOT_MAX_RUNS];
         size_t gn[PLOT_MAX_RUNS];
         int m = 0;
         for (int i = 0; i < n_files; i++) {
-            if (group_of[i] == g) {
+            if (is_run[i] && group_of[i] == g) {
                 gx[m] = xs[i];
                 gy[m] = ys[i];
                 gn[m++] = ns[i];
             }
         }
         char what[256];
-        snprintf(what, sizeof what, "group '%s' (%s against %s)",
-                 label[first_of[g]], y, x);
-        rc = render_band_compute(gx, gy, gn, m, kind, what, &bands[g]);
-        snprintf(names[g], sizeof names[g], "%s (%d run%s)",
-                 label[first_of[g]], m, m == 1 ? "" : "s");
-        series[g].name = names[g];
-        series[g].x = bands[g].x;
-        series[g].y = bands[g].mean;
-        series[g].n = bands[g].n;
-        series[g].lo = bands[g].lo;
-        series[g].hi = bands[g].hi;
-        if (rc == 0 && print) {
+        snprintf(what, sizeof what, "group '%.127s' (%.50s against %.50s)",
+                 groups[g].name, y, x);
+        rc = render_band_compute(gx, gy, gn, m, kind, what, &groups[g].band);
+    }
+    struct render_plot_series series[RENDER_PLOT_MAX_SERIES];
+    static char names[RENDER_PLOT_MAX_SERIES][160];
+    for (int g = 0; rc == 0 && g < n_groups; g++) {
+        const struct render_band *b = &groups[g].band;
+        snprintf(names[g], sizeof names[g], "%.127s (%d run%s)", groups[g].name,
+                 groups[g].runs, groups[g].runs == 1 ? "" : "s");
+        series[g] = (struct render_plot_series){
+            .name = names[g], .x = b->x, .y = b->mean, .n = b->n,
+            .lo = b->lo, .hi = b->hi};
+        if (print) {
             if (g == 0) {
                 printf("group,runs,%s,mean,std,min,max,lo,hi\n", x);
             }
-            for (size_t k = 0; k < bands[g].n; k++) {
+            for (size_t k = 0; k < b->n; k++) {
                 printf("%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
-                       label[first_of[g]], m, bands[g].x[k], bands[g].mean[k],
-                       bands[g].std[k], bands[g].min[k], bands[g].max[k],
-                       bands[g].lo[k], bands[g].hi[k]);
+                       groups[g].name, groups[g].runs, b->x[k], b->mean[k],
+                       b->std[k], b->min[k], b->max[k], b->lo[k], b->hi[k]);
             }
         }
     }
@@ -241,19 +282,27 @@ static int plot_runs(const struct cli_command *cmd, char **files, int n_files,
         }
         render_image_free(&img);
     }
+done:
     for (int g = 0; g < n_groups; g++) {
-        render_band_free(&bands[g]);
+        render_band_free(&groups[g].band);
     }
     for (int i = 0; i < loaded; i++) {
         free(xs[i]);
         free(ys[i]);
     }
+    if (rc == CLI_EXIT_USAGE) {
+        return rc;
+    }
     if (rc < 0) {
         return cli_fail(cmd);
     }
     if (!print) {
+        int total = 0;
+        for (int g = 0; g < n_groups; g++) {
+            total += groups[g].runs;
+        }
         printf("wrote %s (%d group%s, %d run%s)\n", common->out, n_groups,
-               n_groups == 1 ? "" : "s", n_files, n_files == 1 ? "" : "s");
+               n_groups == 1 ? "" : "s", total, total == 1 ? "" : "s");
     } else {
         fprintf(stderr, "wrote %s\n", common->out);
     }
@@ -307,7 +356,16 @@ static int run_plot(const struct cli_command *cmd, int argc, char **argv)
     po.height = height;
     po.title = title;
     int n_files = argc - first;
-    if (n_files > 1 || groups != NULL || band != NULL || print) {
+    int summary = 0; /* one file that --print wrote: runs mode too */
+    if (n_files == 1) {
+        struct render_csv csv;
+        if (render_csv_read(argv[first], &csv) < 0) {
+            return cli_fail(cmd);
+        }
+        summary = render_csv_is_band_summary(&csv);
+        render_csv_free(&csv);
+    }
+    if (n_files > 1 || summary || groups != NULL || band != NULL || print) {
         if (strchr(y, ',') != NULL) {
             return cli_usage_error(cmd, "--y names one column when runs are "
                                    "averaged (got '%s'); one plot per "
@@ -368,12 +426,20 @@ const struct cli_command cmd_plot = {
     "common x grid: the union of their x values inside the range every run "
     "covers, each run interpolated linearly between its own points (exact "
     "where runs share x values, as updates do).\n\n"
+    "A file that --print wrote (header group,runs,X,mean,std,min,max,lo,"
+    "hi) is a summary: its groups are drawn as printed (the band from its "
+    "min/max or std, as --band says), beside the groups of the run files, "
+    "so a picture can hold runs that are no longer kept. Its X must be --x "
+    "and it must have been printed for the same --y; --group labels the "
+    "run files only.\n\n"
     "Examples:\n"
     "  grove plot runs/s1/metrics.csv --x update --y nll,train_nll --out "
     "nll.png\n"
     "  grove plot runs/dca/ocn_seed*/metrics.csv \\\n"
     "      runs/dca/flat_seed*/metrics.csv --x global_step --y eval_return "
-    "\\\n      --band std --out dca.png",
+    "\\\n      --band std --out dca.png\n"
+    "  grove plot old/dca.csv runs/dca/ompn_seed*/metrics.csv --x "
+    "global_step \\\n      --y eval_return --out dca_all.png",
     run_plot,
 };
 

@@ -897,3 +897,148 @@ int render_band_compute(const double *const *xs, const double *const *ys,
     free(v);
     return 0;
 }
+
+/* ---- a band summary read back ---------------------------------------------- */
+
+static const char *const SUMMARY_TAIL[6] = {"mean", "std", "min",
+                                            "max",  "lo",  "hi"};
+
+int render_csv_is_band_summary(const struct render_csv *csv)
+{
+    if (csv->n_cols != 9 || strcmp(csv->names[0], "group") != 0 ||
+        strcmp(csv->names[1], "runs") != 0) {
+        return 0;
+    }
+    for (int c = 0; c < 6; c++) {
+        if (strcmp(csv->names[3 + c], SUMMARY_TAIL[c]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One numeric cell of a summary row (an empty cell is not allowed: every
+ * printed band point has all its numbers). */
+static int summary_number(const struct render_csv *csv, size_t r, int c,
+                          double *v)
+{
+    const char *cell = csv->cells[r * (size_t)csv->n_cols + (size_t)c];
+    char *end = NULL;
+    *v = strtod(cell, &end);
+    if (*cell == '\0' || end == cell || *end != '\0') {
+        return gr_error(GR_EFORMAT, "%s:%zu: column '%s': '%.40s' is not a "
+                        "number", csv->path, csv->line_of[r],
+                        csv->names[c], cell);
+    }
+    return 0;
+}
+
+static void groups_free(struct render_band_group *g, int n)
+{
+    for (int i = 0; i < n; i++) {
+        render_band_free(&g[i].band);
+    }
+}
+
+int render_band_summary_read(const struct render_csv *csv, const char *x,
+                             enum render_band_kind kind,
+                             struct render_band_group *out, int cap,
+                             int *n_out)
+{
+    *n_out = 0;
+    if (!render_csv_is_band_summary(csv)) {
+        return gr_error(GR_EFORMAT, "%s: not a band summary (the header of "
+                        "grove plot --print: group,runs,X,mean,std,min,max,"
+                        "lo,hi)", csv->path);
+    }
+    if (strcmp(csv->names[2], x) != 0) {
+        return gr_error(GR_EFORMAT, "%s: the summary's x is '%s', not '%s'",
+                        csv->path, csv->names[2], x);
+    }
+    if (csv->n_rows == 0) {
+        return gr_error(GR_EFORMAT, "%s: a summary with no rows", csv->path);
+    }
+    int n = 0, rc = 0;
+    size_t r = 0;
+    while (rc == 0 && r < csv->n_rows) {
+        const char *name = csv->cells[r * 9];
+        size_t end = r;
+        while (end < csv->n_rows && strcmp(csv->cells[end * 9], name) == 0) {
+            end++;
+        }
+        for (int g = 0; g < n; g++) {
+            if (strcmp(out[g].name, name) == 0) {
+                rc = gr_error(GR_EFORMAT, "%s:%zu: group '%.60s' again after "
+                              "other groups (a group's rows are together)",
+                              csv->path, csv->line_of[r], name);
+            }
+        }
+        if (rc == 0 && (n == cap || *name == '\0' ||
+                        strlen(name) >= RENDER_SUMMARY_NAME_MAX)) {
+            rc = gr_error(GR_EFORMAT, n == cap
+                          ? "%s:%zu: more than %d groups"
+                          : "%s:%zu: a group name must be 1 to %d characters",
+                          csv->path, csv->line_of[r],
+                          n == cap ? cap : RENDER_SUMMARY_NAME_MAX - 1);
+        }
+        if (rc < 0) {
+            break;
+        }
+        struct render_band_group *grp = &out[n++];
+        memset(grp, 0, sizeof *grp);
+        snprintf(grp->name, sizeof grp->name, "%s", name);
+        struct render_band *b = &grp->band;
+        size_t k = end - r;
+        double **cols[7] = {&b->x, &b->mean, &b->std, &b->min,
+                            &b->max, &b->lo, &b->hi};
+        for (int c = 0; c < 7; c++) {
+            *cols[c] = malloc(k * sizeof(double));
+            if (*cols[c] == NULL) {
+                rc = gr_error(GR_ENOMEM, "%s: out of memory", csv->path);
+            }
+        }
+        b->n = k;
+        for (size_t i = 0; rc == 0 && i < k; i++) {
+            size_t row = r + i;
+            double runs = 0.0;
+            rc = summary_number(csv, row, 1, &runs);
+            for (int c = 0; rc == 0 && c < 7; c++) {
+                /* columns 2..8: x, mean, std, min, max, lo, hi */
+                rc = summary_number(csv, row, 2 + c, &(*cols[c])[i]);
+            }
+            if (rc < 0) {
+                break;
+            }
+            if (runs < 1 || runs > 1e6 || runs != (double)(int)runs ||
+                (i > 0 && (int)runs != grp->runs)) {
+                rc = gr_error(GR_EFORMAT, "%s:%zu: runs '%s' is not the "
+                              "group's run count (a positive integer, the "
+                              "same on every row)", csv->path,
+                              csv->line_of[row], csv->cells[row * 9 + 1]);
+                break;
+            }
+            grp->runs = (int)runs;
+            if (i > 0 && b->x[i] < b->x[i - 1]) {
+                rc = gr_error(GR_EFORMAT, "%s:%zu: x decreases within group "
+                              "'%s' (%g after %g)", csv->path,
+                              csv->line_of[row], grp->name, b->x[i],
+                              b->x[i - 1]);
+                break;
+            }
+            if (kind == RENDER_BAND_MINMAX) {
+                b->lo[i] = b->min[i];
+                b->hi[i] = b->max[i];
+            } else {
+                b->lo[i] = b->mean[i] - b->std[i];
+                b->hi[i] = b->mean[i] + b->std[i];
+            }
+        }
+        r = end;
+    }
+    if (rc < 0) {
+        groups_free(out, n);
+        return rc;
+    }
+    *n_out = n;
+    return 0;
+}

@@ -131,4 +131,30 @@ int render_band_compute(const double *const *xs, const double *const *ys,
                         struct render_band *out);
 void render_band_free(struct render_band *b);
 
+/* ---- a band summary read back ---------------------------------------------- */
+
+/* grove plot --print writes each group's band as CSV rows with the header
+ * group,runs,X,mean,std,min,max,lo,hi (X the x column). Reading such a
+ * file back lets a picture show groups whose runs are no longer kept
+ * beside new runs. */
+#define RENDER_SUMMARY_NAME_MAX 128
+
+struct render_band_group {
+    char name[RENDER_SUMMARY_NAME_MAX];
+    int runs;
+    struct render_band band; /* lo, hi as `kind` asks: min-max or mean ∓ std */
+};
+
+/* Whether csv has the summary header above (any X). */
+int render_csv_is_band_summary(const struct render_csv *csv);
+
+/* The groups of a summary, in file order, at most cap. GR_EFORMAT naming
+ * the file and line: X is not x, a group's rows are not together, x
+ * decreases within a group, runs is not a positive integer or changes
+ * within a group, a cell is not a number, more than cap groups. */
+int render_band_summary_read(const struct render_csv *csv, const char *x,
+                             enum render_band_kind kind,
+                             struct render_band_group *out, int cap,
+                             int *n_out);
+
 #endif

@@ -10,7 +10,7 @@
 #   bench/ocn/rl.sh GROVE OUT_DIR [--size quick|thesis] [--setting s1|s2|all]
 #       [--seeds LIST] [--methods ocn,moe,flat,ompn,compile] [--rewards dense,sparse]
 #       [--frames N] [--bc-updates N] [--jobs J] [--threads T] [--device D]
-#       [--report-only]
+#       [--report-only] [--archive DIR]
 #
 # S1: BC on AC, CD (K = 3, train bc's default recipe, ocn.md §6.1) for ocn
 #     and for moe (its own BC, --model moe); PPO on ACD, CAD, DCA.
@@ -44,6 +44,11 @@
 #   sheets from the runs already under OUT_DIR (those of the given
 #   --setting, --methods, --rewards and --seeds that exist), e.g. after
 #   several calls that each ran a part.
+# --archive DIR: the pictures and the table also show, for each method in
+#   --methods that has no runs under OUT_DIR, its curve from DIR's
+#   plotted numbers (DIR/<setting>/<task>_<reward>.csv, which an earlier
+#   call wrote), marked "(archive)": e.g. docs/ocn/rl beside new runs of
+#   the baselines when the runs of the others were not kept.
 # --size smoke: the pipeline at toy sizes in seconds (d = 16, 100 demos per
 #   task, 10 BC updates, 2,000 frames, 4 evaluation episodes, seed 1, DCA /
 #   ACB sparse), for tests; nothing it prints means anything.
@@ -65,7 +70,7 @@ usage() { sed -n '10,13p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
-size=thesis setting=all seeds= methods=ocn,moe,flat rewards= frames= bc_updates= report_only=0 jobs=1 threads=1 device=auto
+size=thesis setting=all seeds= methods=ocn,moe,flat rewards= frames= bc_updates= report_only=0 jobs=1 threads=1 device=auto archive=
 while (($#)); do
     [[ $1 == --report-only ]] && { report_only=1; shift; continue; }
     (($# >= 2)) || usage
@@ -80,11 +85,13 @@ while (($#)); do
     --jobs) jobs=$2 ;;
     --threads) threads=$2 ;;
     --device) device=$2 ;;
+    --archive) archive=$2 ;;
     *) echo "rl.sh: unknown option '$1'" >&2; usage ;;
     esac
     shift 2
 done
 [[ -x $grove ]] || { echo "rl.sh: GROVE '$grove' is not an executable" >&2; exit 2; }
+[[ -z $archive || -d $archive ]] || { echo "rl.sh: --archive '$archive' is not a folder" >&2; exit 2; }
 case $setting in s1) settings=(s1) ;; s2) settings=(s2) ;; all) settings=(s1 s2) ;;
 *) echo "rl.sh: --setting '$setting' is not s1, s2 or all" >&2; exit 2 ;; esac
 for v in "$jobs" "$threads" ${frames:+"$frames"} ${bc_updates:+"$bc_updates"}; do
@@ -220,6 +227,7 @@ drain
     echo "# Fine-tuning with frozen options ($size size)"
     echo
     echo "Evaluation return (100 greedy episodes on fixed maps, every 10 updates; ocn.md §7) at the last frame all runs of a method reach: mean ± std over seeds (min-max), mean evaluation success; frames at which the mean first reaches 0.7 (sparse reward: the thesis's target). BC: seed 1, best.ckpt (lowest validation NLL)${bc_updates:+, runs stopped at $bc_updates updates (--bc-updates)}."
+    [[ -z $archive ]] || echo "Rows marked (archive) and their curves come from the plotted numbers of an earlier call ($archive: --archive), for the methods with no runs here; a summary keeps no evaluation success."
     for st in "${settings[@]}"; do
         if [[ $st == s1 ]]; then tasks=("${s1_tasks[@]}"); else tasks=("${s2_tasks[@]}"); fi
         echo
@@ -248,13 +256,34 @@ drain
                         [[ -s $f ]] && { files+=("$f"); groups+=("$m"); }
                     done
                 done
-                ((${#files[@]})) || continue
                 glist=$(IFS=,; echo "${groups[*]}")
-                "$grove" plot "${files[@]}" --group "$glist" --x global_step --y eval_return \
+                # --archive: the methods asked for that have no runs here,
+                # from an earlier call's plotted numbers (grove plot reads
+                # its own --print CSV back as a summary)
+                summary=() alist=
+                arch=${archive:+$archive/$st/${task}_$r.csv}
+                if [[ -n $arch && -s $arch ]]; then
+                    awk -F, -v want=",$methods," -v have=",$glist," \
+                        'NR == 1 || (index(want, "," $1 ",") && !index(have, "," $1 ","))' \
+                        "$arch" >"$dir.archived.csv"
+                    alist=$(awk -F, 'NR > 1 && !seen[$1]++ { printf "%s%s", n++ ? "," : "", $1 }' "$dir.archived.csv")
+                    [[ -n $alist ]] && summary=("$dir.archived.csv")
+                fi
+                ((${#files[@]} + ${#summary[@]})) || continue
+                "$grove" plot "${summary[@]}" "${files[@]}" ${files[0]:+--group "$glist"} --x global_step --y eval_return \
                     --title "$st $task, $r reward: evaluation return (mean, min-max band)" \
                     --print --out "$out/$st/${task}_$r.png" --force >"$out/$st/${task}_$r.csv" 2>/dev/null ||
                     { echo "rl.sh: plot of $dir failed" >&2; failed=1; continue; }
                 for m in "${method_list[@]}"; do
+                    if [[ ,$alist, == *,$m,* ]]; then # from --archive: no success column
+                        awk -F, -v task="$task" -v r="$r" -v m="$m" '
+                            $1 == m { n = $2; x = $3; mean = $4; sd = $5; lo = $6; hi = $7
+                                      if (hit == "" && mean >= 0.7) hit = $3 }
+                            END { printf "| %s | %s | %s (archive) | %d | %.0f | %.3f ± %.3f | %.3f-%.3f | - | %s |\n",
+                                         task, r, m, n, x, mean, sd, lo, hi, (hit == "" ? "not reached" : sprintf("%.0f", hit)) }' \
+                            "$out/$st/${task}_$r.csv"
+                        continue
+                    fi
                     [[ ,$glist, == *,$m,* ]] || continue # no run (ompn in S2)
                     succ=$(for s in "${seed_list[@]}"; do
                         [[ -s $dir/${m}_seed$s/metrics.csv ]] || continue # not run (--report-only)

@@ -3,7 +3,8 @@
 # compile; ocn is agents_rl_script's): S1 and S2; results.md has a row per method where it
 # runs (ompn: S1 only), their BC runs (nmi "-": no options), the pictures'
 # numbers have a group per method, S2's compile run drives both models'
-# decoders, and a second call trains nothing.
+# decoders, a second call trains nothing, and --archive draws a method
+# without runs from an earlier call's numbers.
 #   test_rl_baselines_script.sh PATH/TO/grove PATH/TO/rl.sh
 set -u
 grove=$1 rl=$2
@@ -34,6 +35,22 @@ sleep 1
 bash "$rl" "$grove" "$tmp/rl" "${args[@]}" >"$tmp/out2" 2>"$tmp/err" || { fail "second call failed"; cat "$tmp/err"; }
 [ "$before" = "$(stat -c %Y "$tmp/rl/s1/DCA_sparse/ompn_seed1/last.ckpt" "$tmp/rl/s2/ACB_sparse/compile_seed1/last.ckpt")" ] ||
     fail "the second call trained again"
+# --archive: a method with no runs here (ocn) drawn from an earlier call's
+# plotted numbers, marked in the table; a method that has runs here (ompn)
+# keeps its runs, not the archive's curve
+mkdir -p "$tmp/arch/s1"
+printf '%s\n' group,runs,global_step,mean,std,min,max,lo,hi \
+    ocn,7,0,0.5,0.1,0.4,0.6,0.4,0.6 ocn,7,600,0.75,0.1,0.6,0.9,0.6,0.9 \
+    ompn,7,0,0.5,0,0.5,0.5,0.5,0.5 ompn,7,600,0.5,0,0.5,0.5,0.5,0.5 >"$tmp/arch/s1/DCA_sparse.csv"
+bash "$rl" "$grove" "$tmp/rl" "${args[@]}" --methods ocn,ompn,compile --setting s1 \
+    --report-only --archive "$tmp/arch" >/dev/null 2>"$tmp/err" || { fail "--archive call failed"; cat "$tmp/err"; }
+grep -qE '^\| DCA \| sparse \| ocn \(archive\) \| 7 \| 600 \| 0.750 ± 0.100 \| 0.600-0.900 \| - \| 600 \|$' "$md" ||
+    fail "no archive row for ocn: $(cat "$md")"
+grep -q "^ocn,7,600,0.75," "$tmp/rl/s1/DCA_sparse.csv" || fail "the S1 picture lacks the archived ocn curve"
+grep -q "^ompn,7," "$tmp/rl/s1/DCA_sparse.csv" && fail "the archive's ompn curve replaced the run's"
+grep -q "^ompn,1," "$tmp/rl/s1/DCA_sparse.csv" || fail "ompn's run is not drawn beside the archive"
+bash "$rl" "$grove" "$tmp/rl" --archive "$tmp/nope" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a missing --archive folder did not exit 2"
 bash "$rl" "$grove" "$tmp/x" --methods ocn,ompn2 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unknown method did not exit 2"
 [ $fails -eq 0 ] && echo "agents_rl_baselines_script: all passed"

@@ -67,6 +67,32 @@ grep -q "2 groups, 3 runs" <("$grove" plot "$tmp"/ocn_seed1/metrics.csv \
     "$tmp"/ocn_seed2/metrics.csv "$tmp"/flat_seed1/metrics.csv --x global_step \
     --y eval_return --out "$tmp/d.png") || fail "default groups"
 
+# a summary (--print's CSV) read back beside new runs: its groups come back
+# exactly as printed, a new run's group is added after them, and --band std
+# rebuilds lo/hi from its std
+"$grove" plot "$tmp"/ocn_seed1/metrics.csv "$tmp"/ocn_seed2/metrics.csv \
+    "$tmp"/flat_seed1/metrics.csv --x global_step --y eval_return --print \
+    --out "$tmp/s.png" >"$tmp/summary.csv" 2>/dev/null || fail "summary print"
+"$grove" plot "$tmp/summary.csv" "$tmp/d/metrics.csv" --group new --x global_step \
+    --y eval_return --print --out "$tmp/s2.png" >"$tmp/print" 2>"$tmp/err" ||
+    fail "summary and a run: $(cat "$tmp/err")"
+{ cat "$tmp/summary.csv"; printf 'new,1,0,0,0,0,0,0,0\nnew,1,100,10,0,10,10,10,10\n'; } >"$tmp/want"
+diff "$tmp/want" "$tmp/print" || fail "summary read back differs from what was printed"
+"$grove" plot "$tmp/summary.csv" --x global_step --y eval_return --band std --print \
+    --out "$tmp/s3.png" >"$tmp/print" 2>/dev/null || fail "summary alone, --band std"
+grep -qx "ocn,2,0,1,1,0,2,0,2" "$tmp/print" || fail "std band of a summary: $(cat "$tmp/print")"
+grep -q "3 groups, 4 runs" <("$grove" plot "$tmp/summary.csv" "$tmp/d/metrics.csv" \
+    --x global_step --y eval_return --out "$tmp/s4.png") || fail "summary legend counts"
+cmp -s "$tmp/s.png" "$tmp/s3.png" && fail "a summary's std band draws as its min-max band"
+expect 1 "x is 'global_step', not 'sps'" plot "$tmp/summary.csv" --x sps --y eval_return --out "$tmp/z.png"
+expect 2 "both a summary's" plot "$tmp/summary.csv" "$tmp/ocn_seed1/metrics.csv" --x global_step --y eval_return --out "$tmp/z.png"
+mk "$tmp/split.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,1,0,1,0,1,1,1,1\nb,1,0,1,0,1,1,1,1\na,1,5,1,0,1,1,1,1\n"
+expect 1 "split.csv:4: group 'a' again" plot "$tmp/split.csv" --x global_step --y eval_return --out "$tmp/z.png"
+mk "$tmp/runs.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,2,0,1,0,1,1,1,1\na,3,5,1,0,1,1,1,1\n"
+expect 1 "runs.csv:3: runs '3'" plot "$tmp/runs.csv" --x global_step --y eval_return --out "$tmp/z.png"
+mk "$tmp/cell.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,1,0,x,0,1,1,1,1\n"
+expect 1 "cell.csv:2: column 'mean'" plot "$tmp/cell.csv" --x global_step --y eval_return --out "$tmp/z.png"
+
 # one file without the runs flags: the old single-file plot, several columns
 "$grove" plot "$tmp/ocn_seed1/metrics.csv" --x global_step --y eval_return,sps \
     --out "$tmp/single.png" >/dev/null || fail "single-file plot"
