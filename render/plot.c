@@ -917,17 +917,17 @@ int render_csv_is_band_summary(const struct render_csv *csv)
     return 1;
 }
 
-/* One numeric cell of a summary row (an empty cell is not allowed: every
- * printed band point has all its numbers). */
+/* One numeric cell of a summary row: finite, never empty (every printed
+ * band point has all its numbers, all finite). */
 static int summary_number(const struct render_csv *csv, size_t r, int c,
                           double *v)
 {
     const char *cell = csv->cells[r * (size_t)csv->n_cols + (size_t)c];
     char *end = NULL;
     *v = strtod(cell, &end);
-    if (*cell == '\0' || end == cell || *end != '\0') {
+    if (*cell == '\0' || end == cell || *end != '\0' || !isfinite(*v)) {
         return gr_error(GR_EFORMAT, "%s:%zu: column '%s': '%.40s' is not a "
-                        "number", csv->path, csv->line_of[r],
+                        "finite number", csv->path, csv->line_of[r],
                         csv->names[c], cell);
     }
     return 0;

@@ -92,6 +92,8 @@ mk "$tmp/runs.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,2,0,1,0,1,1
 expect 1 "runs.csv:3: runs '3'" plot "$tmp/runs.csv" --x global_step --y eval_return --out "$tmp/z.png"
 mk "$tmp/cell.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,1,0,x,0,1,1,1,1\n"
 expect 1 "cell.csv:2: column 'mean'" plot "$tmp/cell.csv" --x global_step --y eval_return --out "$tmp/z.png"
+mk "$tmp/inf.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,1,0,1,0,1,1,1,1\na,1,5,inf,0,1,1,1,1\n"
+expect 1 "inf.csv:3: column 'mean': 'inf' is not a finite number" plot "$tmp/inf.csv" --x global_step --y eval_return --out "$tmp/z.png"
 
 # one file without the runs flags: the old single-file plot, several columns
 "$grove" plot "$tmp/ocn_seed1/metrics.csv" --x global_step --y eval_return,sps \
