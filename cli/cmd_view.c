@@ -140,8 +140,15 @@ static int plot_runs(const struct cli_command *cmd, char **files, int n_files,
             rc = render_band_summary_read(&csv, x, kind, groups + n_groups,
                                           RENDER_PLOT_MAX_SERIES - n_groups,
                                           &got);
-            for (int g = 0; g < got; g++) {
-                from_summary[n_groups + g] = 1;
+            for (int g = n_groups; g < n_groups + got; g++) {
+                from_summary[g] = 1;
+                for (int h = 0; rc == 0 && h < n_groups; h++) {
+                    if (strcmp(groups[h].name, groups[g].name) == 0) {
+                        rc = gr_error(GR_EFORMAT, "%s: group '%s' is in an "
+                                      "earlier summary too", files[i],
+                                      groups[g].name);
+                    }
+                }
             }
             n_groups += got;
             render_csv_free(&csv);

@@ -86,6 +86,7 @@ grep -q "3 groups, 4 runs" <("$grove" plot "$tmp/summary.csv" "$tmp/d/metrics.cs
 cmp -s "$tmp/s.png" "$tmp/s3.png" && fail "a summary's std band draws as its min-max band"
 expect 1 "x is 'global_step', not 'sps'" plot "$tmp/summary.csv" --x sps --y eval_return --out "$tmp/z.png"
 expect 2 "both a summary's" plot "$tmp/summary.csv" "$tmp/ocn_seed1/metrics.csv" --x global_step --y eval_return --out "$tmp/z.png"
+expect 1 "group 'ocn' is in an earlier summary too" plot "$tmp/summary.csv" "$tmp/summary.csv" --x global_step --y eval_return --out "$tmp/z.png"
 mk "$tmp/split.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,1,0,1,0,1,1,1,1\nb,1,0,1,0,1,1,1,1\na,1,5,1,0,1,1,1,1\n"
 expect 1 "split.csv:4: group 'a' again" plot "$tmp/split.csv" --x global_step --y eval_return --out "$tmp/z.png"
 mk "$tmp/runs.csv" "group,runs,global_step,mean,std,min,max,lo,hi\na,2,0,1,0,1,1,1,1\na,3,5,1,0,1,1,1,1\n"
