@@ -363,16 +363,19 @@ static int run_plot(const struct cli_command *cmd, int argc, char **argv)
     po.height = height;
     po.title = title;
     int n_files = argc - first;
-    int summary = 0; /* one file that --print wrote: runs mode too */
+    /* one file is read here once: a summary (what --print wrote) is
+     * plotted in runs mode, any other CSV as its columns below */
+    struct render_csv csv;
+    memset(&csv, 0, sizeof csv);
+    int summary = 0;
     if (n_files == 1) {
-        struct render_csv csv;
         if (render_csv_read(argv[first], &csv) < 0) {
             return cli_fail(cmd);
         }
         summary = render_csv_is_band_summary(&csv);
-        render_csv_free(&csv);
     }
     if (n_files > 1 || summary || groups != NULL || band != NULL || print) {
+        render_csv_free(&csv);
         if (strchr(y, ',') != NULL) {
             return cli_usage_error(cmd, "--y names one column when runs are "
                                    "averaged (got '%s'); one plot per "
@@ -389,19 +392,17 @@ static int run_plot(const struct cli_command *cmd, int argc, char **argv)
     }
     char ybuf[1024];
     if (strlen(y) >= sizeof ybuf) {
+        render_csv_free(&csv);
         return cli_usage_error(cmd, "--y is too long");
     }
     snprintf(ybuf, sizeof ybuf, "%s", y);
     char *ys[RENDER_PLOT_MAX_SERIES];
     int n_y = cli_split_list(ybuf, ys, RENDER_PLOT_MAX_SERIES);
     if (n_y < 0) {
+        render_csv_free(&csv);
         return cli_usage_error(cmd, "--y takes 1 to %d column names separated "
                                "by commas, none empty (got '%s')",
                                RENDER_PLOT_MAX_SERIES, y);
-    }
-    struct render_csv csv;
-    if (render_csv_read(argv[first], &csv) < 0) {
-        return cli_fail(cmd);
     }
     struct render_image img;
     rc = render_plot_csv(&csv, x, (const char *const *)ys, n_y, &po, &img);

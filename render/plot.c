@@ -917,22 +917,6 @@ int render_csv_is_band_summary(const struct render_csv *csv)
     return 1;
 }
 
-/* One numeric cell of a summary row: finite, never empty (every printed
- * band point has all its numbers, all finite). */
-static int summary_number(const struct render_csv *csv, size_t r, int c,
-                          double *v)
-{
-    const char *cell = csv->cells[r * (size_t)csv->n_cols + (size_t)c];
-    char *end = NULL;
-    *v = strtod(cell, &end);
-    if (*cell == '\0' || end == cell || *end != '\0' || !isfinite(*v)) {
-        return gr_error(GR_EFORMAT, "%s:%zu: column '%s': '%.40s' is not a "
-                        "finite number", csv->path, csv->line_of[r],
-                        csv->names[c], cell);
-    }
-    return 0;
-}
-
 static void groups_free(struct render_band_group *g, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -958,15 +942,36 @@ int render_band_summary_read(const struct render_csv *csv, const char *x,
     if (csv->n_rows == 0) {
         return gr_error(GR_EFORMAT, "%s: a summary with no rows", csv->path);
     }
-    int n = 0, rc = 0;
+    /* columns 1..8 (runs, x, mean, std, min, max, lo, hi) as numbers,
+     * column c of row r at num[(c - 1) * n_rows + r]; every one finite
+     * (a printed band point has all its numbers) */
+    const size_t R = csv->n_rows;
+    double *num = malloc(8 * R * sizeof *num);
+    if (num == NULL) {
+        return gr_error(GR_ENOMEM, "%s: out of memory", csv->path);
+    }
+    int rc = 0;
+    for (int c = 1; rc == 0 && c <= 8; c++) {
+        double *col = num + (size_t)(c - 1) * R;
+        rc = render_csv_numbers(csv, c, col);
+        for (size_t r = 0; rc == 0 && r < R; r++) {
+            if (!isfinite(col[r])) {
+                rc = gr_error(GR_EFORMAT, "%s:%zu: column '%s': '%.40s' is "
+                              "not a finite number", csv->path,
+                              csv->line_of[r], csv->names[c],
+                              csv->cells[r * 9 + (size_t)c]);
+            }
+        }
+    }
+    int n = 0;
     size_t r = 0;
-    while (rc == 0 && r < csv->n_rows) {
+    while (rc == 0 && r < R) {
         const char *name = csv->cells[r * 9];
         size_t end = r;
-        while (end < csv->n_rows && strcmp(csv->cells[end * 9], name) == 0) {
+        while (end < R && strcmp(csv->cells[end * 9], name) == 0) {
             end++;
         }
-        for (int g = 0; g < n; g++) {
+        for (int g = 0; rc == 0 && g < n; g++) {
             if (strcmp(out[g].name, name) == 0) {
                 rc = gr_error(GR_EFORMAT, "%s:%zu: group '%.60s' again after "
                               "other groups (a group's rows are together)",
@@ -988,9 +993,10 @@ int render_band_summary_read(const struct render_csv *csv, const char *x,
         memset(grp, 0, sizeof *grp);
         snprintf(grp->name, sizeof grp->name, "%s", name);
         struct render_band *b = &grp->band;
-        size_t k = end - r;
-        double **cols[7] = {&b->x, &b->mean, &b->std, &b->min,
-                            &b->max, &b->lo, &b->hi};
+        const size_t k = end - r;
+        /* the band's arrays in the columns' order 2..8 */
+        double **cols[7] = {&b->x,   &b->mean, &b->std, &b->min,
+                            &b->max, &b->lo,   &b->hi};
         for (int c = 0; c < 7; c++) {
             *cols[c] = malloc(k * sizeof(double));
             if (*cols[c] == NULL) {
@@ -998,30 +1004,24 @@ int render_band_summary_read(const struct render_csv *csv, const char *x,
             }
         }
         b->n = k;
+        const double *runs = num + r;
         for (size_t i = 0; rc == 0 && i < k; i++) {
-            size_t row = r + i;
-            double runs = 0.0;
-            rc = summary_number(csv, row, 1, &runs);
-            for (int c = 0; rc == 0 && c < 7; c++) {
-                /* columns 2..8: x, mean, std, min, max, lo, hi */
-                rc = summary_number(csv, row, 2 + c, &(*cols[c])[i]);
+            for (int c = 0; c < 7; c++) {
+                (*cols[c])[i] = num[(size_t)(c + 1) * R + r + i];
             }
-            if (rc < 0) {
-                break;
-            }
-            if (runs < 1 || runs > 1e6 || runs != (double)(int)runs ||
-                (i > 0 && (int)runs != grp->runs)) {
+            if (runs[i] < 1 || runs[i] > 1e6 ||
+                runs[i] != (double)(int)runs[i] || runs[i] != runs[0]) {
                 rc = gr_error(GR_EFORMAT, "%s:%zu: runs '%s' is not the "
                               "group's run count (a positive integer, the "
                               "same on every row)", csv->path,
-                              csv->line_of[row], csv->cells[row * 9 + 1]);
+                              csv->line_of[r + i], csv->cells[(r + i) * 9 + 1]);
                 break;
             }
-            grp->runs = (int)runs;
+            grp->runs = (int)runs[i];
             if (i > 0 && b->x[i] < b->x[i - 1]) {
                 rc = gr_error(GR_EFORMAT, "%s:%zu: x decreases within group "
                               "'%s' (%g after %g)", csv->path,
-                              csv->line_of[row], grp->name, b->x[i],
+                              csv->line_of[r + i], grp->name, b->x[i],
                               b->x[i - 1]);
                 break;
             }
@@ -1035,6 +1035,7 @@ int render_band_summary_read(const struct render_csv *csv, const char *x,
         }
         r = end;
     }
+    free(num);
     if (rc < 0) {
         groups_free(out, n);
         return rc;
