@@ -128,70 +128,71 @@ typedef float v8f __attribute__((vector_size(32)));
 #define ST8(p, v) memcpy((p), &(v), sizeof(v8f))
 
 
-/* Blocks of R rows (1 or 4) by C columns (8, 16 or 32) held in registers
- * across the whole sum: a weight is loaded once for R rows, and y is read
- * and written once. Written out by hand: GCC keeps arrays of vectors on
- * the stack. */
+/* Blocks of R rows (1 to 6) by C columns (8 or 16; 32 for one row) held
+ * in registers across the whole sum: a weight is loaded once for R rows,
+ * and y is read and written once. Written out by macros, one name per
+ * register: GCC keeps arrays of vectors on the stack. Six rows by 16
+ * columns are 12 accumulators, a broadcast and a product: the 16
+ * registers of AVX2, nearly all. */
 #define ACT_INLINE static inline __attribute__((always_inline))
 
-ACT_INLINE void block4x16(int n_in, int n_out, const float *const *x,
-                          const float *wT, float *const *y)
-{
-    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
-    v8f a0, b0, a1, b1, a2, b2, a3, b3;
-    LD8(a0, y[0]);
-    LD8(b0, y[0] + 8);
-    LD8(a1, y[1]);
-    LD8(b1, y[1] + 8);
-    LD8(a2, y[2]);
-    LD8(b2, y[2] + 8);
-    LD8(a3, y[3]);
-    LD8(b3, y[3] + 8);
-    for (int j = 0; j < n_in; j++, wT += n_out) {
-        v8f wl, wh;
-        LD8(wl, wT);
-        LD8(wh, wT + 8);
-        a0 += x0[j] * wl;
-        b0 += x0[j] * wh;
-        a1 += x1[j] * wl;
-        b1 += x1[j] * wh;
-        a2 += x2[j] * wl;
-        b2 += x2[j] * wh;
-        a3 += x3[j] * wl;
-        b3 += x3[j] * wh;
-    }
-    ST8(y[0], a0);
-    ST8(y[0] + 8, b0);
-    ST8(y[1], a1);
-    ST8(y[1] + 8, b1);
-    ST8(y[2], a2);
-    ST8(y[2] + 8, b2);
-    ST8(y[3], a3);
-    ST8(y[3] + 8, b3);
-}
+#define ROWS_1(X) X(0)
+#define ROWS_2(X) ROWS_1(X) X(1)
+#define ROWS_3(X) ROWS_2(X) X(2)
+#define ROWS_4(X) ROWS_3(X) X(3)
+#define ROWS_5(X) ROWS_4(X) X(4)
+#define ROWS_6(X) ROWS_5(X) X(5)
 
-ACT_INLINE void block4x8(int n_in, int n_out, const float *const *x,
-                         const float *wT, float *const *y)
-{
-    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
-    v8f a0, a1, a2, a3;
-    LD8(a0, y[0]);
-    LD8(a1, y[1]);
-    LD8(a2, y[2]);
-    LD8(a3, y[3]);
-    for (int j = 0; j < n_in; j++, wT += n_out) {
-        v8f wv;
-        LD8(wv, wT);
-        a0 += x0[j] * wv;
-        a1 += x1[j] * wv;
-        a2 += x2[j] * wv;
-        a3 += x3[j] * wv;
+#define X16_LOAD(i)                                                         \
+    const float *x##i = x[i];                                               \
+    v8f a##i, b##i;                                                         \
+    LD8(a##i, y[i]);                                                        \
+    LD8(b##i, y[i] + 8);
+#define X16_MAC(i)                                                          \
+    a##i += x##i[j] * wl;                                                   \
+    b##i += x##i[j] * wh;
+#define X16_STORE(i)                                                        \
+    ST8(y[i], a##i);                                                        \
+    ST8(y[i] + 8, b##i);
+#define X8_LOAD(i)                                                          \
+    const float *x##i = x[i];                                               \
+    v8f a##i;                                                               \
+    LD8(a##i, y[i]);
+#define X8_MAC(i) a##i += x##i[j] * wv;
+#define X8_STORE(i) ST8(y[i], a##i);
+
+#define DEFINE_BLOCKS(R)                                                    \
+    ACT_INLINE void block##R##x16(int n_in, int n_out,                      \
+                                  const float *const *x, const float *wT,   \
+                                  float *const *y)                          \
+    {                                                                       \
+        ROWS_##R(X16_LOAD) for (int j = 0; j < n_in; j++, wT += n_out)      \
+        {                                                                   \
+            v8f wl, wh;                                                     \
+            LD8(wl, wT);                                                    \
+            LD8(wh, wT + 8);                                                \
+            ROWS_##R(X16_MAC)                                               \
+        }                                                                   \
+        ROWS_##R(X16_STORE)                                                 \
+    }                                                                       \
+    ACT_INLINE void block##R##x8(int n_in, int n_out, const float *const *x, \
+                                 const float *wT, float *const *y)          \
+    {                                                                       \
+        ROWS_##R(X8_LOAD) for (int j = 0; j < n_in; j++, wT += n_out)       \
+        {                                                                   \
+            v8f wv;                                                         \
+            LD8(wv, wT);                                                    \
+            ROWS_##R(X8_MAC)                                                \
+        }                                                                   \
+        ROWS_##R(X8_STORE)                                                  \
     }
-    ST8(y[0], a0);
-    ST8(y[1], a1);
-    ST8(y[2], a2);
-    ST8(y[3], a3);
-}
+
+DEFINE_BLOCKS(1)
+DEFINE_BLOCKS(2)
+DEFINE_BLOCKS(3)
+DEFINE_BLOCKS(4)
+DEFINE_BLOCKS(5)
+DEFINE_BLOCKS(6)
 
 ACT_INLINE void block1x32(int n_in, int n_out, const float *x,
                           const float *wT, float *y)
@@ -218,19 +219,51 @@ ACT_INLINE void block1x32(int n_in, int n_out, const float *x,
     ST8(y + 24, a3);
 }
 
-ACT_INLINE void block1x8(int n_in, int n_out, const float *x,
-                         const float *wT, float *y)
+/* R rows (1 to 6) of columns [0, n_out) as far as multiples of eight go:
+ * the column of the first column past them is returned. */
+ACT_INLINE int row_block(int R, int n_in, int n_out, const float *x,
+                         int ldx, const float *wT, float *y, int ldy)
 {
-    v8f a0;
-    LD8(a0, y);
-    for (int j = 0; j < n_in; j++, wT += n_out) {
-        v8f wv;
-        LD8(wv, wT);
-        a0 += x[j] * wv;
+    const float *xs[6];
+    float *ys[6];
+    for (int i = 0; i < R; i++) {
+        xs[i] = x + (size_t)i * ldx;
     }
-    ST8(y, a0);
+    int o = 0;
+    if (R == 1) {
+        for (; o + 32 <= n_out; o += 32) {
+            block1x32(n_in, n_out, x, wT + o, y + o);
+        }
+    }
+    for (; o + 8 <= n_out; o += o + 16 <= n_out ? 16 : 8) {
+        for (int i = 0; i < R; i++) {
+            ys[i] = y + (size_t)i * ldy + o;
+        }
+        const int wide = o + 16 <= n_out;
+        switch (R) {
+#define ROW_CASE(n)                                                         \
+    case n:                                                                 \
+        if (wide) {                                                         \
+            block##n##x16(n_in, n_out, xs, wT + o, ys);                     \
+        } else {                                                            \
+            block##n##x8(n_in, n_out, xs, wT + o, ys);                      \
+        }                                                                   \
+        break;
+            ROW_CASE(1)
+            ROW_CASE(2)
+            ROW_CASE(3)
+            ROW_CASE(4)
+            ROW_CASE(5)
+            ROW_CASE(6)
+#undef ROW_CASE
+        }
+    }
+    return o;
 }
 #define HAVE_BLOCKS 1
+#ifndef BLOCK_ROWS
+#define BLOCK_ROWS 6 /* the most rows of a block (1 to 6) */
+#endif
 #endif
 
 /* Columns [o, n_out) of R rows, one at a time (past the last multiple of
@@ -255,39 +288,18 @@ ACT_CLONES void hcell_matmul(int R, int n_in, int n_out, const float *x,
 {
     int r = 0;
 #ifdef HAVE_BLOCKS
-    /* four rows at a time (padding a last two or three rows to four was
-     * slower: the products cost more than reading the weights again) */
-    for (; r + 4 <= R; r += 4) {
-        const float *xs[4];
-        for (int i = 0; i < 4; i++) {
-            xs[i] = x + (size_t)(r + i) * ldx;
-        }
-        int o = 0;
-        for (; o + 8 <= n_out; o += o + 16 <= n_out ? 16 : 8) {
-            float *ys[4];
-            for (int i = 0; i < 4; i++) {
-                ys[i] = y + (size_t)(r + i) * ldy + o;
-            }
-            if (o + 16 <= n_out) {
-                block4x16(n_in, n_out, xs, wT + o, ys);
-            } else {
-                block4x8(n_in, n_out, xs, wT + o, ys);
-            }
-        }
-        columns_tail(4, n_in, n_out, o, x + (size_t)r * ldx, ldx, wT,
+    /* blocks of up to BLOCK_ROWS rows, the rows split evenly between
+     * them (7 rows as 4 + 3, not 6 + 1: a block of one row reads every
+     * weight for one row's products) */
+    while (r < R) {
+        int left = R - r;
+        int blocks = (left + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        int n = (left + blocks - 1) / blocks;
+        int o = row_block(n, n_in, n_out, x + (size_t)r * ldx, ldx, wT,
+                          y + (size_t)r * ldy, ldy);
+        columns_tail(n, n_in, n_out, o, x + (size_t)r * ldx, ldx, wT,
                      y + (size_t)r * ldy, ldy);
-    }
-    for (; r < R; r++) {
-        const float *xr = x + (size_t)r * ldx;
-        float *yr = y + (size_t)r * ldy;
-        int o = 0;
-        for (; o + 32 <= n_out; o += 32) {
-            block1x32(n_in, n_out, xr, wT + o, yr + o);
-        }
-        for (; o + 8 <= n_out; o += 8) {
-            block1x8(n_in, n_out, xr, wT + o, yr + o);
-        }
-        columns_tail(1, n_in, n_out, o, xr, ldx, wT, yr, ldy);
+        r += n;
     }
 #endif
     columns_tail(R - r, n_in, n_out, 0, x + (size_t)r * ldx, ldx, wT,
@@ -325,20 +337,70 @@ void hcell_scratch_free(struct hcell_scratch *s)
     memset(s, 0, sizeof *s);
 }
 
-/* z += the sparse observation's entries, in their order. */
+/* z += the sparse observation's entries, in their order: 64 columns at
+ * a time held in registers over all the entries (z is read and written
+ * once, not once an entry), the rest one column at a time. */
 ACT_CLONES static void layer1_sparse(const struct hcell *c, int k,
                                      const int32_t *idx, const float *val,
                                      int nz, float *z)
 {
     const int w = c->w;
+    const float *wk = c->wx + (size_t)k * w;
+    int i0 = 0;
+#ifdef HAVE_BLOCKS
+    for (; i0 + 64 <= w; i0 += 64) {
+        v8f a0, a1, a2, a3, a4, a5, a6, a7;
+        LD8(a0, z + i0);
+        LD8(a1, z + i0 + 8);
+        LD8(a2, z + i0 + 16);
+        LD8(a3, z + i0 + 24);
+        LD8(a4, z + i0 + 32);
+        LD8(a5, z + i0 + 40);
+        LD8(a6, z + i0 + 48);
+        LD8(a7, z + i0 + 56);
+        for (int j = 0; j < nz; j++) {
+            int o = idx[j];
+            if (o >= c->ign_lo && o < c->ign_hi) {
+                continue;
+            }
+            const float *row = wk + (size_t)o * c->stride + i0;
+            float v = val[j];
+            v8f t;
+            LD8(t, row);
+            a0 += v * t;
+            LD8(t, row + 8);
+            a1 += v * t;
+            LD8(t, row + 16);
+            a2 += v * t;
+            LD8(t, row + 24);
+            a3 += v * t;
+            LD8(t, row + 32);
+            a4 += v * t;
+            LD8(t, row + 40);
+            a5 += v * t;
+            LD8(t, row + 48);
+            a6 += v * t;
+            LD8(t, row + 56);
+            a7 += v * t;
+        }
+        ST8(z + i0, a0);
+        ST8(z + i0 + 8, a1);
+        ST8(z + i0 + 16, a2);
+        ST8(z + i0 + 24, a3);
+        ST8(z + i0 + 32, a4);
+        ST8(z + i0 + 40, a5);
+        ST8(z + i0 + 48, a6);
+        ST8(z + i0 + 56, a7);
+    }
+#endif
     for (int j = 0; j < nz; j++) {
         int o = idx[j];
         if (o >= c->ign_lo && o < c->ign_hi) {
             continue;
         }
-        const float *row = c->wx + (size_t)o * c->stride + (size_t)k * w;
+        const float *row = wk + (size_t)o * c->stride;
         float v = val[j];
-        for (int i = 0; i < w; i++) {
+        for (int i = i0; i < w; i++) {
             z[i] += v * row[i];
         }
     }

@@ -130,7 +130,21 @@ int ppo_sparse_row(const float *x, int O, int32_t *idx, float *val,
             memcpy(&bits, x + i + q, sizeof bits);
             any |= bits;
         }
-        for (int q = 0; any != 0 && q < 8; q++) {
+        if (any == 0) {
+            continue;
+        }
+        if (nz + 8 <= PPO_NZ_MAX) {
+            /* without a branch an entry: every slot is written and the
+             * count moves past the non-zeros only (a branch an entry
+             * mispredicted about once a group) */
+            for (int q = 0; q < 8; q++) {
+                idx[nz] = i + q;
+                val[nz] = x[i + q];
+                nz += x[i + q] != 0.0f;
+            }
+            continue;
+        }
+        for (int q = 0; q < 8; q++) {
             if (x[i + q] != 0.0f &&
                 sparse_put(idx, val, &nz, i + q, x[i + q], what) < 0) {
                 return GR_EINVAL;

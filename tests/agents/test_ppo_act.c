@@ -1,8 +1,9 @@
 /* PPO's host cells for acting (agents/ppo_act.h): the worlds that share
- * a cell go through it as rows of one product, in blocks of four rows by
- * sixteen columns.
+ * a cell go through it as rows of one product, in blocks of up to six rows
+ * by sixteen columns.
  *   - hcell_matmul equals the one-row loop bit for bit (the same terms in
- *     the same order) for every row count 1..9 and column counts with and
+ *     the same order) for every row count 1..13 (every block size 1-6 and
+ *     the splits of 7-13 rows into blocks) and column counts with and
  *     without a remainder past the last 16, and a double-precision
  *     product within 1e-5;
  *   - hcell_rows on a group of rows gives each row the bits it gets
@@ -11,7 +12,10 @@
  *     observation range honoured;
  *   - hcell_rows computes ocn.md §3's cell: tanh(Wx x + Wh h + b1),
  *     tanh(W2 z + b2), Wo u + bo, against that formula in double from the
- *     untransposed weights, within 1e-5. */
+ *     untransposed weights, within 1e-5;
+ *   - ppo_sparse_row lists exactly the non-zeros in ascending order
+ *     (-0.0 is zero; a group of eight with one non-zero among zeros), up
+ *     to exactly PPO_NZ_MAX of them, and refuses one more. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,8 @@
 
 #include "agents/ppo.h"
 #include "agents/ppo_act.h"
+#include "agents/ppo_internal.h"
+#include "core/error.h"
 #include "tests/test.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -56,7 +62,7 @@ static void test_matmul(void)
     for (size_t a = 0; a < sizeof ins / sizeof ins[0]; a++) {
         for (size_t b = 0; b < sizeof outs / sizeof outs[0]; b++) {
             const int n_in = ins[a], n_out = outs[b];
-            for (int R = 1; R <= 9; R++) {
+            for (int R = 1; R <= 13; R++) {
                 float *x = malloc((size_t)R * n_in * sizeof *x);
                 float *wT = malloc((size_t)n_in * n_out * sizeof *wT);
                 float *y = malloc((size_t)R * n_out * sizeof *y);
@@ -226,9 +232,71 @@ static void test_rows(void)
     hcell_free(&m.c);
 }
 
+/* The naive scan ppo_sparse_row must equal. */
+static int naive_sparse(const float *x, int n, int32_t *idx, float *val)
+{
+    int nz = 0;
+    for (int i = 0; i < n; i++) {
+        if (x[i] != 0.0f) {
+            idx[nz] = i;
+            val[nz] = x[i];
+            nz++;
+        }
+    }
+    return nz;
+}
+
+static void test_sparse_row(void)
+{
+    enum { OBS = 1075 }; /* the Craft observation's size */
+    static float x[OBS];
+    static int32_t idx[PPO_NZ_MAX], ref_idx[OBS];
+    static float val[PPO_NZ_MAX], ref_val[OBS];
+    /* densities from one entry to past the limit; the last counts are
+     * PPO_NZ_MAX - 1, PPO_NZ_MAX and PPO_NZ_MAX + 1 */
+    const int counts[] = {0, 1, 7, 70, 200, PPO_NZ_MAX - 1, PPO_NZ_MAX,
+                          PPO_NZ_MAX + 1};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        for (int pad = 0; pad <= 1; pad++) {
+            for (int i = 0; i < OBS; i++) {
+                x[i] = (i % 3 == 0) ? -0.0f : 0.0f;
+            }
+            for (int placed = 0; placed < counts[c];) {
+                int i = (int)uniform(0.0f, (float)OBS);
+                if (i < OBS && x[i] == 0.0f) {
+                    x[i] = uniform(-2.0f, 2.0f);
+                    x[i] = x[i] == 0.0f ? 1.0f : x[i];
+                    placed++;
+                }
+            }
+            int want = naive_sparse(x, OBS, ref_idx, ref_val);
+            int got = ppo_sparse_row(x, OBS, idx, val, pad, "test");
+            if (want > PPO_NZ_MAX) {
+                CHECK_MSG(got == GR_EINVAL, "%d non-zeros: %d, not the "
+                                            "error past PPO_NZ_MAX",
+                          want, got);
+                continue;
+            }
+            CHECK_MSG(got == want, "%d non-zeros: counted %d", want, got);
+            int same = got == want;
+            for (int j = 0; same && j < got; j++) {
+                same = idx[j] == ref_idx[j] &&
+                       memcmp(&val[j], &ref_val[j], sizeof(float)) == 0;
+            }
+            for (int j = got; same && pad && j < PPO_NZ_MAX; j++) {
+                same = idx[j] == -1 && val[j] == 0.0f;
+            }
+            CHECK_MSG(same, "%d non-zeros (pad %d): not the naive scan's "
+                            "entries",
+                      want, pad);
+        }
+    }
+}
+
 int main(void)
 {
     test_matmul();
     test_rows();
+    test_sparse_row();
     return test_report("agents_ppo_act");
 }
