@@ -962,6 +962,10 @@ static const struct op_case cases[] = {
      {0}, {0}, 0},
     {"sparse_matmul ones", b_sparse, 2, {IDX(SH2(2, 3), -1, 4), P(SH2(5, 3))},
      r_sparse, NULL, {0}, {0}, 0},
+    /* 70 columns: the CPU forward's 64-column register block and a tail */
+    {"sparse_matmul values, 70 columns", b_sparse, 3,
+     {IDX(SH2(3, 4), -1, 6), P(SH2(7, 70)), X(SH2(3, 4))}, r_sparse, NULL,
+     {0}, {0}, 0},
     {"concat dim 0", b_concat, 3, {X(SH2(1, 3)), X(SH2(2, 3)), X(SH2(3, 3))},
      r_concat, NULL, {0}, {0}, 0},
     {"concat dim -1", b_concat, 2, {X(SH3(2, 3, 1)), X(SH3(2, 3, 4))},
