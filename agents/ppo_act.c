@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/vec8.h"
 
 void hcell_free(struct hcell *c)
 {
@@ -117,15 +118,11 @@ ACT_CLONES void hcell_tanh(float *x, int n)
     }
 }
 
-#if defined(__GNUC__)
-/* Eight floats: one AVX2 register, two SSE ones in the baseline clone
- * (wider vectors went through the stack in the AVX2 clone). */
-typedef float v8f __attribute__((vector_size(32)));
-
-/* Loads and stores by memcpy (unaligned; macros, since a function taking
- * or returning a vector type changes the ABI between the clones). */
-#define LD8(v, p) memcpy(&(v), (p), sizeof(v8f))
-#define ST8(p, v) memcpy((p), &(v), sizeof(v8f))
+#ifdef GR_HAVE_VEC8
+/* core/vec8.h's eight floats under short names */
+typedef gr_v8f v8f;
+#define LD8 GR_LD8
+#define ST8 GR_ST8
 
 
 /* Blocks of R rows (1 to 6) by C columns (8 or 16; 32 for one row) held
@@ -338,8 +335,8 @@ void hcell_scratch_free(struct hcell_scratch *s)
 }
 
 /* z += the sparse observation's entries, in their order: 64 columns at
- * a time held in registers over all the entries (z is read and written
- * once, not once an entry), the rest one column at a time. */
+ * a time held in registers over all the entries, the rest one column at
+ * a time. */
 ACT_CLONES static void layer1_sparse(const struct hcell *c, int k,
                                      const int32_t *idx, const float *val,
                                      int nz, float *z)
@@ -349,48 +346,8 @@ ACT_CLONES static void layer1_sparse(const struct hcell *c, int k,
     int i0 = 0;
 #ifdef HAVE_BLOCKS
     for (; i0 + 64 <= w; i0 += 64) {
-        v8f a0, a1, a2, a3, a4, a5, a6, a7;
-        LD8(a0, z + i0);
-        LD8(a1, z + i0 + 8);
-        LD8(a2, z + i0 + 16);
-        LD8(a3, z + i0 + 24);
-        LD8(a4, z + i0 + 32);
-        LD8(a5, z + i0 + 40);
-        LD8(a6, z + i0 + 48);
-        LD8(a7, z + i0 + 56);
-        for (int j = 0; j < nz; j++) {
-            int o = idx[j];
-            if (o >= c->ign_lo && o < c->ign_hi) {
-                continue;
-            }
-            const float *row = wk + (size_t)o * c->stride + i0;
-            float v = val[j];
-            v8f t;
-            LD8(t, row);
-            a0 += v * t;
-            LD8(t, row + 8);
-            a1 += v * t;
-            LD8(t, row + 16);
-            a2 += v * t;
-            LD8(t, row + 24);
-            a3 += v * t;
-            LD8(t, row + 32);
-            a4 += v * t;
-            LD8(t, row + 40);
-            a5 += v * t;
-            LD8(t, row + 48);
-            a6 += v * t;
-            LD8(t, row + 56);
-            a7 += v * t;
-        }
-        ST8(z + i0, a0);
-        ST8(z + i0 + 8, a1);
-        ST8(z + i0 + 16, a2);
-        ST8(z + i0 + 24, a3);
-        ST8(z + i0 + 32, a4);
-        ST8(z + i0 + 40, a5);
-        ST8(z + i0 + 48, a6);
-        ST8(z + i0 + 56, a7);
+        gr_sparse_axpy64(idx, val, nz, wk + i0, c->stride, c->ign_lo,
+                         c->ign_hi, z + i0);
     }
 #endif
     for (int j = 0; j < nz; j++) {

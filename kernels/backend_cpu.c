@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include "core/error.h"
+#include "core/vec8.h"
 #include "kernels/backend.h"
 #include "kernels/dropout_cpu_internal.h"
 #include "kernels/scan.h"
@@ -769,59 +770,6 @@ static int cpu_rows_scatter_add(void *st, const float *gy, const int32_t *ids,
 #define SPARSE_CLONES
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-/* Eight floats (one AVX2 register; two SSE ones in the baseline clone),
- * loaded and stored unaligned. */
-typedef float sparse_v8f __attribute__((vector_size(32)));
-#define SPARSE_LD8(v, p) memcpy(&(v), (p), sizeof(sparse_v8f))
-#define SPARSE_ST8(p, v) memcpy((p), &(v), sizeof(sparse_v8f))
-
-/* yr[0..64) = Σ_j val[j]·table[idx[j]][o0..o0+64), the terms added in
- * ascending j from zero, held in registers over all j: the output is
- * written once instead of read and written once a term (a chain through
- * memory that bounded the plain loop). */
-static inline __attribute__((always_inline)) void
-sparse_row64(const int32_t *idx, const float *val, const float *table,
-             int64_t nz, int64_t out, int64_t o0, float *yr)
-{
-    sparse_v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    sparse_v8f a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-    for (int64_t j = 0; j < nz; j++) {
-        int32_t id = idx[j];
-        if (id < 0) {
-            continue;
-        }
-        float v = val ? val[j] : 1.0f;
-        const float *tr = table + (int64_t)id * out + o0;
-        sparse_v8f t;
-        SPARSE_LD8(t, tr);
-        a0 += v * t;
-        SPARSE_LD8(t, tr + 8);
-        a1 += v * t;
-        SPARSE_LD8(t, tr + 16);
-        a2 += v * t;
-        SPARSE_LD8(t, tr + 24);
-        a3 += v * t;
-        SPARSE_LD8(t, tr + 32);
-        a4 += v * t;
-        SPARSE_LD8(t, tr + 40);
-        a5 += v * t;
-        SPARSE_LD8(t, tr + 48);
-        a6 += v * t;
-        SPARSE_LD8(t, tr + 56);
-        a7 += v * t;
-    }
-    SPARSE_ST8(yr + o0, a0);
-    SPARSE_ST8(yr + o0 + 8, a1);
-    SPARSE_ST8(yr + o0 + 16, a2);
-    SPARSE_ST8(yr + o0 + 24, a3);
-    SPARSE_ST8(yr + o0 + 32, a4);
-    SPARSE_ST8(yr + o0 + 40, a5);
-    SPARSE_ST8(yr + o0 + 48, a6);
-    SPARSE_ST8(yr + o0 + 56, a7);
-}
-#define HAVE_SPARSE_ROW64 1
-#endif
 
 SPARSE_CLONES static int cpu_sparse_mm_fwd(void *st, const int32_t *idx,
                                            const float *val,
@@ -835,12 +783,12 @@ SPARSE_CLONES static int cpu_sparse_mm_fwd(void *st, const int32_t *idx,
         const int32_t *ir = idx + r * nz;
         const float *vr = val ? val + r * nz : NULL;
         int64_t o0 = 0;
-#ifdef HAVE_SPARSE_ROW64
+        memset(yr, 0, (size_t)out * sizeof *yr);
+#ifdef GR_HAVE_VEC8
         for (; o0 + 64 <= out; o0 += 64) {
-            sparse_row64(ir, vr, table, nz, out, o0, yr);
+            gr_sparse_axpy64(ir, vr, nz, table + o0, out, 0, 0, yr + o0);
         }
 #endif
-        memset(yr + o0, 0, (size_t)(out - o0) * sizeof *yr);
         for (int64_t j = 0; j < nz && o0 < out; j++) {
             int32_t id = ir[j];
             if (id < 0) {
