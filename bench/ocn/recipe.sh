@@ -3,8 +3,8 @@
 # thesis's comparisons in that recipe; writes OUT_DIR/recipe.md.
 #
 #   bench/ocn/recipe.sh GROVE OUT_DIR [--part ablation|comparisons|all]
-#       [--seeds LIST] [--updates N] [--jobs J] [--threads T] [--device D]
-#       [--smoke]
+#       [--rows LIST] [--seeds LIST] [--updates N] [--jobs J] [--threads T]
+#       [--device D] [--smoke] [--report-only]
 #
 # Ablation (default 10 seeds, screened at --updates 1000: in the twenty
 # measured runs of docs/ocn, NMI >= 0.99 at update 1,000 picks out exactly
@@ -29,6 +29,10 @@
 #   tau1 (tau_C = 1), moe (--model moe), k2, k4, k5 (K options); K = 3 is
 #   the s1 row.
 #
+# --rows s1,no_noinv,...: only those rows of the part (the seeds a row
+# still needs when a verdict hangs on it). --report-only: no runs, the
+# table of what OUT_DIR holds.
+#
 # --smoke: a tiny size (2 seeds, 4 updates, d = w = 8, 40/10 demos per
 # task) that runs every row in seconds: it checks the script, not the
 # recipe. Runs go to OUT_DIR/<row>_seed<S>/ and resume (a finished run is
@@ -43,14 +47,16 @@ usage() { sed -n '5,7p' "$0" >&2; exit 2; }
 (($# >= 2)) || usage
 grove=$1 out=$2
 shift 2
-part=all seeds= updates=1000 jobs=1 threads=1 device=auto smoke=0
+part=all seeds= updates=1000 jobs=1 threads=1 device=auto smoke=0 only= report_only=0
 while (($#)); do
     case $1 in
     --smoke) smoke=1; shift; continue ;;
+    --report-only) report_only=1; shift; continue ;;
     esac
     (($# >= 2)) || usage
     case $1 in
     --part) part=$2 ;;
+    --rows) only=$2 ;;
     --seeds) seeds=$2 ;;
     --updates) updates=$2 ;;
     --jobs) jobs=$2 ;;
@@ -76,6 +82,17 @@ cmp_seeds=${seeds:-$( ((smoke)) && echo 1,2 || echo 1,2,3,4,5)}
 rows=()
 [[ $part != comparisons ]] && rows+=(s1 no_demos no_blind no_noinv no_balance no_n_each)
 [[ $part != ablation ]] && rows+=(tau1 moe k2 k4 k5)
+if [[ -n $only ]]; then
+    IFS=, read -r -a want <<<"$only"
+    kept=()
+    for w in "${want[@]}"; do
+        found=0
+        for r in "${rows[@]}"; do [[ $r == "$w" ]] && found=1; done
+        ((found)) || { echo "recipe.sh: --rows: '$w' is not a row of --part $part (${rows[*]})" >&2; exit 2; }
+        kept+=("$w")
+    done
+    rows=("${kept[@]}")
+fi
 mkdir -p "$out"
 
 # flags of a row: from --recipe thesis, its departures added one by one
@@ -116,7 +133,7 @@ run_one() {
 }
 
 pids=() failed=0
-for row in "${rows[@]}"; do
+((report_only)) || for row in "${rows[@]}"; do
     case $row in s1 | no_*) list=$abl_seeds ;; *) list=$cmp_seeds ;; esac
     IFS=, read -r -a ss <<<"$list"
     for s in "${ss[@]}"; do

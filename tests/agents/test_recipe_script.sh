@@ -11,6 +11,21 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 bash "$script" "$grove" "$tmp/r" --smoke --part ablation --seeds 1 --jobs 2 --device cpu \
     >"$tmp/out" 2>"$tmp/err" || { fail "recipe.sh failed"; cat "$tmp/err"; }
+# --report-only: the same table from the runs on disk, nothing run;
+# --rows: only the rows named
+cp "$tmp/r/recipe.md" "$tmp/recipe_first.md"
+bash "$script" "$grove" "$tmp/r" --smoke --part ablation --seeds 1 --report-only >/dev/null 2>&1 ||
+    fail "--report-only failed"
+cmp -s "$tmp/r/recipe.md" "$tmp/recipe_first.md" || fail "--report-only gave another table"
+bash "$script" "$grove" "$tmp/r" --smoke --part ablation --seeds 1 --rows s1,no_blind --report-only \
+    >/dev/null 2>&1 || fail "--rows --report-only failed"
+[ "$(grep -c '^| s1 \|^| no_blind ' "$tmp/r/recipe.md")" = 2 ] && [ "$(wc -l <"$tmp/r/recipe.md")" = 4 ] ||
+    fail "--rows s1,no_blind: $(cat "$tmp/r/recipe.md")"
+bash "$script" "$grove" "$tmp/r2" --smoke --seeds 1 --rows tau1 --jobs 2 --device cpu >/dev/null 2>&1 ||
+    fail "--rows tau1 failed"
+[ "$(ls -d "$tmp"/r2/*_seed1 | wc -l)" = 1 ] && [ -d "$tmp/r2/tau1_seed1" ] ||
+    fail "--rows tau1 ran: $(ls "$tmp/r2")"
+cp "$tmp/recipe_first.md" "$tmp/r/recipe.md"
 # row: world blind noinv balance demos (1 = the departure is on)
 while read -r row n4 blind noinv bal demos; do
     c=$tmp/r/${row}_seed1/config
@@ -36,7 +51,7 @@ ROWS
     fail "default train bc failed"
 diff <(grep -v "^seed" "$tmp/default/config") <(grep -v "^seed" "$tmp/r/s1_seed1/config") >/dev/null ||
     fail "the s1 row differs from train bc's default: $(diff "$tmp/default/config" "$tmp/r/s1_seed1/config")"
-for bad in "--part all2" "--updates 0" "--jobs x"; do
+for bad in "--part all2" "--updates 0" "--jobs x" "--part ablation --rows tau1" "--rows nope"; do
     # shellcheck disable=SC2086
     bash "$script" "$grove" "$tmp/x" $bad >/dev/null 2>&1
     [ $? -eq 2 ] || fail "recipe.sh $bad did not exit 2"
