@@ -152,11 +152,11 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
     for row in "${rows[@]}"; do
         case $row in s1 | no_*) list=$abl_seeds ;; *) list=$cmp_seeds ;; esac
         IFS=, read -r -a ss <<<"$list"
-        vals=""
+        vals="" # a seed without a run (yet) is left out of the counts
         for s in "${ss[@]}"; do
             d=$out/${row}_seed$s
-            nmi=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "nmi") c = i } NR > 1 && $c != "" { v = $c } END { print v }' "$d/metrics.csv" 2>/dev/null)
-            diag=$(sed -n 's/.*diagonal mean \([0-9.]*\), min \([0-9.]*\).*/\1 \2/p' "$d/matrix.txt" 2>/dev/null)
+            nmi=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "nmi") c = i } NR > 1 && $c != "" { v = $c } END { print v }' "$d/metrics.csv" 2>/dev/null || true)
+            diag=$(sed -n 's/.*diagonal mean \([0-9.]*\), min \([0-9.]*\).*/\1 \2/p' "$d/matrix.txt" 2>/dev/null || true)
             # K < 3 options have no one-to-one assignment (no diagonal)
             [[ -n $nmi ]] && vals+="$nmi ${diag:-x x}"$'\n'
         done

@@ -25,6 +25,10 @@ bash "$script" "$grove" "$tmp/r2" --smoke --seeds 1 --rows tau1 --jobs 2 --devic
     fail "--rows tau1 failed"
 [ "$(ls -d "$tmp"/r2/*_seed1 | wc -l)" = 1 ] && [ -d "$tmp/r2/tau1_seed1" ] ||
     fail "--rows tau1 ran: $(ls "$tmp/r2")"
+# seeds without runs are left out of the counts (seed 2 was never run)
+bash "$script" "$grove" "$tmp/r" --smoke --part ablation --seeds 1,2 --rows s1 --report-only >/dev/null 2>&1 ||
+    fail "--report-only with a seed not run failed"
+grep -qE '^\| s1 \| .* \| 1 \| [01] \|' "$tmp/r/recipe.md" || fail "--report-only, seed 2 not run: $(cat "$tmp/r/recipe.md")"
 cp "$tmp/recipe_first.md" "$tmp/r/recipe.md"
 # row: world blind noinv balance demos (1 = the departure is on)
 while read -r row n4 blind noinv bal demos; do
