@@ -9,7 +9,9 @@
  * so every clone gives the same bits.
  *
  * GR_HAVE_VEC8 is defined where the extension exists; callers keep a
- * scalar path for the others. */
+ * scalar path for the others. Nothing here is exported from libgrove
+ * (static inline; the declaration's line starts with `static`, which is
+ * what python/tests/test_lib.py reads). */
 #ifndef GROVE_CORE_VEC8_H
 #define GROVE_CORE_VEC8_H
 
@@ -32,10 +34,9 @@ typedef float gr_v8f __attribute__((vector_size(32)));
  * y is read and written once, not once an entry (a chain through memory
  * that bounded the plain loop). The terms are those of the plain loop in
  * its order, so the bits are too. */
-static inline __attribute__((always_inline)) void
-gr_sparse_axpy64(const int32_t *idx, const float *val, int64_t nz,
-                 const float *table, int64_t stride, int32_t skip_lo,
-                 int32_t skip_hi, float *y)
+static inline __attribute__((always_inline)) void gr_sparse_axpy64(
+    const int32_t *idx, const float *val, int64_t nz, const float *table,
+    int64_t stride, int32_t skip_lo, int32_t skip_hi, float *y)
 {
     gr_v8f a0, a1, a2, a3, a4, a5, a6, a7;
     GR_LD8(a0, y);
