@@ -79,21 +79,15 @@ void hcell_transpose(float *out, const float *in, int n, int rows, int cols)
 }
 
 /* The hot loops are compiled twice, for AVX2 and the baseline, and
- * picked at run time (no FMA: both give the same bits; an AVX-512 clone
- * was no faster on this AMD EPYC, the weights' traffic bounds it). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define ACT_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ACT_CLONES
-#endif
+ * picked at run time (core/vec8.h's GR_VEC8_CLONES; no FMA: both give the
+ * same bits; an AVX-512 clone was no faster on the AMD EPYCs measured). */
 
 /* tanh|x| = m / (m + 2) with m = expm1(2|x|) = 2^k (q + 1) − 1,
  * k = round(2|x| / ln 2), q = e^r − 1 for r = 2|x| − k ln 2 in
  * [−ln2/2, ln2/2] by its Taylor series to r^8 (truncation < 6e-9; no
  * cancellation near 0, where k = 0 and m = q). |x| is clamped at 9
  * (tanh 9 = 1 − 3e-8). libm's tanhf was a fifth of acting's time. */
-ACT_CLONES void hcell_tanh(float *x, int n)
+GR_VEC8_CLONES void hcell_tanh(float *x, int n)
 {
     for (int i = 0; i < n; i++) {
         float v = x[i];
@@ -119,12 +113,6 @@ ACT_CLONES void hcell_tanh(float *x, int n)
 }
 
 #ifdef GR_HAVE_VEC8
-/* core/vec8.h's eight floats under short names */
-typedef gr_v8f v8f;
-#define LD8 GR_LD8
-#define ST8 GR_ST8
-
-
 /* Blocks of R rows (1 to 6) by C columns (8 or 16; 32 for one row) held
  * in registers across the whole sum: a weight is loaded once for R rows,
  * and y is read and written once. Written out by macros, one name per
@@ -142,21 +130,21 @@ typedef gr_v8f v8f;
 
 #define X16_LOAD(i)                                                         \
     const float *x##i = x[i];                                               \
-    v8f a##i, b##i;                                                         \
-    LD8(a##i, y[i]);                                                        \
-    LD8(b##i, y[i] + 8);
+    gr_v8f a##i, b##i;                                                         \
+    GR_LD8(a##i, y[i]);                                                        \
+    GR_LD8(b##i, y[i] + 8);
 #define X16_MAC(i)                                                          \
     a##i += x##i[j] * wl;                                                   \
     b##i += x##i[j] * wh;
 #define X16_STORE(i)                                                        \
-    ST8(y[i], a##i);                                                        \
-    ST8(y[i] + 8, b##i);
+    GR_ST8(y[i], a##i);                                                        \
+    GR_ST8(y[i] + 8, b##i);
 #define X8_LOAD(i)                                                          \
     const float *x##i = x[i];                                               \
-    v8f a##i;                                                               \
-    LD8(a##i, y[i]);
+    gr_v8f a##i;                                                               \
+    GR_LD8(a##i, y[i]);
 #define X8_MAC(i) a##i += x##i[j] * wv;
-#define X8_STORE(i) ST8(y[i], a##i);
+#define X8_STORE(i) GR_ST8(y[i], a##i);
 
 #define DEFINE_BLOCKS(R)                                                    \
     ACT_INLINE void block##R##x16(int n_in, int n_out,                      \
@@ -165,9 +153,9 @@ typedef gr_v8f v8f;
     {                                                                       \
         ROWS_##R(X16_LOAD) for (int j = 0; j < n_in; j++, wT += n_out)      \
         {                                                                   \
-            v8f wl, wh;                                                     \
-            LD8(wl, wT);                                                    \
-            LD8(wh, wT + 8);                                                \
+            gr_v8f wl, wh;                                                     \
+            GR_LD8(wl, wT);                                                    \
+            GR_LD8(wh, wT + 8);                                                \
             ROWS_##R(X16_MAC)                                               \
         }                                                                   \
         ROWS_##R(X16_STORE)                                                 \
@@ -177,8 +165,8 @@ typedef gr_v8f v8f;
     {                                                                       \
         ROWS_##R(X8_LOAD) for (int j = 0; j < n_in; j++, wT += n_out)       \
         {                                                                   \
-            v8f wv;                                                         \
-            LD8(wv, wT);                                                    \
+            gr_v8f wv;                                                         \
+            GR_LD8(wv, wT);                                                    \
             ROWS_##R(X8_MAC)                                                \
         }                                                                   \
         ROWS_##R(X8_STORE)                                                  \
@@ -194,26 +182,26 @@ DEFINE_BLOCKS(6)
 ACT_INLINE void block1x32(int n_in, int n_out, const float *x,
                           const float *wT, float *y)
 {
-    v8f a0, a1, a2, a3;
-    LD8(a0, y);
-    LD8(a1, y + 8);
-    LD8(a2, y + 16);
-    LD8(a3, y + 24);
+    gr_v8f a0, a1, a2, a3;
+    GR_LD8(a0, y);
+    GR_LD8(a1, y + 8);
+    GR_LD8(a2, y + 16);
+    GR_LD8(a3, y + 24);
     for (int j = 0; j < n_in; j++, wT += n_out) {
-        v8f w0, w1, w2, w3;
-        LD8(w0, wT);
-        LD8(w1, wT + 8);
-        LD8(w2, wT + 16);
-        LD8(w3, wT + 24);
+        gr_v8f w0, w1, w2, w3;
+        GR_LD8(w0, wT);
+        GR_LD8(w1, wT + 8);
+        GR_LD8(w2, wT + 16);
+        GR_LD8(w3, wT + 24);
         a0 += x[j] * w0;
         a1 += x[j] * w1;
         a2 += x[j] * w2;
         a3 += x[j] * w3;
     }
-    ST8(y, a0);
-    ST8(y + 8, a1);
-    ST8(y + 16, a2);
-    ST8(y + 24, a3);
+    GR_ST8(y, a0);
+    GR_ST8(y + 8, a1);
+    GR_ST8(y + 16, a2);
+    GR_ST8(y + 24, a3);
 }
 
 /* R rows (1 to 6) of columns [0, n_out) as far as multiples of eight go:
@@ -258,9 +246,7 @@ ACT_INLINE int row_block(int R, int n_in, int n_out, const float *x,
     return o;
 }
 #define HAVE_BLOCKS 1
-#ifndef BLOCK_ROWS
-#define BLOCK_ROWS 6 /* the most rows of a block (1 to 6) */
-#endif
+#define BLOCK_ROWS 6 /* the most rows of a block (row_block's cases) */
 #endif
 
 /* Columns [o, n_out) of R rows, one at a time (past the last multiple of
@@ -280,8 +266,9 @@ static void columns_tail(int R, int n_in, int n_out, int o, const float *x,
     }
 }
 
-ACT_CLONES void hcell_matmul(int R, int n_in, int n_out, const float *x,
-                             int ldx, const float *wT, float *y, int ldy)
+GR_VEC8_CLONES void hcell_matmul(int R, int n_in, int n_out,
+                                 const float *x, int ldx, const float *wT,
+                                 float *y, int ldy)
 {
     int r = 0;
 #ifdef HAVE_BLOCKS
@@ -337,9 +324,9 @@ void hcell_scratch_free(struct hcell_scratch *s)
 /* z += the sparse observation's entries, in their order: 64 columns at
  * a time held in registers over all the entries, the rest one column at
  * a time. */
-ACT_CLONES static void layer1_sparse(const struct hcell *c, int k,
-                                     const int32_t *idx, const float *val,
-                                     int nz, float *z)
+GR_VEC8_CLONES static void layer1_sparse(const struct hcell *c, int k,
+                                         const int32_t *idx,
+                                         const float *val, int nz, float *z)
 {
     const int w = c->w;
     const float *wk = c->wx + (size_t)k * w;

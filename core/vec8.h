@@ -18,6 +18,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The attribute that compiles a hot function twice, for AVX2 and the
+ * x86-64 baseline, picked at run time (GCC; not under the address
+ * sanitizer, whose build has no ifunc resolver to run). Empty elsewhere. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define GR_VEC8_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GR_VEC8_CLONES
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define GR_HAVE_VEC8 1
 

@@ -760,22 +760,13 @@ static int cpu_rows_scatter_add(void *st, const float *gy, const int32_t *ids,
     return 0;
 }
 
-/* The sparse product's hot loops, compiled for AVX2 and the baseline and
- * picked at run time (separate multiplies and adds: both clones give the
- * same bits). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define SPARSE_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define SPARSE_CLONES
-#endif
-
-
-SPARSE_CLONES static int cpu_sparse_mm_fwd(void *st, const int32_t *idx,
-                                           const float *val,
-                                           const float *table, float *y,
-                                           int64_t rows, int64_t nz,
-                                           int64_t out)
+/* The sparse product's hot loops go into AVX2 and baseline clones
+ * (core/vec8.h; separate multiplies and adds: both give the same bits). */
+GR_VEC8_CLONES static int cpu_sparse_mm_fwd(void *st, const int32_t *idx,
+                                            const float *val,
+                                            const float *table, float *y,
+                                            int64_t rows, int64_t nz,
+                                            int64_t out)
 {
     (void)st;
     for (int64_t r = 0; r < rows; r++) {
@@ -804,13 +795,13 @@ SPARSE_CLONES static int cpu_sparse_mm_fwd(void *st, const int32_t *idx,
     return 0;
 }
 
-SPARSE_CLONES static int cpu_sparse_mm_bwd(void *st, const int32_t *idx,
-                                           const float *val,
-                                           const float *table,
-                                           const float *gy, float *gval,
-                                           float *gtable, int64_t rows,
-                                           int64_t nz, int64_t out,
-                                           int64_t n_table)
+GR_VEC8_CLONES static int cpu_sparse_mm_bwd(void *st, const int32_t *idx,
+                                            const float *val,
+                                            const float *table,
+                                            const float *gy, float *gval,
+                                            float *gtable, int64_t rows,
+                                            int64_t nz, int64_t out,
+                                            int64_t n_table)
 {
     (void)st;
     (void)n_table;

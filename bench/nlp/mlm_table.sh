@@ -130,9 +130,10 @@ uas() { sed -n 's/^UAS \([0-9.]*\)  UUAS \([0-9.]*\).*/\1 \2/p' "$1" 2>/dev/null
     for b in left right random; do
         read -r a1 a2 <<<"$(uas "$out/base_${b}.dep_argmax")"
         read -r c1 c2 <<<"$(uas "$out/base_${b}.dep_chuliu")"
-        echo "| $b chain | \`depparse --baseline $b\` | - | - | $a1 / $a2 | $c1 / $c2 | - | - |"
+        label="$b chain"
+        [[ $b == random ]] && label="random heads"
+        echo "| $label | \`depparse --baseline $b\` | - | - | $a1 / $a2 | $c1 / $c2 | - | - |"
     done
 } >"$out/mlm.md"
-sed -i 's/| random chain |/| random heads |/' "$out/mlm.md"
 cat "$out/mlm.md"
 exit "$failed"
