@@ -77,6 +77,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     nlp_mlm_train_config_default(&tc);
     struct nlp_mlm_options *o = &tc.opt;
     const char *model = "udgn", *data = NULL, *trees = NULL;
+    const char *positions = NULL;
     int nemb = o->nemb, nlayers = o->nlayers, nheads = o->nheads;
     int head_size = o->head_size, players = o->parser_layers;
     int pos_classes = o->pos_classes, epochs = tc.epochs, max_batches = 0;
@@ -126,6 +127,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
                  "head-size", &single),
         CLI_FLAG("abs-pos", "ablation: no relative-position bias; learned "
                  "absolute positions (512)", &abs_pos),
+        CLI_STRING("positions", "KIND", NULL, "transformer: learned (the "
+                   "default: 500 absolute positions, the reference's "
+                   "--pos_emb) or sinusoidal", &positions),
         CLI_INT("epochs", "N", "100", "epochs", &epochs),
         CLI_INT("max-batches", "N", "0", "batches per epoch (0: all; smoke "
                 "runs)", &max_batches),
@@ -183,6 +187,15 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         return cli_usage_error(cmd, "the ablation flags apply to --model "
                                "udgn only");
     }
+    if (positions && strcmp(positions, "learned") != 0 &&
+        strcmp(positions, "sinusoidal") != 0) {
+        return cli_usage_error(cmd, "--positions '%s': expected learned or "
+                               "sinusoidal", positions);
+    }
+    if (positions && strcmp(model, "transformer") != 0) {
+        return cli_usage_error(cmd, "--positions applies to --model "
+                               "transformer only");
+    }
     if (!gr_path_exists(data)) {
         return cli_usage_error(cmd, "--data %s: it does not exist", data);
     }
@@ -218,6 +231,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     o->sigmoid = sigmoid;
     o->single_channel = single;
     o->abs_pos = abs_pos;
+    o->learned_pos = !positions || strcmp(positions, "learned") == 0;
     tc.data = data;
     tc.trees = trees;
     tc.trees_limit = trees_limit;

@@ -9,10 +9,11 @@
 #   bench/nlp/mlm_table.sh GROVE TREEBANK_ZIP OUT_DIR [--rows LIST]
 #       [--epochs N] [--nemb N] [--jobs J] [--seed S] [--smoke]
 #
-# Rows: udgn structformer transformer abl_no_nonlinear abl_no_gates
-# abl_sigmoid abl_single_channel abl_abs_pos (the ablations are udgn with
-# --no-nonlinear, --no-gates, --no-competition-sigmoid, --single-channel,
-# --abs-pos). Defaults: 60 epochs, nemb 128, 2 layers, 4 heads/channels
+# Rows: udgn structformer transformer transformer_sinusoidal
+# abl_no_nonlinear abl_no_gates abl_sigmoid abl_single_channel abl_abs_pos
+# (the Transformer with learned positions, the default, and with
+# --positions sinusoidal; the ablations are udgn with --no-nonlinear,
+# --no-gates, --no-competition-sigmoid, --single-channel, --abs-pos). Defaults: 60 epochs, nemb 128, 2 layers, 4 heads/channels
 # (UDGN: d_c 32, a 1-layer parser), batches of < 2,048 tokens, seed 1, one
 # thread a run: about 8-11 minutes a UDGN row and 20-27 a StructFormer on
 # one core of the 2-core machine with NLTK's 10 % WSJ sample. The test
@@ -24,7 +25,7 @@ usage() { sed -n '9,10p' "$0" >&2; exit 2; }
 (($# >= 3)) || usage
 grove=$1 bank=$2 out=$3
 shift 3
-rows=udgn,structformer,transformer,abl_no_nonlinear,abl_no_gates,abl_sigmoid,abl_single_channel,abl_abs_pos
+rows=udgn,structformer,transformer,transformer_sinusoidal,abl_no_nonlinear,abl_no_gates,abl_sigmoid,abl_single_channel,abl_abs_pos
 epochs=60 nemb=128 jobs=1 seed=1 smoke=0
 while (($#)); do
     case $1 in
@@ -52,6 +53,7 @@ flags() {
     udgn) echo "${udgn[@]}" ;;
     structformer) echo --model structformer ;;
     transformer) echo --model transformer ;;
+    transformer_sinusoidal) echo --model transformer --positions sinusoidal ;;
     abl_no_nonlinear) echo "${udgn[@]}" --no-nonlinear ;;
     abl_no_gates) echo "${udgn[@]}" --no-gates ;;
     abl_sigmoid) echo "${udgn[@]}" --no-competition-sigmoid ;;
@@ -91,7 +93,7 @@ run_one() {
         { echo "mlm_table.sh: mlm eval of $name failed" >&2; return 1; }
     local decs=(argmax chuliu)
     [[ $name == structformer ]] && decs=(structformer)
-    [[ $name == transformer ]] && decs=()
+    [[ $name == transformer* ]] && decs=()
     for dec in "${decs[@]}"; do
         "$grove" nlp depparse --checkpoint "$d/best.ckpt" --trees "$trees" --decoder "$dec" \
             --threads 1 --quiet >"$d.dep_$dec" 2>&1 ||

@@ -39,6 +39,7 @@ void nlp_mlm_options_default(struct nlp_mlm_options *o)
     o->dropout = 0.2f;
     o->dropatt = 0.1f;
     o->parser_dropout = 0.2f;
+    o->learned_pos = 1;
 }
 
 void nlp_mlm_train_config_default(struct nlp_mlm_train_config *c)
@@ -115,6 +116,7 @@ static int udgn_heads(void *state, struct gr_ctx *ctx, const int32_t *ids,
 struct tf_mlm {
     struct nlp_transformer enc;
     struct gr_tensor *emb, *out_bias;
+    struct gr_tensor *pos; /* [NLP_MLM_POS_TABLE, d], or NULL: sinusoidal */
     float dropout;
 };
 
@@ -155,6 +157,13 @@ static int tf_init(void **state, struct gr_ctx *ctx,
     if (rc == 0) {
         rc = gr_tensor_fill(m->out_bias, 0.0f);
     }
+    if (rc == 0 && o->learned_pos) {
+        m->pos = gr_param_new(ctx, "pos_emb.weight",
+                              gr_shape2(NLP_MLM_POS_TABLE, o->nemb));
+        rc = m->pos ? gr_init_uniform(m->pos, -0.1f, 0.1f,
+                                      gr_rng_make(seed, 5))
+                    : gr_ctx_status(ctx);
+    }
     if (rc < 0) {
         nlp_transformer_free(&m->enc);
         free(m);
@@ -171,6 +180,12 @@ static int tf_loss(void *state, struct gr_ctx *ctx,
 {
     struct tf_mlm *m = state;
     int64_t B = in->B, n = in->n, d = m->emb->shape[1];
+    if (m->pos && n > NLP_MLM_POS_TABLE) {
+        return gr_error(GR_EINVAL, "transformer: a sentence of %lld tokens; "
+                        "the learned position table has %d (train with "
+                        "--positions sinusoidal for longer ones)",
+                        (long long)n, NLP_MLM_POS_TABLE);
+    }
     int32_t *tm = malloc((size_t)(B * n) * sizeof *tm);
     if (!tm) {
         return gr_error(GR_ENOMEM, "transformer: out of memory");
@@ -186,7 +201,8 @@ static int tf_loss(void *state, struct gr_ctx *ctx,
     struct gr_tensor *len =
         gr_tensor_from_host(ctx, GR_I32, gr_shape1(B), in->lens);
     struct gr_tensor *x = gr_embedding(ctx, m->emb, ids); /* [n, B, d] */
-    x = gr_add(ctx, x, gr_positions_sinusoidal(ctx, n, d, 0));
+    x = gr_add(ctx, x, m->pos ? gr_positions_learned(ctx, m->pos, n, 0)
+                              : gr_positions_sinusoidal(ctx, n, d, 0));
     if (training && m->dropout > 0) {
         x = gr_dropout(ctx, x, m->dropout,
                        gr_rng_make(rng.seed, gr_rng_stream(rng.stream, 1, 0,
@@ -363,8 +379,8 @@ static void sf_free(void *state)
 const struct nlp_mlm_model_entry nlp_mlm_models[] = {
     {"udgn", "UDGN (udgn.md §3-§5): parser, dependency mask, DGN layers",
      udgn_init, udgn_loss, udgn_heads, free},
-    {"transformer", "pre-norm Transformer encoder, sinusoidal positions, "
-     "tied MLM head (no parser)", tf_init, tf_loss, NULL, tf_free},
+    {"transformer", "pre-norm Transformer encoder, learned (or sinusoidal) "
+     "positions, tied MLM head (no parser)", tf_init, tf_loss, NULL, tf_free},
     {"structformer", "StructFormer (udgn.md §7): distance/height parser, "
      "Par-gated sigmoid attention", sf_init, sf_loss, sf_heads, sf_free},
     {NULL, NULL, NULL, NULL, NULL, NULL},
@@ -821,6 +837,11 @@ static int config_text(const struct nlp_mlm_train_config *tc,
         /* the FFN's activation; a checkpoint without the line is ReLU */
         n += snprintf(out + n, cap - (size_t)n, "ffn_act %s\n",
                       o->ffn_relu ? "relu" : "leaky_relu");
+        /* a checkpoint without the line is sinusoidal */
+        if (n >= 0 && (size_t)n < cap) {
+            n += snprintf(out + n, cap - (size_t)n, "positions %s\n",
+                          o->learned_pos ? "learned" : "sinusoidal");
+        }
     }
     if (n < 0 || (size_t)n >= cap) {
         return gr_error(GR_EINVAL, "mlm: config text too long");
@@ -896,6 +917,16 @@ static int options_from_config(struct nlp_mlm_options *o, const char *t,
                             "not relu or leaky_relu", path, v);
         }
         o->ffn_relu = !v || strcmp(v, "relu") == 0;
+        /* No positions line: written before learned positions became the
+         * row's default; trained with sinusoidal ones. */
+        v = config_get(t, "positions");
+        if (v && strcmp(v, "learned") != 0 && strcmp(v, "sinusoidal") != 0) {
+            return gr_error(GR_EFORMAT, "%s: positions '%s' in its config is "
+                            "not learned or sinusoidal", path, v);
+        }
+        o->learned_pos = v && strcmp(v, "learned") == 0;
+    } else {
+        o->learned_pos = 0;
     }
     return 0;
 }
@@ -1060,6 +1091,12 @@ int nlp_mlm_train(const struct nlp_mlm_train_config *tc,
                             "FFN (written before the transformer row took "
                             "udgn.md's LeakyReLU); it can be evaluated "
                             "(nlp mlm eval) but not resumed", tc->out_dir);
+        }
+        if (strcmp(tc->opt.model, "transformer") == 0 &&
+            config_get(a, "positions") == NULL) {
+            /* written before the line existed: sinusoidal positions */
+            size_t al = strlen(a);
+            snprintf(a + al, sizeof a - al, "positions sinusoidal\n");
         }
         if (strcmp(a, cfg) != 0) {
             char diff[512];

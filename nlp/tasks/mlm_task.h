@@ -81,7 +81,16 @@ struct nlp_mlm_options {
      * checkpoint says so ("ffn_act relu", or no ffn_act line: written
      * before LeakyReLU became the row's activation). */
     int ffn_relu;
+    /* transformer row: 1 = learned absolute positions (a table of
+     * NLP_MLM_POS_TABLE rows, U(-0.1, 0.1), as the reference
+     * run_transformer.sh's --pos_emb), 0 = sinusoidal (grove's row before
+     * 2026-11-27; a checkpoint without a "positions" line) */
+    int learned_pos;
 };
+
+/* Rows of the transformer row's learned position table (the reference's
+ * 500): a longer sentence is an error naming it. */
+#define NLP_MLM_POS_TABLE 500
 
 /* UDGN's defaults (udgn.md §2): 512, 8 layers, 8 channels of 128, parser
  * 3 layers, K 5, dropouts 0.2 / 0.1 / 0.2; model "udgn". */

@@ -72,6 +72,14 @@ checks=$((checks + 1))
 awk -F, 'NR == 2 { exit !($4 == "" && $3 > 1) }' "$tmp/t/metrics.csv" || fail "transformer metrics: $(cat "$tmp/t/metrics.csv")"
 # udgn.md §7: the baseline's FFN is LeakyReLU, and the run says so
 grep -q "^ffn_act leaky_relu$" "$tmp/t/config" || fail "transformer config lacks ffn_act leaky_relu"
+# learned positions by default (the reference's --pos_emb), sinusoidal by flag
+grep -q "^positions learned$" "$tmp/t/config" || fail "transformer config lacks positions learned"
+checks=$((checks + 1))
+"$grove" nlp mlm train --model transformer --positions sinusoidal --data "$tmp/ptb" --out "$tmp/ts" --nemb 16 --nlayers 1 --nheads 2 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
+    || fail "transformer --positions sinusoidal: $(cat "$tmp/err")"
+grep -q "^positions sinusoidal$" "$tmp/ts/config" || fail "--positions sinusoidal not in the config"
+[ "$(sed -n 2p "$tmp/ts/metrics.csv" | cut -d, -f2)" != "$(sed -n 2p "$tmp/t/metrics.csv" | cut -d, -f2)" ] \
+    || fail "learned and sinusoidal positions trained to the same loss"
 checks=$((checks + 1))
 "$grove" nlp mlm train --model structformer --data "$tmp/ptb" --trees "$tmp/gold.conll" --out "$tmp/sf" --nemb 16 --nlayers 1 --nheads 2 --parser-layers 1 --batch-tokens 120 --eval-runs 1 --epochs 1 --max-batches 2 --quiet 2>"$tmp/err" \
     || fail "structformer: $(cat "$tmp/err")"
@@ -113,6 +121,8 @@ expect 2 "^grove nlp mlm eval: --eval-runs 0 is out of range \(>= 1\)" nlp mlm e
 expect 2 "data" nlp mlm train --out "$tmp/x"
 expect 2 "does not exist" nlp mlm train --data "$tmp/none" --out "$tmp/x"
 expect 2 "udgn only" nlp mlm train --model transformer --no-gates --data "$tmp/ptb" --out "$tmp/x"
+expect 2 "--positions 'rope': expected learned or sinusoidal" nlp mlm train --model transformer --positions rope --data "$tmp/ptb" --out "$tmp/x"
+expect 2 "transformer only" nlp mlm train --positions sinusoidal --data "$tmp/ptb" --out "$tmp/x"
 expect 2 "twice|more than once|repeated" nlp mlm train --data "$tmp/ptb" --data "$tmp/ptb" --out "$tmp/x"
 [ -e "$tmp/x" ] && fail "a refused command left $tmp/x"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/nlp/mlm_table.sh --smoke (issue 24's results table, tiny): the
-# three MLM rows run, each with its decoders (UDGN argmax and Chu-Liu,
+# three MLM rows run (the Transformer with learned and with sinusoidal
+# positions), each with its decoders (UDGN argmax and Chu-Liu,
 # StructFormer its own, the Transformer none), the chain baselines' UAS
 # as depparse gives it, a second call resumes instead of retraining, and
 # bad arguments exit 2. Exit 77 without the treebank sample.
@@ -12,13 +13,17 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-bash "$script" "$grove" "$bank" "$tmp/t" --smoke --rows udgn,structformer,transformer --jobs 2 \
+bash "$script" "$grove" "$bank" "$tmp/t" --smoke --rows udgn,structformer,transformer,transformer_sinusoidal --jobs 2 \
     >"$tmp/out" 2>"$tmp/err" || { fail "mlm_table.sh failed"; cat "$tmp/err"; }
 md=$tmp/t/mlm.md
 num='[0-9]+\.[0-9]+'
 grep -qE "^\| udgn \| .* \| $num \| $num \(1\) \| $num / $num \| $num / $num \| - / - \|" "$md" || fail "udgn row: $(grep '^| udgn' "$md")"
 grep -qE "^\| structformer \| .* \| $num \| $num \(1\) \| - / - \| - / - \| $num / $num \|" "$md" || fail "structformer row: $(grep '^| structformer' "$md")"
 grep -qE "^\| transformer \| .* \| $num \| $num \(1\) \| - / - \| - / - \| - / - \|" "$md" || fail "transformer row: $(grep '^| transformer' "$md")"
+grep -qE "^\| transformer_sinusoidal \| \`--model transformer --positions sinusoidal\` \| $num \| $num \(1\) \| - / - \| - / - \| - / - \|" "$md" \
+    || fail "transformer_sinusoidal row: $(grep '^| transformer_sin' "$md")"
+grep -q "^positions sinusoidal$" "$tmp/t/transformer_sinusoidal/config" || fail "transformer_sinusoidal is not sinusoidal"
+grep -q "^positions learned$" "$tmp/t/transformer/config" || fail "transformer is not learned"
 # the right chain's UAS is depparse's own
 want=$("$grove" nlp depparse --baseline right --trees "$tmp/t/test_trees/treebank/combined" --decoder argmax \
     --quiet 2>/dev/null | sed -n 's/^UAS \([0-9.]*\) .*/\1/p')

@@ -6,18 +6,22 @@
  * model's heads (an oracle scores 100 under Chu-Liu, argmax loses exactly
  * the roots); the table itself; the transformer row's LeakyReLU FFN
  * (udgn.md §7) and its ReLU checkpoints (no ffn_act line) reopened as
- * ReLU. */
+ * ReLU; its learned positions (the reference's --pos_emb), sinusoidal
+ * ones by flag and for checkpoints without a positions line, which also
+ * resume. */
 #define _XOPEN_SOURCE 700
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/checkpoint.h"
 #include "kernels/ops.h"
+#include "kernels/optim.h"
 #include "nlp/models/udgn.h"
 #include "nlp/tasks/mlm_task.h"
 #include "tests/test.h"
@@ -495,6 +499,7 @@ static void test_transformer_ffn_act(void)
     o.nemb = 8;
     o.nlayers = 1;
     o.nheads = 2;
+    o.learned_pos = 0; /* the configs below have no positions line */
     struct gr_ctx_config cc = gr_ctx_config_default();
     cc.device = GR_DEVICE_CPU;
     double loss[2] = {NAN, NAN}; /* ReLU, LeakyReLU: the trainer's models */
@@ -568,6 +573,228 @@ static void test_transformer_ffn_act(void)
     rmdir(dir);
 }
 
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        return -1;
+    }
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* A config text without its "positions ..." line. */
+static void drop_line(const char *in, const char *key, char *out, size_t cap)
+{
+    size_t k = 0, kl = strlen(key);
+    for (const char *l = in; *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t len = eol ? (size_t)(eol - l) + 1 : strlen(l);
+        if (!(strncmp(l, key, kl) == 0 && l[kl] == ' ') && k + len < cap) {
+            memcpy(out + k, l, len);
+            k += len;
+        }
+        l += len;
+    }
+    out[k] = '\0';
+}
+
+/* The transformer row's positions: learned (a [500, d] table, the
+ * reference run_transformer.sh's --pos_emb) or sinusoidal. A checkpoint
+ * says which ("positions learned|sinusoidal"); one without the line was
+ * written when the row was sinusoidal and reopens so, with the numbers of
+ * the model that wrote it; anything else is refused naming the key. A
+ * sentence longer than the table is an error naming it. A run folder
+ * written before the line existed resumes (as sinusoidal). */
+static void test_transformer_positions(void)
+{
+    const struct nlp_mlm_model_entry *e = nlp_mlm_model_find("transformer");
+    struct nlp_mlm_options o;
+    nlp_mlm_options_default(&o);
+    CHECK_MSG(o.learned_pos == 1, "the default is not learned positions");
+    snprintf(o.model, sizeof o.model, "transformer");
+    o.nemb = 8;
+    o.nlayers = 1;
+    o.nheads = 2;
+    struct gr_ctx_config cc = gr_ctx_config_default();
+    cc.device = GR_DEVICE_CPU;
+    char dir[] = "/tmp/grove_mlm_pos_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[512], vocab[256];
+    snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
+    char words[256] = "<unk>\n<pad>\n<mask>\n";
+    for (int i = 3; i < 12; i++) {
+        size_t l = strlen(words);
+        snprintf(words + l, sizeof words - l, "w%d\n", i);
+    }
+    CHECK(write_text(vocab, words) == 0);
+    const char *base =
+        "model transformer\nnemb 8\nnlayers 1\nnheads 2\nhead_size 128\n"
+        "parser_layers 3\npos_classes 5\ndropout 0.2\ndropatt 0.1\n"
+        "parser_dropout 0.2\nno_nonlinear 0\nno_gates 0\nsigmoid 0\n"
+        "single_channel 0\nabs_pos 0\nseed 5\nffn_act leaky_relu\n";
+    double loss[2] = {NAN, NAN}; /* sinusoidal, learned */
+    struct {
+        const char *line; /* appended to the config; NULL: none */
+        int learned;
+    } cases[] = {{"positions learned\n", 1}, {"positions sinusoidal\n", 0},
+                 {NULL, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct gr_ctx *ctx = NULL;
+        void *model = NULL;
+        CHECK(gr_ctx_new(&ctx, &cc) == 0);
+        o.learned_pos = cases[c].learned;
+        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        CHECK((gr_ctx_find(ctx, "pos_emb.weight") != NULL) ==
+              cases[c].learned);
+        double l0 = row_loss(e, model, ctx);
+        loss[cases[c].learned] = l0;
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg, "%s%s", base,
+                 cases[c].line ? cases[c].line : "");
+        snprintf(path, sizeof path, "%s/c%zu.ckpt", dir, c);
+        CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
+        e->free(model);
+        gr_ctx_free(ctx);
+        struct nlp_mlm_runtime rt;
+        int rc = nlp_mlm_open(&rt, path, &cc);
+        CHECK_MSG(rc == 0, "case %zu: %s", c, gr_last_error());
+        if (rc == 0) {
+            CHECK(rt.opt.learned_pos == cases[c].learned);
+            double l = row_loss(rt.entry, rt.model, rt.ctx);
+            CHECK_MSG(l == l0, "case %zu: reopened loss %.9g, want %.9g", c,
+                      l, l0);
+            nlp_mlm_close(&rt);
+        }
+        remove(path);
+    }
+    CHECK_MSG(fabs(loss[0] - loss[1]) > 1e-6, "learned %.9g and sinusoidal "
+              "%.9g positions give the same loss: the test is void", loss[1],
+              loss[0]);
+    /* an unknown kind is refused, naming the key */
+    {
+        struct gr_ctx *ctx = NULL;
+        void *model = NULL;
+        CHECK(gr_ctx_new(&ctx, &cc) == 0);
+        o.learned_pos = 0;
+        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg, "%spositions rotary\n", base);
+        snprintf(path, sizeof path, "%s/bad.ckpt", dir);
+        CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
+        e->free(model);
+        gr_ctx_free(ctx);
+        struct nlp_mlm_runtime rt;
+        CHECK(nlp_mlm_open(&rt, path, &cc) == GR_EFORMAT);
+        CHECK_STR_CONTAINS(gr_last_error(), "positions 'rotary'");
+        remove(path);
+    }
+    /* past the learned table: an error naming it, not a read past it */
+    {
+        struct gr_ctx *ctx = NULL;
+        void *model = NULL;
+        CHECK(gr_ctx_new(&ctx, &cc) == 0);
+        o.learned_pos = 1;
+        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        enum { N = NLP_MLM_POS_TABLE + 1 };
+        static int32_t ids[N], tg[N];
+        for (int i = 0; i < N; i++) {
+            ids[i] = 3 + i % 9;
+            tg[i] = i % 7 == 0 ? 4 : -1;
+        }
+        int32_t len = N;
+        struct nlp_mlm_input in = {ids, &len, tg, 1, N};
+        struct gr_tensor *l = NULL;
+        int32_t nm = 0;
+        CHECK(e->loss(model, ctx, &in, 0, gr_rng_make(1, 0), &l, &nm) ==
+              GR_EINVAL);
+        CHECK_STR_CONTAINS(gr_last_error(), "position table has 500");
+        e->free(model);
+        gr_ctx_free(ctx);
+    }
+    remove(vocab);
+
+    /* a run folder from before the positions line resumes as sinusoidal */
+    char data[300], out[300], last[400];
+    snprintf(data, sizeof data, "%s/ptb", dir);
+    snprintf(out, sizeof out, "%s/run", dir);
+    snprintf(last, sizeof last, "%s/last.ckpt", out);
+    CHECK(mkdir(data, 0700) == 0);
+    const char *text = "the cat sat on the mat\na dog saw the cat\n"
+                       "the mat was on a dog\na cat and a dog sat\n";
+    const char *names[] = {"train", "valid", "test"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/ptb.%s.txt", data, names[i]);
+        CHECK(write_text(path, text) == 0);
+    }
+    struct nlp_mlm_train_config tc;
+    nlp_mlm_train_config_default(&tc);
+    tc.opt = o;
+    tc.opt.learned_pos = 0;
+    tc.data = data;
+    tc.epochs = 1;
+    tc.batch_tokens = 64;
+    tc.eval_runs = 1;
+    tc.out_dir = out;
+    tc.quiet = 1;
+    tc.seed = 3;
+    int usage = 0;
+    int rc = nlp_mlm_train(&tc, &cc, &usage);
+    CHECK_MSG(rc == 0, "train: %s", gr_last_error());
+    /* rewrite last.ckpt with the config an older grove wrote */
+    char *cfg = NULL;
+    CHECK(gr_checkpoint_read_config(last, &cfg) == 0);
+    CHECK(cfg && strstr(cfg, "\npositions sinusoidal\n") != NULL);
+    static char old[16384];
+    drop_line(cfg ? cfg : "", "positions", old, sizeof old);
+    free(cfg);
+    struct nlp_mlm_runtime rt;
+    int32_t V = 0;
+    if (nlp_mlm_open(&rt, last, &cc) == 0) {
+        V = rt.vocab.size;
+        nlp_mlm_close(&rt);
+    }
+    CHECK(V > 3);
+    {
+        struct gr_ctx *ctx = NULL;
+        void *model = NULL;
+        struct gr_optim *opt = NULL;
+        struct gr_optim_config oc = gr_optim_config_default(GR_OPTIM_ADAM);
+        CHECK(gr_ctx_new(&ctx, &cc) == 0);
+        CHECK(e->init(&model, ctx, &tc.opt, V, 5) == 0);
+        CHECK(gr_optim_new(&opt, ctx, "adam", &oc) == 0);
+        CHECK_MSG(gr_checkpoint_load(ctx, last, GR_CKPT_ALL, NULL) == 0,
+                  "%s", gr_last_error());
+        CHECK(gr_checkpoint_save(ctx, last, old, GR_CKPT_ALL, 1) == 0);
+        gr_optim_free(opt);
+        e->free(model);
+        gr_ctx_free(ctx);
+    }
+    tc.epochs = 2;
+    tc.resume = 1;
+    tc.opt.learned_pos = 1; /* not what the run was: refused */
+    usage = 0;
+    CHECK(nlp_mlm_train(&tc, &cc, &usage) == GR_EINVAL && usage == 1);
+    CHECK_STR_CONTAINS(gr_last_error(), "positions");
+    tc.opt.learned_pos = 0;
+    rc = nlp_mlm_train(&tc, &cc, &usage);
+    CHECK_MSG(rc == 0, "resume of a run without a positions line: %s",
+              gr_last_error());
+    snprintf(path, sizeof path, "%s/metrics.csv", out);
+    FILE *f = fopen(path, "r");
+    int lines = 0;
+    for (int ch; f && (ch = fgetc(f)) != EOF;) {
+        lines += ch == '\n';
+    }
+    if (f) {
+        fclose(f);
+    }
+    CHECK_MSG(lines == 3, "metrics.csv has %d lines after the resume", lines);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     test_perplexity();
@@ -576,5 +803,6 @@ int main(void)
     test_table();
     test_ffn_leaky();
     test_transformer_ffn_act();
+    test_transformer_positions();
     return test_report("nlp_mlm_task");
 }
