@@ -471,6 +471,32 @@ static double row_loss(const struct nlp_mlm_model_entry *e, void *model,
     return rc == 0 && l ? (double)gr_tensor_item(l) : NAN;
 }
 
+/* A fresh CPU context holding row e built from o (vocabulary 12, seed 5). */
+static void *new_row(const struct nlp_mlm_model_entry *e,
+                     const struct nlp_mlm_options *o,
+                     const struct gr_ctx_config *cc, struct gr_ctx **ctx)
+{
+    void *model = NULL;
+    *ctx = NULL;
+    CHECK(gr_ctx_new(ctx, cc) == 0);
+    CHECK_MSG(*ctx && e->init(&model, *ctx, o, 12, 5) == 0, "init: %s",
+              gr_last_error());
+    return model;
+}
+
+/* Saves the model's parameters with `cfg` as the config, frees the model
+ * and its context, and reopens the file as `grove nlp mlm` does. */
+static int save_reopen(const struct nlp_mlm_model_entry *e, void *model,
+                       struct gr_ctx *ctx, const char *path, const char *cfg,
+                       const struct gr_ctx_config *cc,
+                       struct nlp_mlm_runtime *rt)
+{
+    CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
+    e->free(model);
+    gr_ctx_free(ctx);
+    return nlp_mlm_open(rt, path, cc);
+}
+
 /* The transformer row uses udgn.md §7's LeakyReLU; a checkpoint written
  * before (its config has no ffn_act line) was trained with ReLU and
  * reopens as ReLU, giving the old model's numbers; "ffn_act relu" does
@@ -510,10 +536,8 @@ static void test_transformer_ffn_act(void)
         "single_channel 0\nabs_pos 0\nseed 5\n";
     for (int relu = 1; relu >= 0; relu--) {
         struct gr_ctx *ctx = NULL;
-        void *model = NULL;
-        CHECK(gr_ctx_new(&ctx, &cc) == 0);
         o.ffn_relu = relu;
-        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        void *model = new_row(e, &o, &cc, &ctx);
         loss[relu] = row_loss(e, model, ctx);
         e->free(model);
         gr_ctx_free(ctx);
@@ -533,15 +557,10 @@ static void test_transformer_ffn_act(void)
                  cases[c].line ? cases[c].line : "");
         snprintf(path, sizeof path, "%s/c%zu.ckpt", dir, c);
         struct gr_ctx *ctx = NULL;
-        void *model = NULL;
-        CHECK(gr_ctx_new(&ctx, &cc) == 0);
         o.ffn_relu = 1;
-        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
-        CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
-        e->free(model);
-        gr_ctx_free(ctx);
+        void *model = new_row(e, &o, &cc, &ctx);
         struct nlp_mlm_runtime rt;
-        int rc = nlp_mlm_open(&rt, path, &cc);
+        int rc = save_reopen(e, model, ctx, path, cfg, &cc, &rt);
         CHECK_MSG(rc == 0, "case %zu: %s", c, gr_last_error());
         if (rc == 0) {
             CHECK(rt.opt.ffn_relu == cases[c].relu);
@@ -559,14 +578,9 @@ static void test_transformer_ffn_act(void)
     snprintf(cfg, sizeof cfg, "%sffn_act gelu\n", base);
     snprintf(path, sizeof path, "%s/bad.ckpt", dir);
     struct gr_ctx *ctx = NULL;
-    void *model = NULL;
-    CHECK(gr_ctx_new(&ctx, &cc) == 0);
-    CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
-    CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
-    e->free(model);
-    gr_ctx_free(ctx);
+    void *model = new_row(e, &o, &cc, &ctx);
     struct nlp_mlm_runtime rt;
-    CHECK(nlp_mlm_open(&rt, path, &cc) == GR_EFORMAT);
+    CHECK(save_reopen(e, model, ctx, path, cfg, &cc, &rt) == GR_EFORMAT);
     CHECK_STR_CONTAINS(gr_last_error(), "ffn_act 'gelu'");
     remove(path);
     remove(vocab);
@@ -641,10 +655,8 @@ static void test_transformer_positions(void)
                  {NULL, 0}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         struct gr_ctx *ctx = NULL;
-        void *model = NULL;
-        CHECK(gr_ctx_new(&ctx, &cc) == 0);
         o.learned_pos = cases[c].learned;
-        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        void *model = new_row(e, &o, &cc, &ctx);
         CHECK((gr_ctx_find(ctx, "pos_emb.weight") != NULL) ==
               cases[c].learned);
         double l0 = row_loss(e, model, ctx);
@@ -653,11 +665,8 @@ static void test_transformer_positions(void)
         snprintf(cfg, sizeof cfg, "%s%s", base,
                  cases[c].line ? cases[c].line : "");
         snprintf(path, sizeof path, "%s/c%zu.ckpt", dir, c);
-        CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
-        e->free(model);
-        gr_ctx_free(ctx);
         struct nlp_mlm_runtime rt;
-        int rc = nlp_mlm_open(&rt, path, &cc);
+        int rc = save_reopen(e, model, ctx, path, cfg, &cc, &rt);
         CHECK_MSG(rc == 0, "case %zu: %s", c, gr_last_error());
         if (rc == 0) {
             CHECK(rt.opt.learned_pos == cases[c].learned);
@@ -674,28 +683,21 @@ static void test_transformer_positions(void)
     /* an unknown kind is refused, naming the key */
     {
         struct gr_ctx *ctx = NULL;
-        void *model = NULL;
-        CHECK(gr_ctx_new(&ctx, &cc) == 0);
         o.learned_pos = 0;
-        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        void *model = new_row(e, &o, &cc, &ctx);
         char cfg[1024];
         snprintf(cfg, sizeof cfg, "%spositions rotary\n", base);
         snprintf(path, sizeof path, "%s/bad.ckpt", dir);
-        CHECK(gr_checkpoint_save(ctx, path, cfg, GR_CKPT_PARAMS, 1) == 0);
-        e->free(model);
-        gr_ctx_free(ctx);
         struct nlp_mlm_runtime rt;
-        CHECK(nlp_mlm_open(&rt, path, &cc) == GR_EFORMAT);
+        CHECK(save_reopen(e, model, ctx, path, cfg, &cc, &rt) == GR_EFORMAT);
         CHECK_STR_CONTAINS(gr_last_error(), "positions 'rotary'");
         remove(path);
     }
     /* past the learned table: an error naming it, not a read past it */
     {
         struct gr_ctx *ctx = NULL;
-        void *model = NULL;
-        CHECK(gr_ctx_new(&ctx, &cc) == 0);
         o.learned_pos = 1;
-        CHECK(e->init(&model, ctx, &o, 12, 5) == 0);
+        void *model = new_row(e, &o, &cc, &ctx);
         enum { N = NLP_MLM_POS_TABLE + 1 };
         static int32_t ids[N], tg[N];
         for (int i = 0; i < N; i++) {
