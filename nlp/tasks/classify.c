@@ -269,6 +269,7 @@ struct nlp_cls_model {
     float dropout_out;
     /* scratch for batches (grown as needed) */
     int32_t *ids, *lens, *labels;
+    int32_t batch_T; /* the time steps of the last batch in ids */
     size_t cap_ids, cap_rows;
     /* models given their trees: the batch's trees, and with node labels
      * the logits and labels of every node of the last forward */
@@ -457,6 +458,7 @@ static struct gr_tensor *forward(struct nlp_cls_model *m,
     if (grow(m, (size_t)T * (size_t)rows, (size_t)rows) < 0) {
         return NULL;
     }
+    m->batch_T = T;
     int left = m->enc.cfg.left_pad;
     for (size_t i = 0; i < (size_t)T * (size_t)rows; i++) {
         m->ids[i] = m->pad_id;
@@ -1132,6 +1134,7 @@ struct trainer {
     struct train_column cols[CLS_MAX_COLS];
     char col_names[NLP_CLS_MAX_GROUPS][24];
     int n_cols;
+    FILE *trace; /* GROVE_CLASSIFY_TRACE: every training batch and loss */
 };
 
 static void build_columns(struct trainer *tr)
@@ -1190,6 +1193,32 @@ static int data_check(const struct nlp_cls_data *d)
         }
     }
     return 0;
+}
+
+/* GROVE_CLASSIFY_TRACE=FILE (bench/nlp/om_compare.sh): each training
+ * batch as the encoder saw it and its loss before the update, so that a
+ * reference implementation can replay the same steps from the same
+ * initial weights. A record: "batch EPOCH K T ROWS N LOSS", then T lines
+ * of ROWS token ids (time-major, padding included; a pair batch holds the
+ * N premises then the N hypotheses), then a line of the N labels. */
+static void trace_batch(struct trainer *tr, int32_t epoch, int64_t k,
+                        int32_t n, double loss)
+{
+    const struct nlp_cls_model *m = &tr->m;
+    int32_t rows = m->pair ? 2 * n : n;
+    int32_t T = m->batch_T;
+    fprintf(tr->trace, "batch %d %lld %d %d %d %.9g\n", (int)epoch,
+            (long long)k, (int)T, (int)rows, (int)n, loss);
+    for (int32_t t = 0; t < T; t++) {
+        for (int32_t r = 0; r < rows; r++) {
+            fprintf(tr->trace, "%d%c", (int)m->ids[(size_t)t * rows + r],
+                    r + 1 < rows ? ' ' : '\n');
+        }
+    }
+    for (int32_t j = 0; j < n; j++) {
+        fprintf(tr->trace, "%d%c", (int)m->labels[j], j + 1 < n ? ' ' : '\n');
+    }
+    fflush(tr->trace);
 }
 
 static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
@@ -1264,6 +1293,9 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
             break;
         }
         double l = (double)gr_tensor_item(loss);
+        if (tr->trace != NULL) {
+            trace_batch(tr, epoch, k, bn, l);
+        }
         rc = tr->have_run ? train_check_finite(&tr->run, l, epoch) : 0;
         if (rc < 0) {
             rc = gr_error_wrap(rc, "batch %lld", (long long)k);
@@ -1341,6 +1373,9 @@ static int load_vectors(struct gr_ctx *ctx,
 
 static void trainer_free(struct trainer *tr)
 {
+    if (tr->trace != NULL) {
+        fclose(tr->trace);
+    }
     if (tr->have_run) {
         train_run_close(&tr->run);
     }
@@ -1402,6 +1437,17 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     spec.step_unit = "epoch";
     /* the device and the model before the run folder: a failed start
      * leaves nothing behind */
+    const char *trace = getenv("GROVE_CLASSIFY_TRACE");
+    if (trace != NULL && *trace) {
+        /* "x": never over an existing file */
+        tr.trace = fopen(trace, "wx");
+        if (tr.trace == NULL) {
+            free(text);
+            return gr_error(GR_EIO, "GROVE_CLASSIFY_TRACE: cannot create "
+                                    "%s (it must not exist)",
+                            trace);
+        }
+    }
     rc = gr_ctx_new(&tr.ctx, cc);
     if (rc == 0) {
         rc = model_build(&tr.m, tr.ctx, &tc->enc, d->pair, d->n_classes,

@@ -244,6 +244,37 @@ grep -q "^logic: $tmp/ltest.tsv: test 60 pairs (k = 1-3) of the file's 60 (split
 expect 0 "^logic test: accuracy $lacc on 60 examples" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt" --test "$tmp/ltest.tsv" --quiet
 [ -s "$tmp/err" ] && fail "eval --quiet: stderr is not empty: $(cat "$tmp/err")"
+
+# GROVE_CLASSIFY_TRACE (bench/nlp/om_compare.sh replays it in PyTorch):
+# one record per training batch, its ids and labels as the encoder saw
+# them, and the loss of each batch: their mean is the epoch's train_loss
+checks=$((checks + 1))
+GROVE_CLASSIFY_TRACE=$tmp/trace.txt "$grove" "${ct[@]}" --task logic --model om \
+    --train "$tmp/ltrain.tsv" --test "$tmp/ltest.tsv" --emsize 8 --nhid 8 --batch 32 \
+    --epochs 1 --max-batches 3 --threads 1 --device cpu --quiet --out "$tmp/trun" \
+    >/dev/null 2>"$tmp/trun.err" || { fail "traced run"; cat "$tmp/trun.err"; }
+bad=$(awk -v n=32 '
+    /^batch / { if (NF != 7 || $2 != 1 || $3 != recs || $5 != 2 * $6 || $6 != n) { print "header " NR ": " $0; exit }
+                T = $4; rows = $5; left = T; recs++; loss += $7; next }
+    left > 0  { if (NF != rows) { print "line " NR ": " NF " ids, want " rows; exit }
+                for (i = 1; i <= NF; i++) if ($i < 0 || $i > 11) { print "line " NR ": id " $i; exit }
+                left--; if (left == 0) labels = 1; next }
+    labels    { if (NF != n) { print "line " NR ": " NF " labels"; exit }
+                for (i = 1; i <= NF; i++) if ($i < 0 || $i > 6) { print "line " NR ": label " $i; exit }
+                labels = 0; next }
+    { print "line " NR ": unexpected"; exit }
+    END { if (recs != 3) print recs " records, want 3"; else printf "mean %.9g\n", loss / 3 }' "$tmp/trace.txt")
+want=$(awk -F, 'NR == 2 { print $3 }' "$tmp/trun/metrics.csv")
+echo "$bad" | awk -v w="$want" '$1 == "mean" && $2 - w < 2e-6 && w - $2 < 2e-6 { ok = 1 } END { exit !ok }' ||
+    fail "trace: '$bad', metrics.csv train_loss: '$want'"
+# never over an existing file: refused before the run folder is made
+checks=$((checks + 1))
+GROVE_CLASSIFY_TRACE=$tmp/trace.txt "$grove" "${ct[@]}" --task logic --model om \
+    --train "$tmp/ltrain.tsv" --emsize 8 --nhid 8 --epochs 1 --threads 1 --quiet \
+    --out "$tmp/trun2" >/dev/null 2>"$tmp/err" && fail "trace over an existing file: exit 0"
+grep -q "GROVE_CLASSIFY_TRACE: cannot create $tmp/trace.txt (it must not exist)" "$tmp/err" ||
+    fail "trace over an existing file: $(cat "$tmp/err")"
+[ -e "$tmp/trun2" ] && fail "trace over an existing file: the run folder was made"
 expect 2 "--task logic needs --data DIR .* or --test FILE" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt"
 expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task logic \
