@@ -148,7 +148,7 @@ for s in $(echo "${seeds//,/ } ${ref_seeds//,/ }" | tr ' ' '\n' | sort -nu); do
 done
 glist=$(IFS=,; echo "${groups[*]}")
 "$grove" plot --x epoch --y valid_acc --group "$glist" --print --force --quiet \
-    --title "OM on a 1/$fraction of logic, D $nhid: validation accuracy (mean, min-max over seeds)" \
+    --title "OM, 1/$fraction of logic, D $nhid: valid accuracy (mean, min-max)" \
     --out "$out/valid_acc.png" "${files[@]}" >"$out/valid_acc_summary.csv"
 echo "validation accuracy per epoch, mean [min, max] over seeds (grove $seeds, PyTorch $ref_seeds):"
 echo "| epoch | grove | PyTorch |"
@@ -161,7 +161,7 @@ echo "| side | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for side in grove PyTorch; do
     for i in "${!files[@]}"; do
-        [[ ${groups[$i]} == "$side" ]] && echo "${files[$i]}"
+        if [[ ${groups[$i]} == "$side" ]]; then echo "${files[$i]}"; fi
     done | xargs awk -F, -v side="$side" -v ep="$epochs" '
         FNR == 1 { for (c = 1; c <= NF; c++) col[$c] = c; next }
         $col["epoch"] == ep { n++; for (k = 1; k <= 12; k++) s[k] += $col["test_acc_" k] }
