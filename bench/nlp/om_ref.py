@@ -19,7 +19,7 @@ norm clipping at 1, as proplog.py does.
 
 replay (bench/nlp/om_compare.sh, step agreement): starts from the weights
 of a grove checkpoint (CKPT: `grove nlp classify train --task logic
---model om --epochs 0`, read with the reader of docs/formats.md) and
+--model om --epochs 0`, read with python/grove's read_checkpoint) and
 trains on the batches grove recorded with GROVE_CLASSIFY_TRACE=FILE, one
 optimizer step per batch; prints per batch grove's loss, this side's
 loss and their relative difference. Use dropouts 0 on both sides (the
@@ -50,8 +50,6 @@ import resource
 import sys
 import time
 
-import msgpack
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -59,6 +57,10 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 import baseline_info  # noqa: E402  (bench/baseline_info.py)
+# python/grove's checkpoint reader (replay; msgpack and numpy, no libgrove)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+import grove  # noqa: E402
 
 
 class Distribution(nn.Module):
@@ -226,24 +228,6 @@ def speed(a):
 
 # ---- grove's weights (replay) -------------------------------------------
 
-def read_grove_checkpoint(path):
-    """name -> float32 array of a grove checkpoint's `param` tensors (the
-    reader of docs/formats.md: one MessagePack map, CRC-checked)."""
-    import zlib
-    with open(path, "rb") as f:
-        ck = msgpack.unpackb(f.read(), raw=False)
-    if ck.get("format") != "grove-checkpoint":
-        raise SystemExit("%s: not a grove checkpoint" % path)
-    out = {}
-    for name, t in ck["tensors"].items():
-        if zlib.crc32(t["data"]) != t["crc32"]:
-            raise SystemExit("%s: tensor %s fails its CRC" % (path, name))
-        if t["kind"] == "param":
-            out[name] = np.frombuffer(t["data"], dtype="<f4").reshape(
-                t["shape"])
-    return out
-
-
 # grove's tensor names (the reference's module paths) -> this file's modules
 GROVE_NAMES = {
     "enc.embedding.weight": "embedding.weight",
@@ -262,7 +246,10 @@ GROVE_NAMES = {
 
 
 def load_grove(model, path):
-    w = read_grove_checkpoint(path)
+    try:
+        w = grove.read_checkpoint(path, kinds=("param",)).params()
+    except grove.GroveError as e:
+        raise SystemExit(str(e))
     own = dict(model.named_parameters())
     done = set()
     for gname, arr in w.items():
