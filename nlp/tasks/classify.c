@@ -1201,8 +1201,8 @@ static int data_check(const struct nlp_cls_data *d)
  * initial weights. A record: "batch EPOCH K T ROWS N LOSS", then T lines
  * of ROWS token ids (time-major, padding included; a pair batch holds the
  * N premises then the N hypotheses), then a line of the N labels. */
-static void trace_batch(struct trainer *tr, int32_t epoch, int64_t k,
-                        int32_t n, double loss)
+static int trace_batch(struct trainer *tr, int32_t epoch, int64_t k,
+                       int32_t n, double loss)
 {
     const struct nlp_cls_model *m = &tr->m;
     int32_t rows = m->pair ? 2 * n : n;
@@ -1218,7 +1218,10 @@ static void trace_batch(struct trainer *tr, int32_t epoch, int64_t k,
     for (int32_t j = 0; j < n; j++) {
         fprintf(tr->trace, "%d%c", (int)m->labels[j], j + 1 < n ? ' ' : '\n');
     }
-    fflush(tr->trace);
+    if (fflush(tr->trace) != 0 || ferror(tr->trace)) {
+        return gr_error(GR_EIO, "GROVE_CLASSIFY_TRACE: writing failed");
+    }
+    return 0;
 }
 
 static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
@@ -1293,10 +1296,10 @@ static int train_epoch(struct trainer *tr, int32_t epoch, double *loss_out,
             break;
         }
         double l = (double)gr_tensor_item(loss);
-        if (tr->trace != NULL) {
-            trace_batch(tr, epoch, k, bn, l);
+        rc = tr->trace != NULL ? trace_batch(tr, epoch, k, bn, l) : 0;
+        if (rc == 0 && tr->have_run) {
+            rc = train_check_finite(&tr->run, l, epoch);
         }
-        rc = tr->have_run ? train_check_finite(&tr->run, l, epoch) : 0;
         if (rc < 0) {
             rc = gr_error_wrap(rc, "batch %lld", (long long)k);
             break;
@@ -1435,8 +1438,6 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
     spec.n_columns = tr.n_cols;
     spec.what = "nlp classify train";
     spec.step_unit = "epoch";
-    /* the device and the model before the run folder: a failed start
-     * leaves nothing behind */
     const char *trace = getenv("GROVE_CLASSIFY_TRACE");
     if (trace != NULL && *trace) {
         /* "x": never over an existing file */
@@ -1448,6 +1449,8 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
                             trace);
         }
     }
+    /* the device and the model before the run folder: a failed start
+     * leaves nothing behind */
     rc = gr_ctx_new(&tr.ctx, cc);
     if (rc == 0) {
         rc = model_build(&tr.m, tr.ctx, &tc->enc, d->pair, d->n_classes,

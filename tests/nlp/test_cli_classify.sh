@@ -275,6 +275,17 @@ GROVE_CLASSIFY_TRACE=$tmp/trace.txt "$grove" "${ct[@]}" --task logic --model om 
 grep -q "GROVE_CLASSIFY_TRACE: cannot create $tmp/trace.txt (it must not exist)" "$tmp/err" ||
     fail "trace over an existing file: $(cat "$tmp/err")"
 [ -e "$tmp/trun2" ] && fail "trace over an existing file: the run folder was made"
+# a trace that cannot be written stops the run (here a 64 KiB file-size
+# limit: the initial checkpoint, ~35 KiB, fits; the trace of 3,000 pairs
+# does not)
+checks=$((checks + 1))
+"$grove" nlp logic generate --n 3000 --ops 1-3 --seed 3 --out "$tmp/ltrain3k.tsv" --quiet >/dev/null ||
+    fail "logic generate (3,000)"
+(trap '' XFSZ; ulimit -f 64; GROVE_CLASSIFY_TRACE=$tmp/trace3k.txt "$grove" "${ct[@]}" --task logic \
+    --model om --train "$tmp/ltrain3k.tsv" --emsize 8 --nhid 8 --epochs 1 --threads 1 --quiet \
+    --out "$tmp/trun3" >/dev/null 2>"$tmp/err") && fail "trace past the file-size limit: exit 0"
+grep -q "GROVE_CLASSIFY_TRACE: writing failed" "$tmp/err" ||
+    fail "trace past the file-size limit: $(cat "$tmp/err")"
 expect 2 "--task logic needs --data DIR .* or --test FILE" nlp classify eval \
     --checkpoint "$tmp/lrun/best.ckpt"
 expect 2 "--task logic needs --data DIR .* or --train FILE" "${ct[@]}" --task logic \
