@@ -50,7 +50,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 ref=$here/om_ref.py
 [[ -x $grove ]] || { echo "om_compare.sh: GROVE '$grove' is not an executable" >&2; exit 2; }
 data=$src/../shared/data/logic_inference
-steps=96 nhid=64 fraction=10 test_fraction=4 seeds=1,2,3 ref_seeds= epochs=5 nodrop=0
+steps=96 nhid=64 fraction=10 test_fraction=4 seeds=1,2,3 ref_seeds= epochs=5 no_dropout=0
 while (($#)); do
     case $1 in
     --steps) steps=${2:?--steps needs a value}; shift 2 ;;
@@ -61,7 +61,7 @@ while (($#)); do
     --seeds) seeds=${2:?--seeds needs a list like 1,2,3}; shift 2 ;;
     --ref-seeds) ref_seeds=${2:?--ref-seeds needs a list like 1,2}; shift 2 ;;
     --epochs) epochs=${2:?--epochs needs a value}; shift 2 ;;
-    --no-dropout) nodrop=1; shift ;;
+    --no-dropout) no_dropout=1; shift ;;
     *) echo "om_compare.sh: unknown option '$1'" >&2; usage ;;
     esac
 done
@@ -89,15 +89,15 @@ fi
 echo "data: $out/data ($(cat "$d/.complete")): $(cat "$d"/train[0-6] | wc -l) training pairs, $(cat "$d"/test* | wc -l) test pairs"
 
 size=(--emsize "$nhid" --nhid "$nhid")
-nodrop_g=(--dropouti 0 --dropout 0 --dropoutm 0 --dropouto 0)
-nodrop_r=(--dropouti 0 --dropout 0 --dropoutm 0 --dropouto 0)
+# every dropout 0 (grove and om_ref.py share the flag names)
+nodrop=(--dropouti 0 --dropout 0 --dropoutm 0 --dropouto 0)
 
 if [[ $mode == steps ]]; then
     rm -rf "$out/init" "$out/trace_run" "$out/trace.txt"
     "$grove" nlp classify train --task logic --model om --data "$d" "${size[@]}" \
         --epochs 0 --seed 1 --threads 1 --quiet --out "$out/init" >/dev/null
     GROVE_CLASSIFY_TRACE=$out/trace.txt "$grove" nlp classify train --task logic \
-        --model om --data "$d" "${size[@]}" "${nodrop_g[@]}" --epochs 1 \
+        --model om --data "$d" "${size[@]}" "${nodrop[@]}" --epochs 1 \
         --max-batches "$steps" --test-every 1000 --seed 1 --threads 1 --quiet \
         --out "$out/trace_run" >/dev/null
     n=$(grep -c '^batch' "$out/trace.txt")
@@ -106,7 +106,7 @@ if [[ $mode == steps ]]; then
         extra=()
         [[ $prec == double ]] && extra=(--double)
         "$python" "$ref" replay --init "$out/init/last.ckpt" --trace "$out/trace.txt" \
-            "${size[@]}" "${nodrop_r[@]}" --nslot 12 --threads 1 "${extra[@]}" >"$out/replay_$prec.txt"
+            "${size[@]}" "${nodrop[@]}" --nslot 12 --threads 1 "${extra[@]}" >"$out/replay_$prec.txt"
     done
     echo "same initial weights (grove's, seed 1), the same $n batches of 128 pairs, every dropout 0, D $nhid, 12 slots:"
     echo "| step | grove loss | PyTorch float32 | relative difference | PyTorch float64 | relative difference |"
@@ -120,8 +120,8 @@ if [[ $mode == steps ]]; then
 fi
 
 # scaled
-extra_g=() extra_r=()
-if ((nodrop)); then extra_g=("${nodrop_g[@]}") extra_r=("${nodrop_r[@]}"); fi
+extra=()
+if ((no_dropout)); then extra=("${nodrop[@]}"); fi
 files=() groups=()
 for s in $(echo "${seeds//,/ } ${ref_seeds//,/ }" | tr ' ' '\n' | sort -nu); do
     g=$out/grove_s$s
@@ -129,7 +129,7 @@ for s in $(echo "${seeds//,/ } ${ref_seeds//,/ }" | tr ' ' '\n' | sort -nu); do
         if [[ ! -f $g/metrics.csv ]] || (($(wc -l <"$g/metrics.csv") < epochs + 1)); then
             echo "seed $s: grove ($(date +%T))"
             "$grove" nlp classify train --task logic --model om --data "$d" "${size[@]}" \
-                "${extra_g[@]}" --epochs "$epochs" --seed "$s" --threads 1 --quiet --force \
+                "${extra[@]}" --epochs "$epochs" --seed "$s" --threads 1 --quiet --force \
                 --out "$g" >"$g.log" 2>&1 || { echo "om_compare.sh: grove failed, see $g.log" >&2; exit 1; }
         fi
         files+=("$g/metrics.csv") groups+=(grove)
@@ -138,7 +138,7 @@ for s in $(echo "${seeds//,/ } ${ref_seeds//,/ }" | tr ' ' '\n' | sort -nu); do
     if [[ ,$ref_seeds, == *,$s,* ]]; then
         if [[ ! -f $r ]] || (($(wc -l <"$r") < epochs + 1)); then
             echo "seed $s: PyTorch ($(date +%T))"
-            "$python" "$ref" train --data "$d" --out "$r.tmp" "${size[@]}" "${extra_r[@]}" \
+            "$python" "$ref" train --data "$d" --out "$r.tmp" "${size[@]}" "${extra[@]}" \
                 --epochs "$epochs" --seed "$s" --threads 1 >"$out/ref_s$s.log" 2>&1 ||
                 { echo "om_compare.sh: om_ref.py failed, see $out/ref_s$s.log" >&2; exit 1; }
             mv "$r.tmp" "$r"

@@ -196,8 +196,7 @@ def speed(a):
     torch.manual_seed(1111)
     model = Classifier(a).to(dev)
     params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=1e-3, betas=(0.0, 0.999), eps=1e-9,
-                           weight_decay=1.2e-6)
+    opt = make_optimizer(model)
     batches = read_batches(a.batches)
     model.train()
     secs, cpu, tokens = 0.0, 0.0, 0
