@@ -192,6 +192,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int emsize = CLI_UNSET, nhid = CLI_UNSET, chunk = CLI_UNSET;
     int slots = CLI_UNSET, slots_eval = CLI_UNSET, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256;
+    int lr_patience = CLI_UNSET;
     int listops_n = CLI_UNSET; /* not given: NLP_CLS_LISTOPS_GENERATE */
     int head_hidden = CLI_UNSET, layers = CLI_UNSET, heads = CLI_UNSET,
         ffn = CLI_UNSET, post_norm = 0;
@@ -268,6 +269,11 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_DOUBLE("clip", "NORM", "1", "global gradient-norm clipping",
                    &clip),
         CLI_DOUBLE("wdecay", "W", "1.2e-6", "weight decay", &wdecay),
+        CLI_INT("lr-patience", "N", "2",
+                "epochs without a better validation accuracy before the "
+                "learning rate is cut (x0.5, snli x0.2); on a fraction of "
+                "the data, scale it up to keep the updates between cuts",
+                &lr_patience),
         CLI_INT("emsize", "N", NULL, "embedding size (default: the model's "
                                      "for the task)",
                 &emsize),
@@ -374,6 +380,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_POSITIVE("--lr", lr),
         CLI_AT_LEAST("--clip", clip, 0),
         CLI_AT_LEAST("--wdecay", wdecay, 0),
+        CLI_AT_LEAST("--lr-patience", lr_patience, 0),
         CLI_RATE("--dropouti", dropouti),
         CLI_RATE("--dropout", dropout),
         CLI_RATE("--dropoutm", dropoutm),
@@ -552,6 +559,9 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     }
     tc.clip = (float)clip;
     tc.wdecay = (float)wdecay;
+    if (lr_patience != CLI_UNSET) {
+        tc.plateau_patience = lr_patience;
+    }
     tc.max_batches = max_batches;
     tc.test_every = test_every;
     tc.eval_batch = eval_batch;

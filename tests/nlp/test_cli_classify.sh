@@ -198,6 +198,26 @@ diff <(cut -d, -f1-7 "$tmp/run/metrics.csv") <(cut -d, -f1-7 "$tmp/cut/metrics.c
 expect 2 "--resume: the options differ from the run's \(first difference: 'lr 0.00300000003' in the run, 'lr 0.00100000005' now\)" \
     "${ct[@]}" "${small[@]/#3e-3/1e-3}" --epochs 4 --quiet --out "$tmp/cut" --resume
 
+# --lr-patience 0: every epoch whose validation accuracy is not better than
+# the best before it halves the learning rate of the next (the lr column is
+# the rate an epoch trained with); the patience is an option --resume keeps
+"$grove" "${ct[@]}" "${small[@]}" --epochs 5 --max-batches 5 --lr-patience 0 --quiet \
+    --out "$tmp/pat0" >/dev/null || fail "--lr-patience 0"
+checks=$((checks + 1))
+grep -qx "plateau-patience 0" "$tmp/pat0/config" || fail "config lacks plateau-patience 0"
+cuts=$(awk -F, 'NR == 2 { best = $5; lr = $7; next }
+    NR > 2 { d = $7 - want; if (NR > 3 && (d < 0 ? -d : d) > 1e-6 * want) bad = 1
+             if ($7 + 0 < lr + 0) n++
+             want = ($5 + 0 > best + 0) ? $7 : $7 / 2
+             if ($5 + 0 > best + 0) best = $5
+             lr = $7 }
+    END { print bad ? "wrong" : n }' "$tmp/pat0/metrics.csv")
+case $cuts in
+    wrong | "" | 0) fail "--lr-patience 0: learning rates not cut as the rule says: $(cut -d, -f1,5,7 "$tmp/pat0/metrics.csv")" ;;
+esac
+expect 2 "--resume: the options differ from the run's \(first difference: 'plateau-patience 0' in the run, 'plateau-patience 2' now\)" \
+    "${ct[@]}" "${small[@]}" --epochs 6 --max-batches 5 --quiet --out "$tmp/pat0" --resume
+
 # --epochs 0: the initial model
 expect 0 "wrote the initial model" "${ct[@]}" "${small[@]}" --epochs 0 --out "$tmp/zero"
 # an ON-LSTM takes it (24 = 6 chunks of 4)
