@@ -192,6 +192,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     int emsize = CLI_UNSET, nhid = CLI_UNSET, chunk = CLI_UNSET;
     int slots = CLI_UNSET, slots_eval = CLI_UNSET, max_batches = 0, resume = 0;
     int select_on_test = 0, test_every = 1, eval_batch = 256;
+    int eval_tokens = NLP_CLS_EVAL_TOKENS;
     int lr_patience = CLI_UNSET;
     int listops_n = CLI_UNSET; /* not given: NLP_CLS_LISTOPS_GENERATE */
     int head_hidden = CLI_UNSET, layers = CLI_UNSET, heads = CLI_UNSET,
@@ -331,6 +332,10 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_INT("test-every", "N", "1", "test accuracy every N epochs",
                 &test_every),
         CLI_INT("eval-batch", "N", "256", "batch of evaluation", &eval_batch),
+        CLI_INT("eval-tokens", "N", "16384",
+                "at most N tokens in an evaluation batch, padding included "
+                "(fewer rows on long sequences: memory; 0: no cap)",
+                &eval_tokens),
         CLI_FLAG("select-on-test",
                  "pick the model and drive the schedule on test accuracy "
                  "(the ListOps reference's protocol, which has no "
@@ -368,6 +373,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
         CLI_AT_LEAST("--max-batches", max_batches, 0),
         CLI_AT_LEAST("--test-every", test_every, 1),
         CLI_AT_LEAST("--eval-batch", eval_batch, 1),
+        CLI_AT_LEAST("--eval-tokens", eval_tokens, 0),
         CLI_RANGE("--emsize", emsize, 1, 65536),
         CLI_RANGE("--nhid", nhid, 1, 65536),
         CLI_RANGE("--chunk-size", chunk, 1, 65536),
@@ -565,6 +571,7 @@ static int run_train(const struct cli_command *cmd, int argc, char **argv)
     tc.max_batches = max_batches;
     tc.test_every = test_every;
     tc.eval_batch = eval_batch;
+    tc.eval_tokens = eval_tokens;
     tc.select_on_test = select_on_test;
     tc.seed = common.seed;
     tc.out_dir = common.out;
@@ -686,7 +693,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
 {
     const char *ckpt = NULL, *split = NULL, *data = NULL, *train = NULL,
                *valid = NULL, *test = NULL, *which = "test";
-    int per_length = 0, batch = 256;
+    int per_length = 0, batch = 256, max_tokens = NLP_CLS_EVAL_TOKENS;
     struct cli_common common;
     int first = 0;
     const struct cli_option opts[] = {
@@ -709,6 +716,10 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
                  "accuracy per group (logic: per number of operators)",
                  &per_length),
         CLI_INT("batch", "N", "256", "evaluation batch", &batch),
+        CLI_INT("max-tokens", "N", "16384",
+                "at most N tokens in a batch, padding included (fewer rows "
+                "on long sequences: memory; 0: no cap)",
+                &max_tokens),
         CLI_END,
     };
     int rc = cli_parse(cmd, opts,
@@ -724,8 +735,9 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     int s = strcmp(which, "test") == 0    ? NLP_CLS_TEST
             : strcmp(which, "valid") == 0 ? NLP_CLS_VALID
                                           : -1;
-    if (s < 0 || batch < 1) {
-        return cli_usage_error(cmd, "--on valid|test, --batch >= 1");
+    if (s < 0 || batch < 1 || max_tokens < 0) {
+        return cli_usage_error(cmd, "--on valid|test, --batch >= 1, "
+                                    "--max-tokens >= 0");
     }
     if (common.out != NULL && !common.force && gr_path_exists(common.out)) {
         gr_error(GR_EEXIST, "%s exists (use --force to overwrite)",
@@ -825,7 +837,7 @@ static int run_eval(const struct cli_command *cmd, int argc, char **argv)
     }
     free(ckpt_vocab);
     struct nlp_cls_eval ev;
-    rc = nlp_cls_evaluate(m, &d, s, batch, &ev);
+    rc = nlp_cls_evaluate(m, &d, s, batch, max_tokens, &ev);
     nlp_cls_model_free(m);
     if (rc < 0) {
         nlp_cls_data_free(&d);

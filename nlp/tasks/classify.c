@@ -234,6 +234,7 @@ void nlp_cls_train_config_default(struct nlp_cls_train_config *tc,
     tc->epochs = 50;
     tc->batch = 128;
     tc->eval_batch = 256;
+    tc->eval_tokens = NLP_CLS_EVAL_TOKENS;
     tc->test_every = 1;
     tc->seed = 1111;
     if (task != NULL && strcmp(task, "logic") == 0) {
@@ -639,8 +640,34 @@ static uint8_t *negation_words(const struct nlp_cls_data *d)
 static const struct nlp_cls_example *sort_ex;
 static int by_length(const void *a, const void *b);
 
+/* The tokens of example x counted against the evaluation budget: its
+ * longer side (a pair's two sides are encoded as two batches). */
+static int64_t eval_tokens_of(const struct nlp_cls_example *x)
+{
+    return x->len_a > x->len_b ? x->len_a : x->len_b;
+}
+
+/* Examples are taken in order of length, at most `batch` of them and at
+ * most `max_tokens` tokens counting the padding (n times the longest; one
+ * example alone may exceed it). Activations of a batch stay until its end
+ * (the step arena), so memory grows with n times the longest sequence:
+ * ListOps' test goes up to 939 tokens, where 256 rows of OM held 19 GB. */
+static int32_t eval_batch_size(const struct nlp_cls_split *sp,
+                               const int64_t *idx, int64_t i0, int32_t batch,
+                               int64_t max_tokens)
+{
+    int32_t n = (int32_t)(sp->n - i0 < batch ? sp->n - i0 : batch);
+    while (n > 1 && max_tokens > 0 &&
+           (int64_t)n * eval_tokens_of(&sp->ex[idx[i0 + n - 1]]) >
+               max_tokens) {
+        n--;
+    }
+    return n;
+}
+
 static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
-                          int s, int32_t batch, struct nlp_cls_eval *out)
+                          int s, int32_t batch, int64_t max_tokens,
+                          struct nlp_cls_eval *out)
 {
     memset(out, 0, sizeof *out);
     const struct nlp_cls_split *sp = &d->split[s];
@@ -671,8 +698,10 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
     int rc = idx == NULL || logits == NULL
                  ? gr_error(GR_ENOMEM, "evaluation: out of memory")
                  : 0;
-    for (int64_t i0 = 0; rc == 0 && i0 < sp->n; i0 += batch) {
-        int32_t n = (int32_t)(sp->n - i0 < batch ? sp->n - i0 : batch);
+    int32_t n = 0;
+    for (int64_t i0 = 0; rc == 0 && i0 < sp->n; i0 += n) {
+        n = eval_batch_size(sp, idx, i0, batch, max_tokens);
+        out->batches++;
         gr_step_reset(m->ctx);
         struct gr_tensor *lg =
             forward(m, d, sp->ex, idx + i0, n, 0, gr_rng_make(0, 0));
@@ -757,7 +786,8 @@ static int evaluate_split(struct nlp_cls_model *m, const struct nlp_cls_data *d,
 }
 
 int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
-                     int s, int32_t batch, struct nlp_cls_eval *out)
+                     int s, int32_t batch, int64_t max_tokens,
+                     struct nlp_cls_eval *out)
 {
     if (d->pair != m->pair || d->n_classes != m->n_classes) {
         return gr_error(GR_EINVAL, "the data (%s, %d classes) does not fit "
@@ -765,7 +795,7 @@ int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                         d->pair ? "pairs" : "single", d->n_classes,
                         m->pair ? "pairs" : "single", m->n_classes);
     }
-    return evaluate_split(m, d, s, batch < 1 ? 256 : batch, out);
+    return evaluate_split(m, d, s, batch < 1 ? 256 : batch, max_tokens, out);
 }
 
 int nlp_cls_distances(struct nlp_cls_model *m, const int32_t *ids,
@@ -1529,7 +1559,8 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
             break;
         }
         struct nlp_cls_eval ev, et;
-        rc = evaluate_split(&tr.m, d, NLP_CLS_VALID, tc->eval_batch, &ev);
+        rc = evaluate_split(&tr.m, d, NLP_CLS_VALID, tc->eval_batch,
+                            tc->eval_tokens, &ev);
         int do_test = d->split[NLP_CLS_TEST].n > 0 &&
                       (epoch % tc->test_every == 0 || epoch == tc->epochs ||
                        tc->select_on_test);
@@ -1539,7 +1570,8 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
             et.group_acc[g] = NAN;
         }
         if (rc == 0 && do_test) {
-            rc = evaluate_split(&tr.m, d, NLP_CLS_TEST, tc->eval_batch, &et);
+            rc = evaluate_split(&tr.m, d, NLP_CLS_TEST, tc->eval_batch,
+                                tc->eval_tokens, &et);
         }
         if (rc < 0) {
             break;
@@ -1604,7 +1636,7 @@ int nlp_cls_train(const struct nlp_cls_train_config *tc,
         rc = gr_checkpoint_load(tr.ctx, tr.run.path_best, GR_CKPT_PARAMS, NULL);
         if (rc == 0) {
             rc = evaluate_split(&tr.m, d, NLP_CLS_TEST, tc->eval_batch,
-                                &res->test);
+                                tc->eval_tokens, &res->test);
         }
     }
     trainer_free(&tr);

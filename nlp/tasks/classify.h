@@ -54,6 +54,11 @@ struct nlp_cls_split {
 
 enum { NLP_CLS_TRAIN = 0, NLP_CLS_VALID = 1, NLP_CLS_TEST = 2 };
 
+/* Evaluation batches hold at most this many tokens with the padding (256
+ * sequences of 64): memory then stays near that of a training batch on
+ * long test sequences (nlp_cls_evaluate). */
+#define NLP_CLS_EVAL_TOKENS (256 * 64)
+
 /* ListOps trees generated without a training file, by default */
 #define NLP_CLS_LISTOPS_GENERATE 90000
 
@@ -124,6 +129,7 @@ struct nlp_cls_train_config {
     int32_t epochs;      /* 50 */
     int32_t batch;       /* 128 (pairs or sequences) */
     int32_t eval_batch;  /* 256 */
+    int64_t eval_tokens; /* NLP_CLS_EVAL_TOKENS; 0: no cap */
     int32_t max_batches; /* > 0: cut every epoch after this many (smoke) */
     int32_t test_every;  /* evaluate test every N epochs (and the last) */
     int select_on_test;  /* the ListOps reference's protocol (§9 note) */
@@ -156,6 +162,7 @@ struct nlp_cls_eval {
      * and negated negative nodes, and their counts */
     double neg_pos_acc, neg_neg_acc;
     int64_t neg_pos_n, neg_neg_n;
+    int64_t batches; /* the batches it took (the token cap's effect) */
 };
 
 /* The negation analysis of the SST tables (Socher et al. 2013, §5.4), as
@@ -211,9 +218,13 @@ const struct nlp_encoder_config *nlp_cls_model_encoder(
     const struct nlp_cls_model *m);
 
 /* Accuracy and loss on split s of d (evaluation mode; validation with the
- * encoder's training slot count, test with its evaluation one, §9). */
+ * encoder's training slot count, test with its evaluation one, §9), in
+ * batches of similar lengths of at most `batch` examples and at most
+ * `max_tokens` tokens with the padding (0: no cap; an example longer than
+ * the cap goes alone). Batching changes no result beyond rounding. */
 int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
-                     int s, int32_t batch, struct nlp_cls_eval *out);
+                     int s, int32_t batch, int64_t max_tokens,
+                     struct nlp_cls_eval *out);
 
 /* The encoder's structure distances of sequence `ids[0..len)` alone
  * (batch of one): d[0..len). GR_EUNSUPPORTED when the model induces no

@@ -127,9 +127,24 @@ static void learn(const char *model, int pair, const char *root)
     CHECK(nlp_cls_model_load(&m, best, &cc, task, NULL) == 0);
     CHECK(strcmp(task, d.task) == 0);
     struct nlp_cls_eval ev;
-    CHECK(m != NULL && nlp_cls_evaluate(m, &d, NLP_CLS_TEST, 64, &ev) == 0);
+    CHECK(m != NULL && nlp_cls_evaluate(m, &d, NLP_CLS_TEST, 64, 0, &ev) == 0);
     CHECK_MSG(ev.acc == res.test.acc, "reloaded %.4f, trained %.4f", ev.acc,
               res.test.acc);
+    CHECK(ev.batches == 4); /* 200 by 64, no token cap */
+    /* a token cap cuts the batches (down to one example each, which a
+     * longer example than the cap also is) and changes only rounding */
+    int64_t caps[2] = {1, 3 * 10}, batches[2];
+    for (int c = 0; c < 2; c++) {
+        struct nlp_cls_eval evc;
+        CHECK(nlp_cls_evaluate(m, &d, NLP_CLS_TEST, 64, caps[c], &evc) == 0);
+        CHECK_MSG(evc.acc == ev.acc && fabs(evc.loss - ev.loss) < 1e-5,
+                  "cap %d: acc %.4f loss %.6f, uncapped %.4f %.6f",
+                  (int)caps[c], evc.acc, evc.loss, ev.acc, ev.loss);
+        batches[c] = evc.batches;
+    }
+    CHECK(batches[0] == 200);
+    CHECK_MSG(batches[1] > 200 / 30 && batches[1] < 200, "%d batches",
+              (int)batches[1]);
     if (strcmp(model, "onlstm") == 0 && !pair) {
         float dist[5];
         int32_t ids[5] = {1, 2, 3, 4, 5};

@@ -61,6 +61,7 @@ batch -1 >= 1
 max-batches -1 >= 0
 test-every 0 >= 1
 eval-batch -1 >= 1
+eval-tokens -1 >= 0
 emsize -1 1\.\.65536
 emsize 65537 1\.\.65536
 nhid -1 1\.\.65536
@@ -165,6 +166,13 @@ done
 grep -q "^listops: test $tmp/test.tsv: 150 examples (all lengths, .*); no training data read or generated$" "$tmp/err" ||
     fail "listops eval: no data summary naming the test file in: $(cat "$tmp/err")"
 [ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "listops eval: stdout is not the result line alone: $(cat "$tmp/out")"
+# a token cap (batches of one at 1) is batching too: the same accuracy
+for t in 1 40 0; do
+    expect 0 "^listops test: accuracy $acc on 150 examples" nlp classify eval \
+        --checkpoint "$tmp/run/best.ckpt" --train "$tmp/train.tsv" --test "$tmp/test.tsv" --max-tokens $t
+done
+expect 2 "--max-tokens >= 0" nlp classify eval --checkpoint "$tmp/run/best.ckpt" \
+    --train "$tmp/train.tsv" --test "$tmp/test.tsv" --max-tokens -1
 # --on valid: the validation part held out of --train with the run's seed
 # (4), not another one (eval used seed 1111 whatever the run's, so that a
 # part of the examples it scored were training examples)
