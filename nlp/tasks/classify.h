@@ -221,7 +221,8 @@ const struct nlp_encoder_config *nlp_cls_model_encoder(
  * encoder's training slot count, test with its evaluation one, §9), in
  * batches of similar lengths of at most `batch` examples and at most
  * `max_tokens` tokens with the padding (0: no cap; an example longer than
- * the cap goes alone). Batching changes no result beyond rounding. */
+ * the cap goes alone). Batching changes no result beyond rounding, except
+ * where padding enters the encoding (OM's left-padded ListOps). */
 int nlp_cls_evaluate(struct nlp_cls_model *m, const struct nlp_cls_data *d,
                      int s, int32_t batch, int64_t max_tokens,
                      struct nlp_cls_eval *out);
