@@ -640,9 +640,9 @@ static uint8_t *negation_words(const struct nlp_cls_data *d)
 static const struct nlp_cls_example *sort_ex;
 static int by_length(const void *a, const void *b);
 
-/* The tokens of example x counted against the evaluation budget: its
+/* An example's length for sorting and for the evaluation token cap: its
  * longer side (a pair's two sides are encoded as two batches). */
-static int64_t eval_tokens_of(const struct nlp_cls_example *x)
+static int32_t example_length(const struct nlp_cls_example *x)
 {
     return x->len_a > x->len_b ? x->len_a : x->len_b;
 }
@@ -658,7 +658,7 @@ static int32_t eval_batch_size(const struct nlp_cls_split *sp,
 {
     int32_t n = (int32_t)(sp->n - i0 < batch ? sp->n - i0 : batch);
     while (n > 1 && max_tokens > 0 &&
-           (int64_t)n * eval_tokens_of(&sp->ex[idx[i0 + n - 1]]) >
+           (int64_t)n * example_length(&sp->ex[idx[i0 + n - 1]]) >
                max_tokens) {
         n--;
     }
@@ -842,8 +842,7 @@ static int by_length(const void *a, const void *b)
 {
     const struct nlp_cls_example *x = &sort_ex[*(const int64_t *)a];
     const struct nlp_cls_example *y = &sort_ex[*(const int64_t *)b];
-    int32_t lx = x->len_a > x->len_b ? x->len_a : x->len_b;
-    int32_t ly = y->len_a > y->len_b ? y->len_a : y->len_b;
+    int32_t lx = example_length(x), ly = example_length(y);
     if (lx != ly) {
         return lx < ly ? -1 : 1;
     }
